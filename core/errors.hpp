@@ -1,0 +1,36 @@
+// Error types shared by every module: bad user input versus broken internal invariants.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace syncplan {
+
+/// Bad user input: a file, field, layer or option value that cannot be used.
+/// The message is one line that names where the problem is (file, field, layer) and what was wrong;
+/// the command line maps it to exit code 2 (SPEC section 2).
+class InputError : public std::invalid_argument {
+ public:
+  explicit InputError(const std::string& message) : std::invalid_argument(message) {}
+};
+
+/// Broken internal invariant (a bug in syncplan, not in the input); exit code 1.
+class InternalError : public std::logic_error {
+ public:
+  explicit InternalError(const std::string& message) : std::logic_error(message) {}
+};
+
+/// Always-on invariant check: throws InternalError naming the expression, file and line.
+#define SYNCPLAN_CHECK(cond)                                                                 \
+  do {                                                                                       \
+    if (!(cond)) ::syncplan::detail::check_failed(#cond, __FILE__, __LINE__);                \
+  } while (0)
+
+namespace detail {
+[[noreturn]] void check_failed(const char* expression, const char* file, int line);
+}  // namespace detail
+
+/// Formats a double with enough digits to read it back exactly (17 significant digits).
+std::string format_exact(double value);
+
+}  // namespace syncplan

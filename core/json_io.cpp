@@ -1,0 +1,259 @@
+// Strict JSON reading and atomic writing, on nlohmann/json.
+#include "core/json_io.hpp"
+
+#include "core/errors.hpp"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+namespace syncplan {
+
+namespace {
+
+// Bare non-finite tokens become strings carrying this prefix; a real JSON string can hold it only
+// if it contains a NUL character, which no profile does.
+const std::string kNonfinitePrefix = std::string("\0syncplan-nonfinite:", 20);
+
+// Replaces the bare tokens NaN, Infinity and -Infinity (outside strings) by marked strings.
+std::string mark_nonfinite_tokens(const std::string& text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char ch = text[i];
+    if (in_string) {
+      out += ch;
+      if (ch == '\\' && i + 1 < text.size()) {
+        out += text[++i];
+      } else if (ch == '"') {
+        in_string = false;
+      }
+      continue;
+    }
+    if (ch == '"') {
+      in_string = true;
+      out += ch;
+      continue;
+    }
+    for (const char* token : {"-Infinity", "Infinity", "NaN"}) {
+      const std::size_t n = std::strlen(token);
+      if (text.compare(i, n, token) == 0) {
+        // JSON escapes for NUL so the result stays valid JSON text.
+        out += "\"\\u0000syncplan-nonfinite:";
+        out += token;
+        out += '"';
+        i += n - 1;
+        goto next;
+      }
+    }
+    out += ch;
+  next:;
+  }
+  return out;
+}
+
+std::string strip_nlohmann_prefix(std::string message) {
+  // "[json.exception.parse_error.101] parse error at line 1, column 5: ..." -> "line 1, column 5: ..."
+  const auto bracket = message.find("] ");
+  if (bracket != std::string::npos) message = message.substr(bracket + 2);
+  const std::string parse_error = "parse error at ";
+  if (message.rfind(parse_error, 0) == 0) message = message.substr(parse_error.size());
+  for (char& ch : message)
+    if (ch == '\n' || ch == '\r') ch = ' ';
+  return message;
+}
+
+}  // namespace
+
+Json parse_json_text(const std::string& text, const std::string& origin) {
+  // Keys seen so far in each open object, innermost last: a repeated key is an error, since
+  // nlohmann/json would silently keep only the last value (a duplicate layer would vanish).
+  std::vector<std::set<std::string>> open_objects;
+  std::string duplicate;
+  const auto reject_duplicate_keys = [&](int, Json::parse_event_t event, Json& parsed) {
+    switch (event) {
+      case Json::parse_event_t::object_start: open_objects.emplace_back(); break;
+      case Json::parse_event_t::object_end: open_objects.pop_back(); break;
+      case Json::parse_event_t::key:
+        if (!open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty())
+          duplicate = parsed.get<std::string>();
+        break;
+      default: break;
+    }
+    return true;
+  };
+  try {
+    Json document = Json::parse(mark_nonfinite_tokens(text), reject_duplicate_keys);
+    if (!duplicate.empty()) throw InputError(origin + ": duplicate key '" + duplicate + "'");
+    return document;
+  } catch (const Json::parse_error& e) {
+    throw InputError(origin + ": invalid JSON at " + strip_nlohmann_prefix(e.what()));
+  }
+}
+
+Json read_json_file(const std::string& path) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec))
+    throw InputError(path + ": cannot read file (it is a directory)");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path + ": cannot read file (" + std::strerror(errno) + ")");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  if (in.bad()) throw InputError(path + ": cannot read file (read error)");
+  return parse_json_text(buffer.str(), path);
+}
+
+bool is_nonfinite_token(const Json& value) {
+  return value.is_string() && value.get_ref<const std::string&>().rfind(kNonfinitePrefix, 0) == 0;
+}
+
+void write_text_file_atomic(const std::string& path, const std::string& text) {
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  fs::path folder = target.parent_path();
+  if (folder.empty()) folder = ".";
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec))
+    throw InputError(path + ": cannot write file (folder " + folder.string() + " does not exist)");
+  // A hidden name beside the target, so the rename stays on one file system.
+  std::string temporary_name = ".";
+  temporary_name += target.filename().string();
+  temporary_name += ".tmp.";
+  temporary_name += std::to_string(::getpid());
+  const fs::path temporary = folder / temporary_name;
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) throw InputError(path + ": cannot write file (" + std::strerror(errno) + ")");
+    out << text;
+    out.flush();
+    if (!out) {
+      out.close();
+      fs::remove(temporary, ec);
+      throw InputError(path + ": cannot write file (write error)");
+    }
+  }
+  fs::rename(temporary, target, ec);
+  if (ec) {
+    std::error_code ignored;
+    fs::remove(temporary, ignored);
+    throw InputError(path + ": cannot write file (" + ec.message() + ")");
+  }
+}
+
+void write_json_file_atomic(const std::string& path, const Json& value) {
+  write_text_file_atomic(path, value.dump(1) + "\n");
+}
+
+std::string json_type_name(const Json& value) {
+  if (is_nonfinite_token(value)) return "non-finite number";
+  if (value.is_number()) return "number";
+  return value.type_name();
+}
+
+double read_nonnegative_number(const Json& value, const std::string& where) {
+  if (is_nonfinite_token(value))
+    throw InputError(where + ": non-finite value " +
+                     value.get_ref<const std::string&>().substr(kNonfinitePrefix.size()));
+  if (!value.is_number())
+    throw InputError(where + ": expected a number, got " + json_type_name(value));
+  const double number = value.get<double>();
+  if (!std::isfinite(number)) throw InputError(where + ": non-finite value");
+  if (number < 0) throw InputError(where + ": negative value " + format_exact(number));
+  return number;
+}
+
+ObjectReader::ObjectReader(const Json& object, std::string where)
+    : object_(object), where_(std::move(where)) {
+  if (!object_.is_object())
+    throw InputError(where_ + ": expected a JSON object, got " + json_type_name(object_));
+}
+
+bool ObjectReader::has(const std::string& key) const { return object_.contains(key); }
+
+const Json& ObjectReader::required(const std::string& key) {
+  read_.insert(key);
+  const auto it = object_.find(key);
+  if (it == object_.end()) throw InputError(where_ + ": missing field '" + key + "'");
+  return *it;
+}
+
+const Json* ObjectReader::optional(const std::string& key) {
+  read_.insert(key);
+  const auto it = object_.find(key);
+  if (it == object_.end() || it->is_null()) return nullptr;
+  return &*it;
+}
+
+std::string ObjectReader::required_string(const std::string& key) {
+  const Json& value = required(key);
+  if (!value.is_string() || is_nonfinite_token(value))
+    throw InputError(where_ + ": field '" + key + "': expected a string, got " +
+                     json_type_name(value));
+  return value.get<std::string>();
+}
+
+std::optional<std::string> ObjectReader::optional_string(const std::string& key) {
+  if (!has(key) || object_.at(key).is_null()) {
+    read_.insert(key);
+    return std::nullopt;
+  }
+  return required_string(key);
+}
+
+std::int64_t ObjectReader::required_integer(const std::string& key, std::int64_t minimum) {
+  const Json& value = required(key);
+  const std::string field = where_ + ": field '" + key + "'";
+  if (!value.is_number_integer()) {
+    // 8.0 is accepted as 8; 8.5 and strings are not.
+    if (value.is_number_float()) {
+      const double number = value.get<double>();
+      if (std::isfinite(number) && number == std::floor(number) && std::fabs(number) < 9e15) {
+        const auto whole = static_cast<std::int64_t>(number);
+        if (whole < minimum)
+          throw InputError(field + ": must be >= " + std::to_string(minimum) + ", got " +
+                           std::to_string(whole));
+        return whole;
+      }
+    }
+    throw InputError(field + ": expected a whole number, got " + json_type_name(value));
+  }
+  const std::int64_t whole = value.is_number_unsigned()
+                                 ? static_cast<std::int64_t>(value.get<std::uint64_t>())
+                                 : value.get<std::int64_t>();
+  if (whole < minimum)
+    throw InputError(field + ": must be >= " + std::to_string(minimum) + ", got " +
+                     std::to_string(whole));
+  return whole;
+}
+
+std::optional<std::int64_t> ObjectReader::optional_integer(const std::string& key,
+                                                           std::int64_t minimum) {
+  if (!has(key) || object_.at(key).is_null()) {
+    read_.insert(key);
+    return std::nullopt;
+  }
+  return required_integer(key, minimum);
+}
+
+std::optional<double> ObjectReader::optional_nonnegative(const std::string& key) {
+  const Json* value = optional(key);
+  if (value == nullptr) return std::nullopt;
+  return read_nonnegative_number(*value, where_ + ": field '" + key + "'");
+}
+
+std::optional<double> ObjectReader::optional_seconds(const std::string& key) {
+  return optional_nonnegative(key);
+}
+
+void ObjectReader::reject_unknown_keys() const {
+  for (const auto& item : object_.items())
+    if (!read_.count(item.key())) throw InputError(where_ + ": unknown key '" + item.key() + "'");
+}
+
+}  // namespace syncplan

@@ -1,0 +1,74 @@
+// Strict JSON reading (unknown keys, wrong types and non-finite numbers are errors that name the
+// file, the field and the layer) and whole-or-nothing file writing.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+namespace syncplan {
+
+using Json = nlohmann::ordered_json;
+
+/// Reads and parses a JSON file. The bare tokens NaN, Infinity and -Infinity that Python's json
+/// module writes are accepted and become values that NumberReader reports as non-finite, so that
+/// the error can name the layer instead of a byte offset.
+/// Throws InputError "PATH: cannot read file (...)" or "PATH: invalid JSON at line L, column C: ...".
+Json read_json_file(const std::string& path);
+
+/// Parses JSON text; `origin` names it in errors (a path, or "<string>").
+Json parse_json_text(const std::string& text, const std::string& origin);
+
+/// True when `value` stands for NaN/Infinity/-Infinity written as a bare token in the source.
+bool is_nonfinite_token(const Json& value);
+
+/// Writes `text` to `path` whole or not at all: a temporary file beside it, then rename.
+/// Throws InputError "PATH: cannot write file (...)" when the folder is missing or not writable.
+void write_text_file_atomic(const std::string& path, const std::string& text);
+
+/// Writes `value` as indented JSON with write_text_file_atomic.
+void write_json_file_atomic(const std::string& path, const Json& value);
+
+/// Reads one JSON object field by field and rejects the keys nobody asked for.
+/// `where` prefixes every message, e.g. "profile.json: layer 'lm_head'".
+class ObjectReader {
+ public:
+  /// Throws InputError "WHERE: expected a JSON object, got TYPE" when `object` is not an object.
+  ObjectReader(const Json& object, std::string where);
+
+  bool has(const std::string& key) const;
+  const Json& required(const std::string& key);
+  /// Null or absent both give std::nullopt (null means unknown, SPEC section 3).
+  const Json* optional(const std::string& key);
+
+  std::string required_string(const std::string& key);
+  std::optional<std::string> optional_string(const std::string& key);
+  /// A whole number >= minimum; throws naming the field otherwise.
+  std::int64_t required_integer(const std::string& key, std::int64_t minimum);
+  std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t minimum);
+  /// A finite number >= 0 in seconds, or null/absent.
+  std::optional<double> optional_seconds(const std::string& key);
+  std::optional<double> optional_nonnegative(const std::string& key);
+
+  /// Throws InputError "WHERE: unknown key 'K'" for the first key not read.
+  void reject_unknown_keys() const;
+
+  const std::string& where() const { return where_; }
+
+ private:
+  const Json& object_;
+  std::string where_;
+  std::set<std::string> read_;
+};
+
+/// The JSON type name used in messages ("string", "number", ...).
+std::string json_type_name(const Json& value);
+
+/// Reads a number that must be finite and >= 0; `where` names the field for errors.
+double read_nonnegative_number(const Json& value, const std::string& where);
+
+}  // namespace syncplan

@@ -1,0 +1,134 @@
+// syncplan.plan/v1 reading (checked against a profile) and writing.
+#include "core/plan.hpp"
+
+#include "core/errors.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+
+namespace syncplan {
+
+namespace {
+
+std::vector<double> read_seconds_array(const Json& value, const std::string& where,
+                                       std::size_t expected_size) {
+  if (!value.is_array()) throw InputError(where + ": expected an array, got " + json_type_name(value));
+  if (value.size() != expected_size)
+    throw InputError(where + ": expected " + std::to_string(expected_size) + " entries (one per "
+                     "iteration), got " + std::to_string(value.size()));
+  std::vector<double> out;
+  for (std::size_t i = 0; i < value.size(); ++i)
+    out.push_back(read_nonnegative_number(value[i], where + "[" + std::to_string(i) + "]"));
+  return out;
+}
+
+PlanPrediction prediction_from_json(const Json& value, const std::string& where, int period) {
+  ObjectReader reader(value, where);
+  PlanPrediction prediction;
+  prediction.period_s = read_nonnegative_number(reader.required("period_s"), where + ": field 'period_s'");
+  prediction.iteration_s =
+      read_seconds_array(reader.required("iteration_s"), where + ": field 'iteration_s'", period);
+  prediction.wait_s = read_seconds_array(reader.required("wait_s"), where + ": field 'wait_s'", period);
+  prediction.lower_bound_period_s = reader.optional_seconds("lower_bound_period_s");
+  reader.reject_unknown_keys();
+  return prediction;
+}
+
+}  // namespace
+
+Plan plan_from_json(const Json& document, const std::string& origin, const Profile& profile) {
+  ObjectReader top(document, origin);
+  const std::string format = top.required_string("format");
+  if (format != kPlanFormat)
+    throw InputError(origin + ": field 'format': expected \"" + kPlanFormat + "\", got \"" + format + "\"");
+  Plan plan;
+  plan.model = top.optional_string("model");
+  const std::int64_t period = top.required_integer("period", 1);
+  if (period > std::numeric_limits<int>::max())
+    throw InputError(origin + ": field 'period': too large (" + std::to_string(period) + ")");
+  plan.period = static_cast<int>(period);
+  plan.algorithm = top.required_string("algorithm");
+  const Json& layers = top.required("layers");
+  if (!layers.is_array())
+    throw InputError(origin + ": field 'layers': expected an array, got " + json_type_name(layers));
+  if (const Json* predicted = top.optional("predicted"))
+    plan.predicted = prediction_from_json(*predicted, origin + ": field 'predicted'", plan.period);
+  top.reject_unknown_keys();
+
+  if (plan.model && profile.model && *plan.model != *profile.model)
+    throw InputError(origin + ": field 'model': plan is for '" + *plan.model +
+                     "' but the profile is for '" + *profile.model + "'");
+
+  std::map<std::string, LayerSchedule> by_name;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const Json& item = layers[i];
+    std::string where = origin + ": layers[" + std::to_string(i) + "]";
+    if (item.is_object() && item.contains("name") && item["name"].is_string())
+      where = origin + ": layer '" + item["name"].get<std::string>() + "'";
+    ObjectReader reader(item, where);
+    LayerSchedule schedule;
+    schedule.name = reader.required_string("name");
+    const Json& iterations = reader.required("sync_iterations");
+    reader.reject_unknown_keys();
+    if (!profile.find(schedule.name))
+      throw InputError(where + ": not a layer of the profile");
+    if (by_name.count(schedule.name)) throw InputError(where + ": layer listed twice");
+    if (!iterations.is_array())
+      throw InputError(where + ": field 'sync_iterations': expected an array, got " +
+                       json_type_name(iterations));
+    if (iterations.empty())
+      throw InputError(where + ": field 'sync_iterations': a layer must sync at least once per period");
+    for (const Json& value : iterations) {
+      if (!value.is_number_integer())
+        throw InputError(where + ": field 'sync_iterations': expected whole numbers, got " +
+                         json_type_name(value));
+      const std::int64_t h = value.get<std::int64_t>();
+      if (h < 0 || h >= period)
+        throw InputError(where + ": field 'sync_iterations': iteration " + std::to_string(h) +
+                         " is outside 0.." + std::to_string(period - 1));
+      schedule.sync_iterations.push_back(static_cast<int>(h));
+    }
+    std::sort(schedule.sync_iterations.begin(), schedule.sync_iterations.end());
+    if (std::adjacent_find(schedule.sync_iterations.begin(), schedule.sync_iterations.end()) !=
+        schedule.sync_iterations.end())
+      throw InputError(where + ": field 'sync_iterations': an iteration is listed twice");
+    by_name.emplace(schedule.name, std::move(schedule));
+  }
+  for (const LayerProfile& layer : profile.layers) {
+    auto it = by_name.find(layer.name);
+    if (it == by_name.end())
+      throw InputError(origin + ": layer '" + layer.name + "': in the profile but missing from the plan");
+    plan.layers.push_back(std::move(it->second));
+  }
+  return plan;
+}
+
+Plan read_plan_file(const std::string& path, const Profile& profile) {
+  return plan_from_json(read_json_file(path), path, profile);
+}
+
+Json plan_to_json(const Plan& plan) {
+  Json document;
+  document["format"] = kPlanFormat;
+  document["model"] = plan.model ? Json(*plan.model) : Json(nullptr);
+  document["period"] = plan.period;
+  document["algorithm"] = plan.algorithm;
+  Json layers = Json::array();
+  for (const LayerSchedule& layer : plan.layers)
+    layers.push_back(Json{{"name", layer.name}, {"sync_iterations", layer.sync_iterations}});
+  document["layers"] = std::move(layers);
+  if (plan.predicted) {
+    Json predicted;
+    predicted["period_s"] = plan.predicted->period_s;
+    predicted["iteration_s"] = plan.predicted->iteration_s;
+    predicted["wait_s"] = plan.predicted->wait_s;
+    predicted["lower_bound_period_s"] = plan.predicted->lower_bound_period_s
+                                            ? Json(*plan.predicted->lower_bound_period_s)
+                                            : Json(nullptr);
+    document["predicted"] = std::move(predicted);
+  }
+  return document;
+}
+
+}  // namespace syncplan

@@ -1,0 +1,51 @@
+// Sync plan: which layers sync in which iteration of a period (syncplan.plan/v1, SPEC section 4).
+#pragma once
+
+#include "core/json_io.hpp"
+#include "core/profile.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace syncplan {
+
+inline constexpr const char* kPlanFormat = "syncplan.plan/v1";
+
+/// When one layer syncs: iteration indices in 0..period-1, ascending, at least one.
+struct LayerSchedule {
+  std::string name;                       ///< a layer of the profile
+  std::vector<int> sync_iterations;       ///< ascending, unique, each in [0, period)
+};
+
+/// What the simulator predicts for a plan on the profile it was planned on (SPEC section 4).
+struct PlanPrediction {
+  double period_s = 0;                    ///< time of one period of H iterations (s)
+  std::vector<double> iteration_s;        ///< H entries: each iteration's time (s)
+  std::vector<double> wait_s;             ///< H entries: each iteration's exposed sync time (s)
+  std::optional<double> lower_bound_period_s; ///< lower bound on any plan's period (s)
+};
+
+/// A whole plan. `layers` are in the profile's (forward) order, every layer exactly once.
+struct Plan {
+  std::optional<std::string> model;       ///< copied from the profile
+  int period = 1;                         ///< H, iterations per period (>= 1)
+  std::string algorithm;                  ///< the algorithm that produced it, e.g. "dp"
+  std::vector<LayerSchedule> layers;      ///< profile order
+  std::optional<PlanPrediction> predicted;
+};
+
+/// Parses a syncplan.plan/v1 document and checks it against `profile`: every profile layer
+/// exactly once (an unknown, missing or repeated layer is an error naming it), iterations in
+/// [0, period), at least one per layer, no iteration twice. Layers are returned in profile order.
+/// Throws InputError naming `origin`, the field and the layer.
+Plan plan_from_json(const Json& document, const std::string& origin, const Profile& profile);
+
+/// Reads a plan file (read_json_file + plan_from_json).
+Plan read_plan_file(const std::string& path, const Profile& profile);
+
+/// The syncplan.plan/v1 document for `plan`.
+Json plan_to_json(const Plan& plan);
+
+}  // namespace syncplan

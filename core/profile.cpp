@@ -1,0 +1,113 @@
+// syncplan.profile/v1 reading, validation and writing.
+#include "core/profile.hpp"
+
+#include "core/errors.hpp"
+
+#include <cmath>
+#include <unordered_set>
+
+namespace syncplan {
+
+std::optional<std::size_t> Profile::find(const std::string& name) const {
+  for (std::size_t i = 0; i < layers.size(); ++i)
+    if (layers[i].name == name) return i;
+  return std::nullopt;
+}
+
+void validate_profile(const Profile& profile, const std::string& origin) {
+  if (profile.layers.empty()) throw InputError(origin + ": field 'layers': the profile has no layers");
+  std::unordered_set<std::string> names;
+  for (std::size_t i = 0; i < profile.layers.size(); ++i) {
+    const LayerProfile& layer = profile.layers[i];
+    if (layer.name.empty())
+      throw InputError(origin + ": layers[" + std::to_string(i) + "]: empty layer name");
+    if (!names.insert(layer.name).second)
+      throw InputError(origin + ": layer '" + layer.name + "': duplicate layer name");
+    const std::pair<const char*, const std::optional<double>*> times[] = {
+        {"forward_s", &layer.forward_s},
+        {"backward_s", &layer.backward_s},
+        {"update_s", &layer.update_s},
+        {"sync_s", &layer.sync_s}};
+    for (const auto& [field, value] : times) {
+      if (!value->has_value()) continue;
+      if (!std::isfinite(**value))
+        throw InputError(origin + ": layer '" + layer.name + "': field '" + field +
+                         "': non-finite value");
+      if (**value < 0)
+        throw InputError(origin + ": layer '" + layer.name + "': field '" + field +
+                         "': negative value " + format_exact(**value));
+    }
+  }
+}
+
+Profile profile_from_json(const Json& document, const std::string& origin) {
+  ObjectReader top(document, origin);
+  const std::string format = top.required_string("format");
+  if (format != kProfileFormat)
+    throw InputError(origin + ": field 'format': expected \"" + kProfileFormat + "\", got \"" +
+                     format + "\"");
+  Profile profile;
+  profile.model = top.optional_string("model");
+  profile.source = top.required_string("source");
+  profile.workers = top.optional_integer("workers", 1);
+  const Json& layers = top.required("layers");
+  if (!layers.is_array())
+    throw InputError(origin + ": field 'layers': expected an array, got " + json_type_name(layers));
+  top.reject_unknown_keys();
+
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    const Json& item = layers[i];
+    std::string where = origin + ": layers[" + std::to_string(i) + "]";
+    if (item.is_object() && item.contains("name") && item["name"].is_string() &&
+        !item["name"].get_ref<const std::string&>().empty())
+      where = origin + ": layer '" + item["name"].get<std::string>() + "'";
+    ObjectReader reader(item, where);
+    LayerProfile layer;
+    layer.name = reader.required_string("name");
+    layer.param_count = reader.optional_integer("param_count", 0);
+    layer.param_bytes = reader.optional_integer("param_bytes", 0);
+    layer.forward_s = reader.optional_seconds("forward_s");
+    layer.backward_s = reader.optional_seconds("backward_s");
+    layer.update_s = reader.optional_seconds("update_s");
+    layer.sync_s = reader.optional_seconds("sync_s");
+    reader.reject_unknown_keys();
+    profile.layers.push_back(std::move(layer));
+  }
+  validate_profile(profile, origin);
+  return profile;
+}
+
+Profile read_profile_file(const std::string& path) {
+  return profile_from_json(read_json_file(path), path);
+}
+
+namespace {
+template <typename T>
+Json optional_to_json(const std::optional<T>& value) {
+  return value ? Json(*value) : Json(nullptr);
+}
+}  // namespace
+
+Json profile_to_json(const Profile& profile) {
+  Json document;
+  document["format"] = kProfileFormat;
+  document["model"] = optional_to_json(profile.model);
+  document["source"] = profile.source;
+  document["workers"] = optional_to_json(profile.workers);
+  Json layers = Json::array();
+  for (const LayerProfile& layer : profile.layers) {
+    Json item;
+    item["name"] = layer.name;
+    item["param_count"] = optional_to_json(layer.param_count);
+    item["param_bytes"] = optional_to_json(layer.param_bytes);
+    item["forward_s"] = optional_to_json(layer.forward_s);
+    item["backward_s"] = optional_to_json(layer.backward_s);
+    item["update_s"] = optional_to_json(layer.update_s);
+    item["sync_s"] = optional_to_json(layer.sync_s);
+    layers.push_back(std::move(item));
+  }
+  document["layers"] = std::move(layers);
+  return document;
+}
+
+}  // namespace syncplan

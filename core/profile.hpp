@@ -1,0 +1,52 @@
+// Per-layer profile of a model (syncplan.profile/v1, SPEC section 3, docs/formats.md).
+#pragma once
+
+#include "core/json_io.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace syncplan {
+
+inline constexpr const char* kProfileFormat = "syncplan.profile/v1";
+
+/// One layer (module) of the model. std::nullopt means unknown, never zero (SPEC section 3).
+struct LayerProfile {
+  std::string name;                        ///< unique module name, e.g. "transformer.h.0.attn.c_attn"
+  std::optional<std::int64_t> param_count; ///< parameters owned by this layer (count)
+  std::optional<std::int64_t> param_bytes; ///< bytes of those parameters as synced (bytes)
+  std::optional<double> forward_s;         ///< forward compute time of one iteration (s)
+  std::optional<double> backward_s;        ///< backward compute time of one iteration (s)
+  std::optional<double> update_s;          ///< optimizer update time of one iteration (s)
+  std::optional<double> sync_s;            ///< one all-reduce of its parameters across `workers` (s)
+};
+
+/// A whole profile: layers in forward order (input-most first); backprop visits them in reverse.
+struct Profile {
+  std::optional<std::string> model;   ///< model name, e.g. "gpt2"; std::nullopt when unknown
+  std::string source;                 ///< "measured:<device>", "imported:<format>" or "estimated:<method>"
+  std::optional<std::int64_t> workers;///< worker count the sync_s values were measured at
+  std::vector<LayerProfile> layers;   ///< forward order, unique non-empty names, at least one
+
+  /// Index of the layer called `name` in forward order, or std::nullopt.
+  std::optional<std::size_t> find(const std::string& name) const;
+};
+
+/// Checks the invariants every profile holds (non-empty, unique non-empty names, finite
+/// non-negative times); `origin` names the file in errors. Throws InputError naming the layer.
+void validate_profile(const Profile& profile, const std::string& origin);
+
+/// Parses a syncplan.profile/v1 document. Unknown keys, wrong types, negative or non-finite
+/// numbers, duplicate or empty names and an empty layer list throw InputError naming `origin`,
+/// the field and the layer.
+Profile profile_from_json(const Json& document, const std::string& origin);
+
+/// Reads a profile file (read_json_file + profile_from_json).
+Profile read_profile_file(const std::string& path);
+
+/// The syncplan.profile/v1 document for `profile` (nulls written for unknown values).
+Json profile_to_json(const Profile& profile);
+
+}  // namespace syncplan

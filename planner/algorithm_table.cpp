@@ -1,0 +1,82 @@
+// The planning-algorithm table and the uniform way to time any strategy by name.
+#include "planner/algorithm_table.hpp"
+
+#include "core/errors.hpp"
+
+#include <array>
+
+namespace syncplan {
+
+namespace {
+
+PlanCandidate plan_plsgd_even(const BackpropTimes& times, int period) {
+  return {"plsgd-even", plsgd_even_assignment(times.size(), period)};
+}
+
+PlanCandidate plan_wfbp(const BackpropTimes& times, int period) {
+  return {"wfbp", *run_wfbp(times, period).assignment};
+}
+
+constexpr std::array<PlanAlgorithm, 5> kAlgorithms = {{
+    {"plsgd-even", "contiguous groups of ceil(L/H) layers in backprop order", plan_plsgd_even},
+    {"wfbp", "every layer in every iteration (S-SGD with overlap)", plan_wfbp},
+    {"dreamddp", "DreamDDP's depth-first search over contiguous groups", plan_dreamddp},
+    {"dp", "exact optimum over contiguous groups (dynamic programming)", plan_dp},
+    {"best", "the best plan of dp, dreamddp and plsgd-even", plan_best},
+}};
+
+std::string algorithm_names_text() {
+  std::string names;
+  for (const PlanAlgorithm& algorithm : kAlgorithms)
+    names += (names.empty() ? "" : ", ") + std::string(algorithm.name);
+  return names;
+}
+
+}  // namespace
+
+std::span<const PlanAlgorithm> plan_algorithms() { return kAlgorithms; }
+
+const PlanAlgorithm& find_plan_algorithm(const std::string& name) {
+  for (const PlanAlgorithm& algorithm : kAlgorithms)
+    if (name == algorithm.name) return algorithm;
+  throw InputError("--algorithm: unknown '" + name + "' (choose from " + algorithm_names_text() + ")");
+}
+
+PlanCandidate plan_best(const BackpropTimes& times, int period) {
+  PlanCandidate best;
+  double best_period = 0;
+  for (const auto plan : {plan_dp, plan_dreamddp, plan_plsgd_even}) {
+    PlanCandidate candidate = plan(times, period);
+    const double candidate_period = time_assignment(times, candidate.assignment).period_s;
+    if (best.algorithm.empty() || candidate_period < best_period) {
+      best = std::move(candidate);
+      best_period = candidate_period;
+    }
+  }
+  return best;
+}
+
+std::vector<std::string> compared_strategy_names() {
+  return {"ssgd", "wfbp", "flsgd", "plsgd-even", "dreamddp", "dp"};
+}
+
+std::string strategy_names_text() {
+  std::string names;
+  for (const Strategy& strategy : simulator_strategies())
+    names += (names.empty() ? "" : ", ") + std::string(strategy.name);
+  for (const PlanAlgorithm& algorithm : kAlgorithms)
+    if (!find_simulator_strategy(algorithm.name)) names += ", " + std::string(algorithm.name);
+  return names;
+}
+
+StrategyResult run_strategy(const std::string& name, const BackpropTimes& times, int period) {
+  if (const Strategy* strategy = find_simulator_strategy(name)) return strategy->run(times, period);
+  for (const PlanAlgorithm& algorithm : kAlgorithms) {
+    if (name != algorithm.name) continue;
+    Assignment assignment = algorithm.plan(times, period).assignment;
+    return {time_assignment(times, assignment), std::move(assignment)};
+  }
+  throw InputError("--strategy: unknown '" + name + "' (choose from " + strategy_names_text() + ")");
+}
+
+}  // namespace syncplan

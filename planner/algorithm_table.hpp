@@ -1,0 +1,52 @@
+// Planning algorithms (one file each under algorithms/, one table) and the comparison of every
+// strategy that `syncplan plan` prints.
+#pragma once
+
+#include "simulator/strategy_table.hpp"
+
+#include <span>
+#include <string>
+#include <vector>
+
+namespace syncplan {
+
+/// A plan found by an algorithm; `algorithm` names the one that found it (for `best`, the winner).
+struct PlanCandidate {
+  std::string algorithm;
+  Assignment assignment;
+};
+
+/// One planning algorithm: its `--algorithm` name, a summary, and the function that plans a
+/// period of `period` iterations (throws InputError when period < 1).
+struct PlanAlgorithm {
+  const char* name;
+  const char* summary;
+  PlanCandidate (*plan)(const BackpropTimes& times, int period);
+};
+
+/// plsgd-even, wfbp, dreamddp, dp, best.
+std::span<const PlanAlgorithm> plan_algorithms();
+
+/// The algorithm called `name`; throws InputError "--algorithm: unknown 'NAME' (choose from ...)".
+const PlanAlgorithm& find_plan_algorithm(const std::string& name);
+
+// The algorithms, one file each (algorithms/*.cpp).
+/// DreamDDP's depth-first search (arXiv 2502.11058, SPEC section 5's pseudocode), memoized on
+/// (first unassigned layer, iteration); the link state follows the model exactly.
+PlanCandidate plan_dreamddp(const BackpropTimes& times, int period);
+/// Exact optimum over contiguous groups in backprop order (docs/time-model.md, "dp").
+PlanCandidate plan_dp(const BackpropTimes& times, int period);
+/// The lowest period any of dp, dreamddp and plsgd-even found (ties go to that order).
+PlanCandidate plan_best(const BackpropTimes& times, int period);
+
+/// The strategies `syncplan plan` compares, in table order (SPEC section 5).
+std::vector<std::string> compared_strategy_names();
+
+/// Times any strategy or planning algorithm by name (simulator strategies and plan algorithms).
+/// Throws InputError "--strategy: unknown 'NAME' (choose from ...)".
+StrategyResult run_strategy(const std::string& name, const BackpropTimes& times, int period);
+
+/// All names run_strategy accepts, comma-separated, for help texts and errors.
+std::string strategy_names_text();
+
+}  // namespace syncplan

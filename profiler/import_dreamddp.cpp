@@ -1,0 +1,132 @@
+// DreamDDP artifact importers: flat {layer: seconds} time files and schedule files.
+#include "profiler/import_dreamddp.hpp"
+
+#include "core/errors.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+#include <map>
+
+namespace syncplan {
+
+namespace {
+
+// One time file: layer names in file order with their seconds.
+std::vector<std::pair<std::string, double>> read_time_file(const std::string& path,
+                                                           NonfinitePolicy nonfinite) {
+  const Json document = read_json_file(path);
+  if (!document.is_object())
+    throw InputError(path + ": expected a JSON object {layer name: seconds}, got " +
+                     json_type_name(document));
+  if (document.empty()) throw InputError(path + ": no layers (empty object)");
+  std::vector<std::pair<std::string, double>> times;
+  for (const auto& item : document.items()) {
+    const std::string where = path + ": layer '" + item.key() + "'";
+    if (item.key().empty()) throw InputError(path + ": empty layer name");
+    double seconds = 0;
+    if (is_nonfinite_token(item.value()) && nonfinite == NonfinitePolicy::kZero) {
+      std::cerr << "warning: " << where << ": non-finite time replaced by 0 (--nonfinite zero)\n";
+    } else {
+      seconds = read_nonnegative_number(item.value(), where);
+    }
+    times.emplace_back(item.key(), seconds);
+  }
+  return times;
+}
+
+std::string list_names(const std::vector<std::string>& names) {
+  constexpr std::size_t kShown = 5;
+  std::string out;
+  for (std::size_t i = 0; i < names.size() && i < kShown; ++i)
+    out += (i ? ", '" : "'") + names[i] + "'";
+  if (names.size() > kShown) out += " and " + std::to_string(names.size() - kShown) + " more";
+  return out;
+}
+
+}  // namespace
+
+Profile import_dreamddp(const std::string& bp_path, const std::string& comm_path,
+                        const DreamddpImportOptions& options) {
+  const auto backward = read_time_file(bp_path, options.nonfinite);
+  const auto sync = read_time_file(comm_path, options.nonfinite);
+  std::map<std::string, double> sync_by_name(sync.begin(), sync.end());
+  std::map<std::string, double> backward_by_name(backward.begin(), backward.end());
+
+  std::vector<std::string> only_backward, only_sync;
+  for (const auto& [name, seconds] : backward)
+    if (!sync_by_name.count(name)) only_backward.push_back(name);
+  for (const auto& [name, seconds] : sync)
+    if (!backward_by_name.count(name)) only_sync.push_back(name);
+  if (!only_backward.empty())
+    throw InputError(bp_path + ": layer(s) " + list_names(only_backward) + " missing from " + comm_path);
+  if (!only_sync.empty())
+    throw InputError(comm_path + ": layer(s) " + list_names(only_sync) + " missing from " + bp_path);
+
+  Profile profile;
+  profile.model = options.model;
+  profile.source = "imported:dreamddp";
+  profile.workers = options.workers;
+  for (const auto& [name, seconds] : backward) {
+    LayerProfile layer;
+    layer.name = name;
+    layer.backward_s = seconds;
+    layer.sync_s = sync_by_name.at(name);
+    profile.layers.push_back(std::move(layer));
+  }
+  validate_profile(profile, bp_path);
+  return profile;
+}
+
+Plan import_dreamddp_schedule(const std::string& schedule_path, const Profile& profile) {
+  const Json document = read_json_file(schedule_path);
+  ObjectReader top(document, schedule_path);
+  const std::int64_t period = top.required_integer("H", 1);
+  if (period > 1'000'000)
+    throw InputError(schedule_path + ": field 'H': too large (" + std::to_string(period) + ")");
+  const Json& schedule = top.required("schedule");
+  top.reject_unknown_keys();
+  if (!schedule.is_object())
+    throw InputError(schedule_path + ": field 'schedule': expected an object {layer: iteration}, got " +
+                     json_type_name(schedule));
+
+  std::map<std::string, std::vector<int>> iterations_by_name;
+  for (const auto& item : schedule.items()) {
+    const std::string where = schedule_path + ": layer '" + item.key() + "'";
+    if (!profile.find(item.key())) throw InputError(where + ": not a layer of the profile");
+    std::vector<int> iterations;
+    const auto add = [&](const Json& value) {
+      if (!value.is_number_integer())
+        throw InputError(where + ": expected an iteration number or a list of them, got " +
+                         json_type_name(value));
+      const std::int64_t h = value.get<std::int64_t>();
+      if (h < 0 || h >= period)
+        throw InputError(where + ": iteration " + std::to_string(h) + " is outside 0.." +
+                         std::to_string(period - 1));
+      iterations.push_back(static_cast<int>(h));
+    };
+    if (item.value().is_array()) {
+      if (item.value().empty()) throw InputError(where + ": empty list of iterations");
+      for (const Json& value : item.value()) add(value);
+    } else {
+      add(item.value());
+    }
+    std::sort(iterations.begin(), iterations.end());
+    iterations.erase(std::unique(iterations.begin(), iterations.end()), iterations.end());
+    iterations_by_name[item.key()] = std::move(iterations);
+  }
+
+  Plan plan;
+  plan.model = profile.model;
+  plan.period = static_cast<int>(period);
+  plan.algorithm = "imported:dreamddp-schedule";
+  for (const LayerProfile& layer : profile.layers) {
+    auto it = iterations_by_name.find(layer.name);
+    if (it == iterations_by_name.end())
+      throw InputError(schedule_path + ": layer '" + layer.name + "': in the profile but not in the schedule");
+    plan.layers.push_back(LayerSchedule{layer.name, std::move(it->second)});
+  }
+  return plan;
+}
+
+}  // namespace syncplan

@@ -1,0 +1,83 @@
+// The period time model of SPEC section 5 (DreamDDP's semantics, docs/time-model.md): one
+// idealized worker, a first-in-first-out link, syncs overlapped with backprop.
+#pragma once
+
+#include "core/plan.hpp"
+#include "core/profile.hpp"
+
+#include <span>
+#include <string>
+#include <vector>
+
+namespace syncplan {
+
+/// Per-layer times in backprop order: index 0 is the output-most layer (SPEC 5's j = 1).
+struct BackpropTimes {
+  std::vector<std::string> names;  ///< L layer names, backprop order
+  std::vector<double> backward_s;  ///< b_j: backward compute of layer j (s)
+  std::vector<double> sync_s;      ///< c_j: one all-reduce of layer j's parameters (s)
+  std::vector<double> ready_s;     ///< B_j = b_1 + ... + b_j: when j's gradient is ready (s after backprop starts)
+  double forward_total_s = 0;      ///< F: sum of known forward times (s), 0 when unknown
+  double update_total_s = 0;       ///< U: sum of known update times (s), 0 when unknown
+
+  std::size_t size() const { return names.size(); }
+  /// B_L: the whole backprop (s).
+  double backprop_s() const { return ready_s.empty() ? 0.0 : ready_s.back(); }
+  /// F + B_L + U: an iteration without any exposed sync (s).
+  double compute_s() const { return forward_total_s + backprop_s() + update_total_s; }
+  /// Sum of c_j over all layers (s).
+  double sync_total_s() const;
+  /// Backprop index of the layer at forward index `forward_index`.
+  std::size_t backprop_index(std::size_t forward_index) const { return size() - 1 - forward_index; }
+};
+
+/// Builds BackpropTimes from a profile. Every layer needs `backward_s` and `sync_s`; a null one
+/// throws InputError "ORIGIN: layer 'NAME': field 'backward_s' is null; the period model needs it".
+BackpropTimes backprop_times(const Profile& profile, const std::string& origin);
+
+/// Which layers sync in each iteration of a period: iterations[h] holds backprop indices,
+/// ascending. A layer may appear in several iterations.
+struct Assignment {
+  std::vector<std::vector<int>> iterations;  ///< H entries (H = period)
+  int period() const { return static_cast<int>(iterations.size()); }
+};
+
+/// One all-reduce on the timeline, in seconds from the start of its iteration.
+struct SyncEvent {
+  int layer = 0;        ///< backprop index
+  double start_s = 0;   ///< when the all-reduce starts (s from iteration start)
+  double end_s = 0;     ///< when it ends (s from iteration start)
+};
+
+/// The timing of one period, as SPEC section 5 defines it.
+struct PeriodTiming {
+  double period_s = 0;                        ///< sum of iteration_s (s)
+  std::vector<double> iteration_s;            ///< H entries: F + B_L + U + wait_h (s)
+  std::vector<double> wait_s;                 ///< H entries: exposed sync time wait_h (s)
+  std::vector<std::vector<SyncEvent>> syncs;  ///< H entries: the all-reduces of each iteration
+  std::vector<double> update_start_s;         ///< H entries: when the optimizer update starts (s from iteration start)
+
+  double total_wait_s() const;
+};
+
+/// End of the last sync of `layers` (ascending backprop indices) on a FIFO link that starts each
+/// sync at max(B_j, end of the previous sync), in seconds after backprop starts; 0 when empty.
+/// SPEC section 5, first rule.
+double link_end_s(const BackpropTimes& times, std::span<const int> layers);
+
+/// wait_h = max(0, link_end_s - B_L) for one iteration (SPEC section 5).
+double iteration_wait_s(const BackpropTimes& times, std::span<const int> layers);
+
+/// Times a whole assignment under SPEC section 5. Throws InternalError on an index out of range.
+PeriodTiming time_assignment(const BackpropTimes& times, const Assignment& assignment);
+
+/// Converts a plan (checked against the same profile) to an assignment, and back.
+Assignment assignment_from_plan(const Plan& plan, const BackpropTimes& times);
+/// `layers` of the result follow `profile`'s order; `predicted` is left empty.
+Plan plan_from_assignment(const Assignment& assignment, const Profile& profile,
+                          const BackpropTimes& times, const std::string& algorithm);
+
+/// The plan's `predicted` block for `timing` (lower bound given separately).
+PlanPrediction prediction_from_timing(const PeriodTiming& timing, double lower_bound_period_s);
+
+}  // namespace syncplan

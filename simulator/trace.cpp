@@ -1,0 +1,63 @@
+// Period-model timelines as Chrome traces ("traceEvents", "ph": "X", microseconds).
+#include "simulator/trace.hpp"
+
+#include "core/units.hpp"
+
+namespace syncplan {
+
+namespace {
+constexpr int kComputeStream = 0;
+constexpr int kLinkStream = 1;
+
+Json complete_event(const std::string& name, const char* category, int stream, double start_s,
+                    double duration_s, Json args) {
+  return Json{{"name", name},
+              {"cat", category},
+              {"ph", "X"},
+              {"pid", 0},
+              {"tid", stream},
+              {"ts", units::seconds_to_us(start_s)},
+              {"dur", units::seconds_to_us(duration_s)},
+              {"args", std::move(args)}};
+}
+
+Json thread_name(int stream, const char* name) {
+  return Json{{"name", "thread_name"}, {"ph", "M"}, {"pid", 0}, {"tid", stream},
+              {"args", {{"name", name}}}};
+}
+}  // namespace
+
+Json period_trace(const BackpropTimes& times, const PeriodTiming& timing) {
+  Json events = Json::array();
+  events.push_back(Json{{"name", "process_name"}, {"ph", "M"}, {"pid", 0},
+                        {"args", {{"name", "worker 0"}}}});
+  events.push_back(thread_name(kComputeStream, "compute"));
+  events.push_back(thread_name(kLinkStream, "link (all-reduce)"));
+  double iteration_start = 0;
+  for (std::size_t h = 0; h < timing.iteration_s.size(); ++h) {
+    const Json iteration = static_cast<int>(h);
+    if (times.forward_total_s > 0)
+      events.push_back(complete_event("forward", "forward", kComputeStream, iteration_start,
+                                      times.forward_total_s, {{"iteration", iteration}}));
+    const double backward_start = iteration_start + times.forward_total_s;
+    for (std::size_t j = 0; j < times.size(); ++j) {
+      if (times.backward_s[j] <= 0) continue;
+      const double ready_before = j == 0 ? 0.0 : times.ready_s[j - 1];
+      events.push_back(complete_event("backward " + times.names[j], "backward", kComputeStream,
+                                      backward_start + ready_before, times.backward_s[j],
+                                      {{"layer", times.names[j]}, {"iteration", iteration}}));
+    }
+    if (times.update_total_s > 0)
+      events.push_back(complete_event("update", "update", kComputeStream,
+                                      iteration_start + timing.update_start_s[h],
+                                      times.update_total_s, {{"iteration", iteration}}));
+    for (const SyncEvent& sync : timing.syncs[h])
+      events.push_back(complete_event("all-reduce " + times.names[sync.layer], "sync", kLinkStream,
+                                      iteration_start + sync.start_s, sync.end_s - sync.start_s,
+                                      {{"layer", times.names[sync.layer]}, {"iteration", iteration}}));
+    iteration_start += timing.iteration_s[h];
+  }
+  return Json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+}
+
+}  // namespace syncplan

@@ -1,0 +1,62 @@
+// Shared command-line helpers.
+#include "tools/cli_common.hpp"
+
+#include "core/errors.hpp"
+#include "simulator/strategy_table.hpp"
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <ostream>
+
+namespace syncplan::cli {
+
+void require_writable_output(const std::string& option, const std::string& path) {
+  namespace fs = std::filesystem;
+  if (path.empty()) throw InputError(option + ": empty path");
+  fs::path folder = fs::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec))
+    throw InputError(option + ": " + path + ": folder " + folder.string() + " does not exist");
+  if (fs::is_directory(path, ec)) throw InputError(option + ": " + path + ": is a directory");
+}
+
+std::string describe_profile(const Profile& profile, const std::string& path) {
+  std::string text = profile.model.value_or("(unnamed model)") + ", " +
+                     std::to_string(profile.layers.size()) + " layers, " + profile.source;
+  if (profile.workers) text += ", " + std::to_string(*profile.workers) + " workers";
+  return text + " (" + path + ")";
+}
+
+std::string seconds_text(double seconds) {
+  char buffer[64];
+  std::snprintf(buffer, sizeof buffer, "%.6f", seconds);
+  return buffer;
+}
+
+void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
+  std::vector<std::size_t> widths;
+  for (const auto& row : rows)
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      if (widths.size() <= i) widths.push_back(0);
+      widths[i] = std::max(widths[i], row[i].size());
+    }
+  for (const auto& row : rows) {
+    std::string line;
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) line += std::string(widths[i] - row[i].size() + 2, ' ');
+    }
+    out << line << '\n';
+  }
+}
+
+int checked_period(long long period) {
+  require_valid_period(period);
+  if (period > kMaxPeriod)
+    throw InputError("--period: at most " + std::to_string(kMaxPeriod) + ", got " + std::to_string(period));
+  return static_cast<int>(period);
+}
+
+}  // namespace syncplan::cli

@@ -1,0 +1,45 @@
+// Pieces shared by the syncplan subcommands: registration, output checks, table printing.
+#pragma once
+
+#include "core/profile.hpp"
+#include "simulator/period_model.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace syncplan::cli {
+
+/// A subcommand's action, run after parsing; returns the exit code.
+using Action = std::function<int()>;
+
+/// Registers `syncplan import ...`; sets `action` when one of its subcommands is chosen.
+void add_import_commands(CLI::App& app, Action& action);
+/// Registers `syncplan plan`.
+void add_plan_command(CLI::App& app, Action& action);
+/// Registers `syncplan simulate`.
+void add_simulate_command(CLI::App& app, Action& action);
+
+/// Throws InputError "OPTION: PATH: folder ... does not exist" unless `path`'s folder exists, so
+/// that a command checks all its outputs before it writes any of them.
+void require_writable_output(const std::string& option, const std::string& path);
+
+/// The one-line description of a profile printed above tables.
+std::string describe_profile(const Profile& profile, const std::string& path);
+
+/// Seconds with 6 decimals, for tables.
+std::string seconds_text(double seconds);
+
+/// Prints rows of cells as left-aligned columns separated by two spaces.
+void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows);
+
+/// Reads the --period value, throwing InputError "--period: must be >= 1" when below 1 and
+/// "--period: at most N" when above kMaxPeriod.
+int checked_period(long long period);
+
+/// The largest period H the command line accepts.
+inline constexpr long long kMaxPeriod = 1'000'000;
+
+}  // namespace syncplan::cli

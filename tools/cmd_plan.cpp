@@ -1,0 +1,119 @@
+// `syncplan plan`: compare the strategies, plan with the chosen algorithm, write the plan and report.
+#include "core/errors.hpp"
+#include "core/json_io.hpp"
+#include "planner/algorithm_table.hpp"
+#include "planner/lower_bound.hpp"
+#include "tools/cli_common.hpp"
+
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+namespace syncplan::cli {
+
+namespace {
+
+struct PlanOptions {
+  std::string profile_path, output_path, report_path, algorithm = "best";
+  long long period = 0;
+};
+
+std::string ratio_text(double ratio) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2fx", ratio);
+  return buffer;
+}
+
+std::string percent_text(double fraction) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.2f%%", 100.0 * fraction);
+  return buffer;
+}
+
+int run_plan(const PlanOptions& options) {
+  const int period = checked_period(options.period);
+  const PlanAlgorithm& algorithm = find_plan_algorithm(options.algorithm);
+  require_writable_output("-o", options.output_path);
+  if (!options.report_path.empty()) require_writable_output("--report", options.report_path);
+
+  const Profile profile = read_profile_file(options.profile_path);
+  const BackpropTimes times = backprop_times(profile, options.profile_path);
+
+  struct Row {
+    std::string name;
+    PeriodTiming timing;
+  };
+  std::vector<Row> rows;
+  for (const std::string& name : compared_strategy_names())
+    rows.push_back({name, run_strategy(name, times, period).timing});
+  const double ssgd_period = rows.at(0).timing.period_s;
+  const double flsgd_period = rows.at(2).timing.period_s;
+  const double lower_bound = spec_lower_bound_s(times, period);
+
+  const PlanCandidate chosen = algorithm.plan(times, period);
+  const PeriodTiming chosen_timing = time_assignment(times, chosen.assignment);
+  Plan plan = plan_from_assignment(chosen.assignment, profile, times, chosen.algorithm);
+  plan.predicted = prediction_from_timing(chosen_timing, lower_bound);
+  const double gap = lower_bound > 0 ? chosen_timing.period_s / lower_bound - 1.0 : 0.0;
+
+  std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n'
+            << "period H = " << period << " iterations; times in seconds per period\n\n";
+  std::vector<std::vector<std::string>> table = {
+      {"strategy", "period_s", "mean_iteration_s", "total_wait_s", "vs_ssgd", "vs_flsgd"}};
+  Json strategies = Json::object();
+  for (const Row& row : rows) {
+    const double mean = row.timing.period_s / period;
+    table.push_back({row.name, seconds_text(row.timing.period_s), seconds_text(mean),
+                     seconds_text(row.timing.total_wait_s()), ratio_text(ssgd_period / row.timing.period_s),
+                     ratio_text(flsgd_period / row.timing.period_s)});
+    strategies[row.name] = Json{{"period_s", row.timing.period_s},
+                                {"mean_iteration_s", mean},
+                                {"wait_s", row.timing.total_wait_s()},
+                                {"speedup_over_ssgd", ssgd_period / row.timing.period_s},
+                                {"speedup_over_flsgd", flsgd_period / row.timing.period_s}};
+  }
+  print_table(std::cout, table);
+  std::cout << "\nlower bound: " << seconds_text(lower_bound) << " s per period (SPEC section 5)\n"
+            << "chosen: " << chosen.algorithm
+            << (chosen.algorithm != algorithm.name ? " (via --algorithm " + std::string(algorithm.name) + ")" : "")
+            << ", period " << seconds_text(chosen_timing.period_s) << " s, gap to lower bound "
+            << percent_text(gap) << '\n';
+
+  write_json_file_atomic(options.output_path, plan_to_json(plan));
+  std::cout << "plan written to " << options.output_path << '\n';
+  if (!options.report_path.empty()) {
+    Json report;
+    report["format"] = "syncplan.report/v1";
+    report["model"] = profile.model ? Json(*profile.model) : Json(nullptr);
+    report["profile"] = options.profile_path;
+    report["period"] = period;
+    report["strategies"] = std::move(strategies);
+    report["lower_bound_period_s"] = lower_bound;
+    report["chosen"] = Json{{"algorithm", chosen.algorithm},
+                            {"requested_algorithm", algorithm.name},
+                            {"period_s", chosen_timing.period_s},
+                            {"gap_to_lower_bound", gap}};
+    write_json_file_atomic(options.report_path, report);
+    std::cout << "report written to " << options.report_path << '\n';
+  }
+  return 0;
+}
+
+}  // namespace
+
+void add_plan_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<PlanOptions>();
+  CLI::App* plan = app.add_subcommand(
+      "plan", "Plan which layers sync in which iteration of a period; prints a table comparing "
+              "ssgd, wfbp, flsgd, plsgd-even, dreamddp and dp (seconds per period)");
+  plan->add_option("--profile", options->profile_path, "syncplan.profile/v1 file")->required();
+  plan->add_option("--period", options->period, "H: iterations per period (>= 1)")->required();
+  plan->add_option("--algorithm", options->algorithm,
+                   "plsgd-even, wfbp, dreamddp, dp or best (default: best, the lowest period found)");
+  plan->add_option("-o,--output", options->output_path, "plan to write (syncplan.plan/v1 JSON)")->required();
+  plan->add_option("--report", options->report_path,
+                   "also write a JSON report: strategies' period_s, lower_bound_period_s, chosen plan");
+  plan->callback([&action, options] { action = [options] { return run_plan(*options); }; });
+}
+
+}  // namespace syncplan::cli
