@@ -30,6 +30,21 @@ std::string percent_text(double fraction) {
   return buffer;
 }
 
+// The chosen plan, one row per iteration: how many layers sync, the output-most and input-most of
+// them (backprop order), and the iteration's wait.
+void print_assignment(std::ostream& out, const BackpropTimes& times, const Assignment& assignment,
+                      const PeriodTiming& timing) {
+  std::vector<std::vector<std::string>> table = {
+      {"iteration", "layers", "first_synced (backprop order)", "last_synced", "wait_s"}};
+  for (int h = 0; h < assignment.period(); ++h) {
+    const std::vector<int>& layers = assignment.iterations[h];
+    table.push_back({std::to_string(h), std::to_string(layers.size()),
+                     layers.empty() ? "-" : times.names[layers.front()],
+                     layers.empty() ? "-" : times.names[layers.back()], seconds_text(timing.wait_s[h])});
+  }
+  print_table(out, table);
+}
+
 int run_plan(const PlanOptions& options) {
   const int period = checked_period(options.period);
   const PlanAlgorithm& algorithm = find_plan_algorithm(options.algorithm);
@@ -78,6 +93,9 @@ int run_plan(const PlanOptions& options) {
             << (chosen.algorithm != algorithm.name ? " (via --algorithm " + std::string(algorithm.name) + ")" : "")
             << ", period " << seconds_text(chosen_timing.period_s) << " s, gap to lower bound "
             << percent_text(gap) << '\n';
+
+  std::cout << '\n';
+  print_assignment(std::cout, times, chosen.assignment, chosen_timing);
 
   write_json_file_atomic(options.output_path, plan_to_json(plan));
   std::cout << "plan written to " << options.output_path << '\n';

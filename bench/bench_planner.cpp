@@ -1,0 +1,81 @@
+// bench_planner: time of the planners on the real GPT-2 profile (H = 10) and on a synthetic
+// 1,000-layer profile (H = 64). Targets (issue 2): dp under 5 ms and under 1 s on 2 cores.
+#include "planner/algorithm_table.hpp"
+#include "profiler/import_dreamddp.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <string>
+
+namespace {
+
+using namespace syncplan;
+
+// The shared reference profile, or nullopt when ../shared is absent.
+std::optional<BackpropTimes> gpt2_times() {
+  const char* override_dir = std::getenv("SYNCPLAN_SHARED_DATA");
+  const std::string folder =
+      std::string(override_dir ? override_dir : SYNCPLAN_SHARED_DATA_DIR) + "/dreamddp/gpt2-8workers-10gbit";
+  if (!std::filesystem::exists(folder + "/bp.json")) return std::nullopt;
+  const Profile profile = import_dreamddp(folder + "/bp.json", folder + "/comm.json", {});
+  return backprop_times(profile, folder);
+}
+
+// A transformer-like synthetic profile: per layer, backward 0.05-2 ms and an all-reduce 0.01-4 ms,
+// with a few large (embedding-like) layers; fixed seed so every run plans the same input.
+BackpropTimes synthetic_times(int layer_count) {
+  std::mt19937 generator(12345);
+  std::uniform_real_distribution<double> backward_s(5e-5, 2e-3), sync_s(1e-5, 4e-3);
+  Profile profile;
+  profile.source = "estimated:synthetic";
+  for (int i = 0; i < layer_count; ++i) {
+    LayerProfile layer;
+    layer.name = "layer." + std::to_string(i);
+    layer.backward_s = backward_s(generator);
+    layer.sync_s = sync_s(generator) * (i % 97 == 0 ? 10.0 : 1.0);
+    profile.layers.push_back(layer);
+  }
+  return backprop_times(profile, "synthetic");
+}
+
+void run_planner(benchmark::State& state, const BackpropTimes& times, int period,
+                 PlanCandidate (*plan)(const BackpropTimes&, int)) {
+  for (auto _ : state) benchmark::DoNotOptimize(plan(times, period));
+  state.counters["layers"] = static_cast<double>(times.size());
+  state.counters["H"] = period;
+  state.counters["period_s"] = time_assignment(times, plan(times, period).assignment).period_s;
+}
+
+void BM_dp_gpt2_H10(benchmark::State& state) {
+  static const auto times = gpt2_times();
+  if (!times) return state.SkipWithError("reference data ../shared/data not found; skipped");
+  run_planner(state, *times, 10, plan_dp);
+}
+
+void BM_dreamddp_gpt2_H10(benchmark::State& state) {
+  static const auto times = gpt2_times();
+  if (!times) return state.SkipWithError("reference data ../shared/data not found; skipped");
+  run_planner(state, *times, 10, plan_dreamddp);
+}
+
+void BM_dp_synthetic1000_H64(benchmark::State& state) {
+  static const BackpropTimes times = synthetic_times(1000);
+  run_planner(state, times, 64, plan_dp);
+}
+
+void BM_dreamddp_synthetic1000_H64(benchmark::State& state) {
+  static const BackpropTimes times = synthetic_times(1000);
+  run_planner(state, times, 64, plan_dreamddp);
+}
+
+}  // namespace
+
+BENCHMARK(BM_dp_gpt2_H10)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_dreamddp_gpt2_H10)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_dp_synthetic1000_H64)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_dreamddp_synthetic1000_H64)->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs the Debian packages syncplan builds and tests with; quick and silent when all are present.
+set -euo pipefail
+
+packages=(
+  build-essential cmake python3
+  nlohmann-json3-dev libcli11-dev catch2 libbenchmark-dev libeigen3-dev libboost-graph-dev
+)
+
+missing=()
+for package in "${packages[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$package" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$package")
+done
+[[ ${#missing[@]} -eq 0 ]] && exit 0
+
+echo "install-deps: installing ${missing[*]}" >&2
+sudo_cmd=()
+[[ $(id -u) -eq 0 ]] || sudo_cmd=(sudo)
+export DEBIAN_FRONTEND=noninteractive
+"${sudo_cmd[@]}" apt-get update -qq
+"${sudo_cmd[@]}" apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
