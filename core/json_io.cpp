@@ -94,6 +94,8 @@ Json parse_json_text(const std::string& text, const std::string& origin) {
     return document;
   } catch (const Json::parse_error& e) {
     throw InputError(origin + ": invalid JSON at " + strip_nlohmann_prefix(e.what()));
+  } catch (const Json::exception& e) {  // e.g. out_of_range 406: a number too large for a double
+    throw InputError(origin + ": invalid JSON: " + strip_nlohmann_prefix(e.what()));
   }
 }
 

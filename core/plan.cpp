@@ -45,8 +45,9 @@ Plan plan_from_json(const Json& document, const std::string& origin, const Profi
   Plan plan;
   plan.model = top.optional_string("model");
   const std::int64_t period = top.required_integer("period", 1);
-  if (period > std::numeric_limits<int>::max())
-    throw InputError(origin + ": field 'period': too large (" + std::to_string(period) + ")");
+  if (period > kMaxPeriod)
+    throw InputError(origin + ": field 'period': at most " + std::to_string(kMaxPeriod) + ", got " +
+                     std::to_string(period));
   plan.period = static_cast<int>(period);
   plan.algorithm = top.required_string("algorithm");
   const Json& layers = top.required("layers");

@@ -82,8 +82,9 @@ Plan import_dreamddp_schedule(const std::string& schedule_path, const Profile& p
   const Json document = read_json_file(schedule_path);
   ObjectReader top(document, schedule_path);
   const std::int64_t period = top.required_integer("H", 1);
-  if (period > 1'000'000)
-    throw InputError(schedule_path + ": field 'H': too large (" + std::to_string(period) + ")");
+  if (period > kMaxPeriod)
+    throw InputError(schedule_path + ": field 'H': at most " + std::to_string(kMaxPeriod) + ", got " +
+                     std::to_string(period));
   const Json& schedule = top.required("schedule");
   top.reject_unknown_keys();
   if (!schedule.is_object())

@@ -2,6 +2,7 @@
 #include "tools/cli_common.hpp"
 
 #include "core/errors.hpp"
+#include "core/plan.hpp"
 #include "simulator/strategy_table.hpp"
 
 #include <algorithm>
@@ -52,11 +53,17 @@ void print_table(std::ostream& out, const std::vector<std::vector<std::string>>&
   }
 }
 
-int checked_period(long long period) {
-  require_valid_period(period);
-  if (period > kMaxPeriod)
-    throw InputError("--period: at most " + std::to_string(kMaxPeriod) + ", got " + std::to_string(period));
-  return static_cast<int>(period);
+int checked_period(const std::string& text) {
+  std::size_t digits = text.size() > 0 && (text[0] == '-' || text[0] == '+') ? 1 : 0;
+  const bool whole = digits < text.size() &&
+                     text.find_first_not_of("0123456789", digits) == std::string::npos;
+  if (!whole) throw InputError("--period: expected a whole number of iterations, got '" + text + "'");
+  if (text[0] == '-' || text.find_first_not_of('0', digits) == std::string::npos)
+    throw InputError("--period: must be >= 1, got " + text);
+  const std::string significant = text.substr(text.find_first_not_of('0', digits));
+  if (significant.size() > 9 || std::stol(significant) > kMaxPeriod)
+    throw InputError("--period: at most " + std::to_string(kMaxPeriod) + ", got " + text);
+  return static_cast<int>(std::stol(significant));
 }
 
 }  // namespace syncplan::cli

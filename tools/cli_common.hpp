@@ -35,11 +35,8 @@ std::string seconds_text(double seconds);
 /// Prints rows of cells as left-aligned columns separated by two spaces.
 void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows);
 
-/// Reads the --period value, throwing InputError "--period: must be >= 1" when below 1 and
-/// "--period: at most N" when above kMaxPeriod.
-int checked_period(long long period);
-
-/// The largest period H the command line accepts.
-inline constexpr long long kMaxPeriod = 1'000'000;
+/// Reads the --period text as H: a whole number in [1, kMaxPeriod]. Throws InputError
+/// "--period: ..." quoting the text otherwise (also when it is too large for any integer type).
+int checked_period(const std::string& text);
 
 }  // namespace syncplan::cli

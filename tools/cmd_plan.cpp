@@ -15,7 +15,7 @@ namespace {
 
 struct PlanOptions {
   std::string profile_path, output_path, report_path, algorithm = "best";
-  long long period = 0;
+  std::string period;
 };
 
 std::string ratio_text(double ratio) {
@@ -38,9 +38,16 @@ void print_assignment(std::ostream& out, const BackpropTimes& times, const Assig
       {"iteration", "layers", "first_synced (backprop order)", "last_synced", "wait_s"}};
   for (int h = 0; h < assignment.period(); ++h) {
     const std::vector<int>& layers = assignment.iterations[h];
-    table.push_back({std::to_string(h), std::to_string(layers.size()),
-                     layers.empty() ? "-" : times.names[layers.front()],
-                     layers.empty() ? "-" : times.names[layers.back()], seconds_text(timing.wait_s[h])});
+    if (layers.empty()) {  // a run of iterations without syncs is one row, "first-last"
+      int last = h;
+      while (last + 1 < assignment.period() && assignment.iterations[last + 1].empty()) ++last;
+      table.push_back({last == h ? std::to_string(h) : std::to_string(h) + "-" + std::to_string(last),
+                       "0", "-", "-", seconds_text(0.0)});
+      h = last;
+      continue;
+    }
+    table.push_back({std::to_string(h), std::to_string(layers.size()), times.names[layers.front()],
+                     times.names[layers.back()], seconds_text(timing.wait_s[h])});
   }
   print_table(out, table);
 }

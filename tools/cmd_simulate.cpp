@@ -16,7 +16,7 @@ namespace {
 
 struct SimulateOptions {
   std::string profile_path, plan_path, strategy, output_path, trace_path;
-  long long period = 0;
+  std::string period;  // empty: not given
 };
 
 // Relative difference used to say whether a plan's stored prediction is reproduced.
@@ -28,7 +28,7 @@ double relative_difference(double a, double b) {
 int run_simulate(const SimulateOptions& options) {
   if (options.plan_path.empty() && options.strategy.empty())
     throw InputError("simulate: give --plan PLAN.json, or --strategy NAME with --period H");
-  if (!options.strategy.empty() && options.period == 0)
+  if (!options.strategy.empty() && options.period.empty())
     throw InputError("--period: required with --strategy");
   const int period = options.plan_path.empty() ? checked_period(options.period) : 0;
   if (!options.output_path.empty()) require_writable_output("-o", options.output_path);

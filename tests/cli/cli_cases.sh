@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# The CLI tests that succeed: whole pipelines through build/bin/syncplan, their outputs checked with
+# check_json.py. One function per case; tests/cli/CMakeLists.txt registers each with CTest.
+#
+# usage: cli_cases.sh CASE SYNCPLAN PYTHON WORKDIR [CASE ARGUMENTS]
+#   tiny_pipeline                     import -> plan --report -> simulate --plan, hand-derived figures
+#   trace STRATEGY SYNCS              simulate --strategy STRATEGY --trace: no overlapping events
+#   nonfinite_zero                    import --nonfinite zero turns NaN/Infinity into 0 s, with a warning
+#   gpt2_example SHARED_DATA_DIR      the README's GPT-2 example against expected.json (77: no data)
+set -euo pipefail
+
+case_name="$1" syncplan="$2" python="$3" workdir="$4"
+shift 4
+here="$(cd "$(dirname "$0")" && pwd)"
+data="$here/data"
+check() { "$python" "$here/check_json.py" "$@"; }
+run() { echo "\$ syncplan ${*}"; "$syncplan" "$@"; }
+rm -rf "$workdir" && mkdir -p "$workdir" && cd "$workdir"
+
+# Layers in backprop order (output-most first), from tiny_bp.json and tiny_comm.json:
+#   head (b 1 ms, c 3 ms), hidden (b 1 ms, c 1 ms), embed (b 1 ms, c 0.5 ms)
+#   B = 1, 2, 3 ms; B_L = 3 ms; sum c = 4.5 ms; F = U = 0 (unknown). Period H = 2.
+#   ssgd        H (B_L + sum c) = 2 x 7.5                                            = 15 ms
+#   wfbp        head 1->4, hidden 4->5, embed 5->5.5: wait 2.5, 5.5 per iteration   = 11 ms
+#   flsgd       H B_L + sum c = 6 + 4.5                                              = 10.5 ms
+#   plsgd-even  groups of ceil(3/2) = 2: {head, hidden} 1->4->5: 5; {embed} 3->3.5: 3.5 = 8.5 ms
+#   dp          {head} 1->4: wait 1, 4; {hidden, embed} 2->3->3.5: wait 0.5, 3.5   = 7.5 ms
+#               (the other splits: {head, hidden} {embed} 8.5; one group 5.5 + 3 = 8.5)
+#   dreamddp    head overflows (3 > 3 - 1) and opens iteration 0 alone (overflow 1);
+#               the last iteration takes hidden and embed (wait 0.5)                = 7.5 ms
+#   lower bound H B_L + max(4.5 - 2 (3 - 1), max(1+3-3, 2+1-3, 3+0.5-3), 0) = 6 + 1  = 7 ms
+#   best        dp (ties go to dp): head in iteration 0, hidden and embed in 1,
+#               iteration_s [4, 3.5] ms
+tiny_pipeline() {
+  run import dreamddp --bp "$data/tiny_bp.json" --comm "$data/tiny_comm.json" --model tiny -o profile.json
+  run plan --profile profile.json --period 2 -o plan.json --report report.json
+  run simulate --profile profile.json --plan plan.json -o result.json --trace trace.json | tee simulate.txt
+  grep -q "reproduces the plan's predicted figures" simulate.txt ||
+    { echo "FAIL: simulate --plan did not say it reproduces the plan's predicted figures"; exit 1; }
+
+  # DreamDDP's schedule format for the same plan: imported, it times the same.
+  echo '{"H": 2, "schedule": {"head": 0, "hidden": 1, "embed": [1]}}' >schedule.json
+  run import dreamddp-schedule schedule.json --profile profile.json -o schedule-plan.json
+  run simulate --profile profile.json --plan schedule-plan.json -o schedule-result.json | tee simulate2.txt
+  grep -q "reproduces the plan's predicted figures" simulate2.txt ||
+    { echo "FAIL: simulate --plan did not reproduce the imported schedule's predicted figures"; exit 1; }
+
+  check profile profile.json head backward_s 0.001 \
+    --and profile profile.json head sync_s 0.003 \
+    --and profile profile.json head forward_s null \
+    --and report report.json ssgd=0.015 wfbp=0.011 flsgd=0.0105 plsgd-even=0.0085 dreamddp=0.0075 \
+          dp=0.0075 lower_bound_period_s=0.007 \
+    --and plan plan.json dp head=0 hidden=1 embed=1 \
+    --and reproduces plan.json result.json \
+    --and trace trace.json result.json 3 \
+    --and reproduces schedule-plan.json schedule-result.json \
+    --and reproduces plan.json schedule-result.json
+  echo "ok: tiny pipeline"
+}
+
+# tiny_profile.json adds forward (0.2 ms) and update (0.1 ms) times per layer, so the compute stream
+# holds forward, backward and update events; H = 3.
+trace() {
+  local strategy="$1" syncs="$2"
+  run simulate --profile "$data/tiny_profile.json" --strategy "$strategy" --period 3 -o result.json \
+    --trace trace.json
+  check trace trace.json result.json "$syncs"
+  echo "ok: trace of $strategy"
+}
+
+nonfinite_zero() {
+  run import dreamddp --bp "$data/bp_nan.json" --comm "$data/comm_infinity.json" --nonfinite zero \
+    -o profile.json 2>stderr.txt
+  cat stderr.txt
+  grep -q "'hidden'" stderr.txt || { echo "FAIL: no warning naming layer 'hidden'"; exit 1; }
+  grep -q "'head'" stderr.txt || { echo "FAIL: no warning naming layer 'head'"; exit 1; }
+  check profile profile.json hidden backward_s 0 \
+    --and profile profile.json head sync_s 0 \
+    --and profile profile.json embed backward_s 0.001
+  echo "ok: --nonfinite zero"
+}
+
+gpt2_example() {
+  local root="${SYNCPLAN_SHARED_DATA:-$1}"
+  local folder="$root/dreamddp/gpt2-8workers-10gbit"
+  for name in bp.json comm.json dreamddp_schedule_H10.json expected.json; do
+    if [[ ! -f "$folder/$name" ]]; then
+      echo "SKIP: reference data not found at $folder (missing $name; set SYNCPLAN_SHARED_DATA)"
+      exit 77
+    fi
+  done
+  run import dreamddp --bp "$folder/bp.json" --comm "$folder/comm.json" --model gpt2 --workers 8 \
+    -o gpt2-profile.json
+  local checks=()
+  for period in 10 5; do
+    run plan --profile gpt2-profile.json --period "$period" -o "gpt2-plan-H$period.json" \
+      --report "gpt2-report-H$period.json"
+    run simulate --profile gpt2-profile.json --plan "gpt2-plan-H$period.json" \
+      -o "gpt2-result-H$period.json" | tee simulate.txt
+    grep -q "reproduces the plan's predicted figures" simulate.txt ||
+      { echo "FAIL: simulate --plan did not reproduce the H = $period plan"; exit 1; }
+    checks+=(report "gpt2-report-H$period.json"
+      --and golden "gpt2-report-H$period.json" "$folder/expected.json" "H$period"
+      --and reproduces "gpt2-plan-H$period.json" "gpt2-result-H$period.json" --and)
+  done
+  run import dreamddp-schedule "$folder/dreamddp_schedule_H10.json" --profile gpt2-profile.json \
+    -o dreamddp-plan-H10.json
+  run simulate --profile gpt2-profile.json --plan dreamddp-plan-H10.json -o dreamddp-result-H10.json
+  check "${checks[@]}" \
+    golden-result dreamddp-result-H10.json "$folder/expected.json" H10 dreamddp_published_schedule_period_s
+  echo "ok: GPT-2 example"
+}
+
+case "$case_name" in
+  tiny_pipeline | trace | nonfinite_zero | gpt2_example) "$case_name" "$@" ;;
+  *) echo "cli_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
+esac
