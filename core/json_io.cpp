@@ -3,10 +3,12 @@
 
 #include "core/errors.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <limits>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -20,42 +22,63 @@ namespace {
 // if it contains a NUL character, which no profile does.
 const std::string kNonfinitePrefix = std::string("\0syncplan-nonfinite:", 20);
 
-// Replaces the bare tokens NaN, Infinity and -Infinity (outside strings) by marked strings.
-std::string mark_nonfinite_tokens(const std::string& text) {
-  std::string out;
+// JSON text with the bare tokens NaN, Infinity and -Infinity (outside strings) replaced by
+// marked strings, and where each replacement grew the text, to map error offsets back.
+struct MarkedText {
+  std::string text;
+  std::vector<std::pair<std::size_t, std::size_t>> growth;  // (end of a replacement in text, bytes added so far)
+
+  // Offset in the original text of offset `marked` of the marked text.
+  std::size_t original_offset(std::size_t marked) const {
+    std::size_t added = 0;
+    for (const auto& [end, total] : growth) {
+      if (end > marked) break;
+      added = total;
+    }
+    return marked >= added ? marked - added : 0;
+  }
+};
+
+MarkedText mark_nonfinite_tokens(const std::string& text) {
+  MarkedText marked;
+  std::string& out = marked.text;
   out.reserve(text.size());
   bool in_string = false;
   for (std::size_t i = 0; i < text.size(); ++i) {
     const char ch = text[i];
     if (in_string) {
       out += ch;
-      if (ch == '\\' && i + 1 < text.size()) {
-        out += text[++i];
-      } else if (ch == '"') {
-        in_string = false;
-      }
+      if (ch == '\\' && i + 1 < text.size()) out += text[++i];
+      else if (ch == '"') in_string = false;
       continue;
     }
-    if (ch == '"') {
-      in_string = true;
+    if (ch == '"') in_string = true;
+    const char* token = nullptr;
+    for (const char* candidate : {"-Infinity", "Infinity", "NaN"})
+      if (!in_string && text.compare(i, std::strlen(candidate), candidate) == 0) {
+        token = candidate;
+        break;
+      }
+    if (token == nullptr) {
       out += ch;
       continue;
     }
-    for (const char* token : {"-Infinity", "Infinity", "NaN"}) {
-      const std::size_t n = std::strlen(token);
-      if (text.compare(i, n, token) == 0) {
-        // JSON escapes for NUL so the result stays valid JSON text.
-        out += "\"\\u0000syncplan-nonfinite:";
-        out += token;
-        out += '"';
-        i += n - 1;
-        goto next;
-      }
-    }
-    out += ch;
-  next:;
+    // JSON's escape for NUL keeps the result valid JSON text.
+    const std::size_t length = std::strlen(token);
+    out += "\"\\u0000syncplan-nonfinite:";
+    out += token;
+    out += '"';
+    i += length - 1;
+    marked.growth.emplace_back(out.size(), out.size() - (i + 1));
   }
-  return out;
+  return marked;
+}
+
+// "parse error at line 1, column 5: syntax error ..." -> "syntax error ..."
+std::string parse_error_detail(const std::string& message) {
+  const auto column = message.find("column ");
+  const auto colon = column == std::string::npos ? std::string::npos : message.find(": ", column);
+  return colon == std::string::npos ? message : message.substr(colon + 2);
 }
 
 std::string strip_nlohmann_prefix(std::string message) {
@@ -88,12 +111,19 @@ Json parse_json_text(const std::string& text, const std::string& origin) {
     }
     return true;
   };
+  const MarkedText marked = mark_nonfinite_tokens(text);
   try {
-    Json document = Json::parse(mark_nonfinite_tokens(text), reject_duplicate_keys);
+    Json document = Json::parse(marked.text, reject_duplicate_keys);
     if (!duplicate.empty()) throw InputError(origin + ": duplicate key '" + duplicate + "'");
     return document;
   } catch (const Json::parse_error& e) {
-    throw InputError(origin + ": invalid JSON at " + strip_nlohmann_prefix(e.what()));
+    // Line and column in the text as written (e.byte is 1-based, in the marked text).
+    const std::size_t offset = std::min(marked.original_offset(e.byte > 0 ? e.byte - 1 : 0), text.size());
+    const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
+    const std::size_t line_start = text.rfind('\n', offset == 0 ? 0 : offset - 1);
+    const std::size_t column = offset - (line_start == std::string::npos || offset == 0 ? 0 : line_start + 1) + 1;
+    throw InputError(origin + ": invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(column) +
+                     ": " + strip_nlohmann_prefix(parse_error_detail(e.what())));
   } catch (const Json::exception& e) {  // e.g. out_of_range 406: a number too large for a double
     throw InputError(origin + ": invalid JSON: " + strip_nlohmann_prefix(e.what()));
   }
@@ -150,6 +180,16 @@ void write_text_file_atomic(const std::string& path, const std::string& text) {
 
 void write_json_file_atomic(const std::string& path, const Json& value) {
   write_text_file_atomic(path, value.dump(1) + "\n");
+}
+
+std::optional<std::int64_t> integer_value(const Json& value) {
+  if (value.is_number_unsigned()) {
+    const std::uint64_t whole = value.get<std::uint64_t>();
+    if (whole > static_cast<std::uint64_t>(std::numeric_limits<std::int64_t>::max())) return std::nullopt;
+    return static_cast<std::int64_t>(whole);
+  }
+  if (value.is_number_integer()) return value.get<std::int64_t>();
+  return std::nullopt;
 }
 
 std::string json_type_name(const Json& value) {
@@ -211,27 +251,19 @@ std::optional<std::string> ObjectReader::optional_string(const std::string& key)
 std::int64_t ObjectReader::required_integer(const std::string& key, std::int64_t minimum) {
   const Json& value = required(key);
   const std::string field = where_ + ": field '" + key + "'";
-  if (!value.is_number_integer()) {
-    // 8.0 is accepted as 8; 8.5 and strings are not.
-    if (value.is_number_float()) {
-      const double number = value.get<double>();
-      if (std::isfinite(number) && number == std::floor(number) && std::fabs(number) < 9e15) {
-        const auto whole = static_cast<std::int64_t>(number);
-        if (whole < minimum)
-          throw InputError(field + ": must be >= " + std::to_string(minimum) + ", got " +
-                           std::to_string(whole));
-        return whole;
-      }
-    }
-    throw InputError(field + ": expected a whole number, got " + json_type_name(value));
+  std::optional<std::int64_t> whole = integer_value(value);
+  if (!whole && value.is_number_unsigned()) throw InputError(field + ": too large (" + value.dump() + ")");
+  if (!whole && value.is_number_float()) {
+    // 8.0 is accepted as 8; 8.5 is not.
+    const double number = value.get<double>();
+    if (std::isfinite(number) && number == std::floor(number) && std::fabs(number) < 9e15)
+      whole = static_cast<std::int64_t>(number);
   }
-  const std::int64_t whole = value.is_number_unsigned()
-                                 ? static_cast<std::int64_t>(value.get<std::uint64_t>())
-                                 : value.get<std::int64_t>();
-  if (whole < minimum)
-    throw InputError(field + ": must be >= " + std::to_string(minimum) + ", got " +
-                     std::to_string(whole));
-  return whole;
+  if (!whole) throw InputError(field + ": expected a whole number, got " + json_type_name(value) +
+                               (value.is_number() ? " " + value.dump() : ""));
+  if (*whole < minimum)
+    throw InputError(field + ": must be >= " + std::to_string(minimum) + ", got " + std::to_string(*whole));
+  return *whole;
 }
 
 std::optional<std::int64_t> ObjectReader::optional_integer(const std::string& key,

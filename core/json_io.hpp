@@ -65,6 +65,9 @@ class ObjectReader {
   std::set<std::string> read_;
 };
 
+/// The value of a JSON integer that fits in int64, or std::nullopt (not an integer, or >= 2^63).
+std::optional<std::int64_t> integer_value(const Json& value);
+
 /// The JSON type name used in messages ("string", "number", ...).
 std::string json_type_name(const Json& value);
 

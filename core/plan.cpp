@@ -65,7 +65,8 @@ Plan plan_from_json(const Json& document, const std::string& origin, const Profi
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const Json& item = layers[i];
     std::string where = origin + ": layers[" + std::to_string(i) + "]";
-    if (item.is_object() && item.contains("name") && item["name"].is_string())
+    if (item.is_object() && item.contains("name") && item["name"].is_string() &&
+        !is_nonfinite_token(item["name"]))
       where = origin + ": layer '" + item["name"].get<std::string>() + "'";
     ObjectReader reader(item, where);
     LayerSchedule schedule;
@@ -81,10 +82,11 @@ Plan plan_from_json(const Json& document, const std::string& origin, const Profi
     if (iterations.empty())
       throw InputError(where + ": field 'sync_iterations': a layer must sync at least once per period");
     for (const Json& value : iterations) {
-      if (!value.is_number_integer())
+      const std::optional<std::int64_t> whole = integer_value(value);
+      if (!whole)
         throw InputError(where + ": field 'sync_iterations': expected whole numbers, got " +
-                         json_type_name(value));
-      const std::int64_t h = value.get<std::int64_t>();
+                         json_type_name(value) + (value.is_number() ? " " + value.dump() : ""));
+      const std::int64_t h = *whole;
       if (h < 0 || h >= period)
         throw InputError(where + ": field 'sync_iterations': iteration " + std::to_string(h) +
                          " is outside 0.." + std::to_string(period - 1));

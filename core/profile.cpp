@@ -59,6 +59,7 @@ Profile profile_from_json(const Json& document, const std::string& origin) {
     const Json& item = layers[i];
     std::string where = origin + ": layers[" + std::to_string(i) + "]";
     if (item.is_object() && item.contains("name") && item["name"].is_string() &&
+        !is_nonfinite_token(item["name"]) &&
         !item["name"].get_ref<const std::string&>().empty())
       where = origin + ": layer '" + item["name"].get<std::string>() + "'";
     ObjectReader reader(item, where);

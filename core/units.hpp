@@ -5,7 +5,9 @@ namespace syncplan::units {
 
 inline constexpr double kMicrosecondsPerSecond = 1e6;
 inline constexpr double kMillisecondsPerSecond = 1e3;
-inline constexpr double kBytesPerGB = 1e9;  // nccl-tests' GB (SPEC section 7)
+inline constexpr double kBytesPerGB = 1e9;       // nccl-tests' GB (SPEC section 7)
+inline constexpr double kBitsPerGigabit = 1e9;    // link speeds: 1 Gbit/s = 1e9 bit/s
+inline constexpr double kBitsPerByte = 8;
 
 /// Seconds to microseconds (Chrome trace `ts`/`dur` are in microseconds).
 inline constexpr double seconds_to_us(double seconds) { return seconds * kMicrosecondsPerSecond; }

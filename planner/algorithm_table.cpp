@@ -69,6 +69,13 @@ std::string strategy_names_text() {
   return names;
 }
 
+bool is_strategy_name(const std::string& name) {
+  if (find_simulator_strategy(name)) return true;
+  for (const PlanAlgorithm& algorithm : kAlgorithms)
+    if (name == algorithm.name) return true;
+  return false;
+}
+
 StrategyResult run_strategy(const std::string& name, const BackpropTimes& times, int period) {
   if (const Strategy* strategy = find_simulator_strategy(name)) return strategy->run(times, period);
   for (const PlanAlgorithm& algorithm : kAlgorithms) {

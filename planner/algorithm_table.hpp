@@ -46,6 +46,9 @@ std::vector<std::string> compared_strategy_names();
 /// Throws InputError "--strategy: unknown 'NAME' (choose from ...)".
 StrategyResult run_strategy(const std::string& name, const BackpropTimes& times, int period);
 
+/// True when run_strategy accepts `name`.
+bool is_strategy_name(const std::string& name);
+
 /// All names run_strategy accepts, comma-separated, for help texts and errors.
 std::string strategy_names_text();
 

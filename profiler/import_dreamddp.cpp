@@ -97,10 +97,11 @@ Plan import_dreamddp_schedule(const std::string& schedule_path, const Profile& p
     if (!profile.find(item.key())) throw InputError(where + ": not a layer of the profile");
     std::vector<int> iterations;
     const auto add = [&](const Json& value) {
-      if (!value.is_number_integer())
+      const std::optional<std::int64_t> whole = integer_value(value);
+      if (!whole)
         throw InputError(where + ": expected an iteration number or a list of them, got " +
-                         json_type_name(value));
-      const std::int64_t h = value.get<std::int64_t>();
+                         json_type_name(value) + (value.is_number() ? " " + value.dump() : ""));
+      const std::int64_t h = *whole;
       if (h < 0 || h >= period)
         throw InputError(where + ": iteration " + std::to_string(h) + " is outside 0.." +
                          std::to_string(period - 1));

@@ -1,7 +1,9 @@
 // `syncplan simulate`: time a plan or a strategy under the period model; optional result and trace.
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
+#include "core/cluster.hpp"
 #include "planner/algorithm_table.hpp"
+#include "planner/des_strategies.hpp"
 #include "planner/lower_bound.hpp"
 #include "simulator/trace.hpp"
 #include "tools/cli_common.hpp"
@@ -17,7 +19,17 @@ namespace {
 struct SimulateOptions {
   std::string profile_path, plan_path, strategy, output_path, trace_path;
   std::string period;  // empty: not given
+  // The DES (with --cluster).
+  std::string cluster_path, sync_time = "auto";
+  long long iterations = 0;  // 0: one period
+  long long comm_streams = 1;
+  double bucket_cap_mb = kDdpBucketCapMiB;
+  long long trace_workers = 8;
 };
+
+constexpr long long kMaxIterations = 100'000;
+
+int run_simulate_des(const SimulateOptions& options);
 
 // Relative difference used to say whether a plan's stored prediction is reproduced.
 double relative_difference(double a, double b) {
@@ -33,6 +45,9 @@ int run_simulate(const SimulateOptions& options) {
   const int period = options.plan_path.empty() ? checked_period(options.period) : 0;
   if (!options.output_path.empty()) require_writable_output("-o", options.output_path);
   if (!options.trace_path.empty()) require_writable_output("--trace", options.trace_path);
+  if (!options.cluster_path.empty()) return run_simulate_des(options);
+  if (options.iterations != 0 || options.comm_streams != 1)
+    throw InputError("--iterations/--comm-streams: need --cluster (the period model times one period)");
 
   const Profile profile = read_profile_file(options.profile_path);
   const BackpropTimes times = backprop_times(profile, options.profile_path);
@@ -101,6 +116,127 @@ int run_simulate(const SimulateOptions& options) {
   return 0;
 }
 
+std::string cluster_text(const Cluster& cluster, const std::string& path) {
+  std::string text = cluster.name.value_or(path) + ": " + std::to_string(cluster.workers) + " workers, " +
+                     std::to_string(cluster.workers_per_node) + " per node, " + to_string(cluster.allreduce) +
+                     " all-reduce";
+  if (!cluster.compute_slowdown.empty()) text += ", stragglers";
+  if (cluster.jitter && cluster.jitter->sigma > 0) text += ", jitter";
+  return text;
+}
+
+int run_simulate_des(const SimulateOptions& options) {
+  if (options.iterations < 0 || options.iterations > kMaxIterations)
+    throw InputError("--iterations: must be in 1.." + std::to_string(kMaxIterations) + ", got " +
+                     std::to_string(options.iterations));
+  if (options.comm_streams < 1 || options.comm_streams > 64)
+    throw InputError("--comm-streams: must be in 1..64, got " + std::to_string(options.comm_streams));
+  if (options.trace_workers < 0) throw InputError("--trace-workers: must be >= 0");
+  if (!(options.bucket_cap_mb > 0) || !std::isfinite(options.bucket_cap_mb))
+    throw InputError("--bucket-cap-mb: must be a number > 0");
+
+  const Profile profile = read_profile_file(options.profile_path);
+  const Cluster cluster = read_cluster_file(options.cluster_path);
+  // Measured all-reduce times hold for the worker count they were measured at (SPEC section 3).
+  SyncTimeSource source = SyncTimeSource::kModel;
+  if (options.sync_time == "measured") source = SyncTimeSource::kMeasured;
+  else if (options.sync_time == "auto" && profile.workers && *profile.workers == cluster.workers)
+    source = SyncTimeSource::kMeasured;
+  const DesLayers layers = des_layers(profile, options.profile_path, source);
+  const Topology topology(cluster);
+  const AllreduceModel model(cluster, topology);
+  DesStrategyContext context{layers, model, source, options.bucket_cap_mb * kBytesPerMiB,
+                             kDdpFirstBucketMiB * kBytesPerMiB};
+  const BackpropTimes times = backprop_times_for_des(context);
+
+  SyncProgram program;
+  std::optional<Assignment> assignment;
+  std::string what;
+  if (!options.plan_path.empty()) {
+    const Plan plan = read_plan_file(options.plan_path, profile);
+    assignment = assignment_from_plan(plan, times);
+    program = program_from_assignment(*assignment);
+    what = "plan " + options.plan_path + " (" + plan.algorithm + ")";
+  } else {
+    const int period = checked_period(options.period);
+    program = des_program(options.strategy, context, times, period);
+    if (is_strategy_name(options.strategy)) assignment = run_strategy(options.strategy, times, period).assignment;
+    what = "strategy " + options.strategy;
+  }
+  DesOptions des_options;
+  des_options.iterations = options.iterations > 0 ? static_cast<int>(options.iterations) : program.period();
+  des_options.comm_streams = static_cast<int>(options.comm_streams);
+  des_options.sync_time = source;
+  des_options.trace_workers = options.trace_path.empty() ? 0 : static_cast<int>(options.trace_workers);
+  const DesResult result = run_des(layers, cluster, program, des_options);
+
+  const int count = static_cast<int>(result.iteration_s.size());
+  std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n'
+            << "cluster: " << cluster_text(cluster, options.cluster_path) << '\n'
+            << what << ", period H = " << program.period() << ", " << count << " iterations, all-reduce times from "
+            << (source == SyncTimeSource::kMeasured ? "the profile's sync_s" : "the cost model") << '\n'
+            << "simulated " << result.simulated_workers << " of " << result.workers << " workers"
+            << (result.simulated_workers == 1 && result.workers > 1 ? " (identical workers: one representative)" : "")
+            << ", " << result.events << " events\n\n"
+            << "total_s " << seconds_text(result.total_s) << "  mean_iteration_s " << seconds_text(result.total_s / count)
+            << "  exposed_comm_s " << seconds_text(result.exposed_comm_s()) << "  comm_busy_s "
+            << seconds_text(result.comm_busy_s) << "  overlap " << seconds_text(result.overlap_fraction()) << '\n';
+  if (assignment) {
+    const PeriodTiming period_model = time_assignment(times, *assignment);
+    std::cout << "period model (one worker, same all-reduce times): period_s " << seconds_text(period_model.period_s)
+              << "; DES mean per period " << seconds_text(result.total_s / count * program.period()) << '\n';
+  }
+  std::vector<std::vector<std::string>> table = {{"iteration", "iteration_s", "slowest_worker_s", "fastest_worker_s"}};
+  constexpr int kShownRows = 20;
+  for (int i = 0; i < count; ++i) {
+    if (i == kShownRows / 2 && count > kShownRows) {
+      table.push_back({"...", "", "", ""});
+      i = count - kShownRows / 2;
+    }
+    double slowest = 0, fastest = std::numeric_limits<double>::infinity();
+    for (const auto& worker : result.worker_iteration_s) {
+      slowest = std::max(slowest, worker[i]);
+      fastest = std::min(fastest, worker[i]);
+    }
+    table.push_back({std::to_string(i), seconds_text(result.iteration_s[i]), seconds_text(slowest), seconds_text(fastest)});
+  }
+  print_table(std::cout, table);
+
+  if (!options.output_path.empty()) {
+    Json document;
+    document["format"] = "syncplan.result/v1";
+    document["engine"] = "des";
+    document["model"] = profile.model ? Json(*profile.model) : Json(nullptr);
+    document["profile"] = options.profile_path;
+    document["cluster"] = options.cluster_path;
+    if (!options.plan_path.empty()) document["plan"] = options.plan_path;
+    else document["strategy"] = options.strategy;
+    document["period"] = program.period();
+    document["iterations"] = count;
+    document["sync_time"] = source == SyncTimeSource::kMeasured ? "measured" : "model";
+    document["workers"] = result.workers;
+    document["simulated_workers"] = result.simulated_workers;
+    document["total_s"] = result.total_s;
+    document["mean_iteration_s"] = result.total_s / count;
+    document["iteration_s"] = result.iteration_s;
+    document["worker_iteration_s"] = result.worker_iteration_s;
+    document["exposed_comm_s"] = result.exposed_comm_s();
+    document["worker_exposed_comm_s"] = result.worker_exposed_comm_s;
+    document["comm_busy_s"] = result.comm_busy_s;
+    document["overlap_fraction"] = result.overlap_fraction();
+    Json bytes = Json::object();
+    for (const auto& [link, carried] : result.link_bytes) bytes[link] = carried;
+    document["link_bytes"] = std::move(bytes);
+    write_json_file_atomic(options.output_path, document);
+    std::cout << "result written to " << options.output_path << '\n';
+  }
+  if (!options.trace_path.empty()) {
+    write_json_file_atomic(options.trace_path, des_trace_json(result, layers));
+    std::cout << "trace written to " << options.trace_path << " (open in https://ui.perfetto.dev)\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 void add_simulate_command(CLI::App& app, Action& action) {
@@ -111,7 +247,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   CLI::Option* plan = simulate->add_option("--plan", options->plan_path, "syncplan.plan/v1 file to time");
   CLI::Option* strategy = simulate->add_option(
       "--strategy", options->strategy,
-      "strategy to time: ssgd, wfbp, flsgd, plsgd-even, dreamddp, dp or best (needs --period)");
+      "strategy to time: ssgd, wfbp, flsgd, plsgd-even, dreamddp, dp, best, and with --cluster ddp "
+      "and mgwfbp (needs --period)");
   CLI::Option* period = simulate->add_option("--period", options->period, "H: iterations per period (>= 1)");
   plan->excludes(strategy);
   plan->excludes(period);
@@ -119,6 +256,22 @@ void add_simulate_command(CLI::App& app, Action& action) {
                        "write a JSON result: period_s, iteration_s, iteration_wait_s (s)");
   simulate->add_option("--trace", options->trace_path,
                        "write a Chrome trace (microseconds; opens in Perfetto): compute and link streams");
+  simulate->add_option("--cluster", options->cluster_path,
+                       "syncplan.cluster/v1 file: run the discrete-event simulator of all its workers "
+                       "(without it: the period model of one worker)");
+  simulate->add_option("--iterations", options->iterations,
+                       "with --cluster: iterations to simulate, periods repeating (default: one period)");
+  simulate->add_option("--sync-time", options->sync_time,
+                       "with --cluster: all-reduce times from the profile's sync_s ('measured'), the cluster's "
+                       "cost model on param_bytes ('model'), or 'auto': measured when the profile's workers "
+                       "equal the cluster's (default: auto)")
+      ->check(CLI::IsMember({"auto", "measured", "model"}));
+  simulate->add_option("--comm-streams", options->comm_streams,
+                       "with --cluster: communication streams per worker (default: 1)");
+  simulate->add_option("--bucket-cap-mb", options->bucket_cap_mb,
+                       "with --strategy ddp: bucket cap in MiB (default: 25, as PyTorch DDP)");
+  simulate->add_option("--trace-workers", options->trace_workers,
+                       "with --cluster and --trace: how many workers' timelines to write (default: 8)");
   simulate->callback([&action, options] { action = [options] { return run_simulate(*options); }; });
 }
 

@@ -1,0 +1,94 @@
+// bench_simulator: the discrete-event simulator at scale (issue 3). Target: 1,024 workers with
+// jitter, 125 layers, 10 periods of H = 10, under 2 s and 2 GB peak (peak_rss_MB) on 2 cores.
+// BM_des_scaling runs growing workers x layers x iterations and fits the time (expected O(N));
+// BM_des_identical shows that identical workers cost one representative.
+#include "planner/des_strategies.hpp"
+
+#include <benchmark/benchmark.h>
+
+#include <random>
+#include <sys/resource.h>
+
+namespace {
+
+using namespace syncplan;
+
+// A GPT-2-like synthetic profile: forward/backward 0.05-2 ms, parameters 0-10 MB per layer.
+Profile synthetic_profile(int layer_count) {
+  std::mt19937 generator(42);
+  std::uniform_real_distribution<double> compute_s(5e-5, 2e-3), megabytes(0.0, 10.0);
+  Profile profile;
+  profile.source = "estimated:synthetic";
+  for (int i = 0; i < layer_count; ++i) {
+    LayerProfile layer;
+    layer.name = "layer." + std::to_string(i);
+    layer.forward_s = compute_s(generator) / 2;
+    layer.backward_s = compute_s(generator);
+    layer.param_bytes = static_cast<std::int64_t>(megabytes(generator) * 1e6);
+    profile.layers.push_back(layer);
+  }
+  return profile;
+}
+
+Cluster synthetic_cluster(int workers, bool jitter) {
+  Cluster cluster;
+  cluster.workers = workers;
+  cluster.workers_per_node = 8;
+  cluster.intra_node = {3600, 5};
+  cluster.inter_node = {100, 10};
+  cluster.allreduce = AllreduceAlgorithm::kHierarchical;
+  if (jitter) cluster.jitter = JitterSpec{JitterSpec::Distribution::kLognormal, 0.05, 7};
+  return cluster;
+}
+
+double peak_rss_MB() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage.ru_maxrss / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+void run(benchmark::State& state, int workers, int layer_count, int periods, bool jitter) {
+  constexpr int kPeriod = 10;
+  const Profile profile = synthetic_profile(layer_count);
+  const Cluster cluster = synthetic_cluster(workers, jitter);
+  const DesLayers layers = des_layers(profile, "synthetic", SyncTimeSource::kModel);
+  const Topology topology(cluster);
+  const AllreduceModel model(cluster, topology);
+  const DesStrategyContext context{layers, model, SyncTimeSource::kModel};
+  const BackpropTimes times = backprop_times_for_des(context);
+  const SyncProgram program = des_program("dp", context, times, kPeriod);
+  DesOptions options;
+  options.iterations = periods * kPeriod;
+  options.sync_time = SyncTimeSource::kModel;
+  std::size_t events = 0;
+  double total_s = 0;
+  for (auto _ : state) {
+    const DesResult result = run_des(layers, cluster, program, options);
+    events = result.events;
+    total_s = result.total_s;
+  }
+  const double units = static_cast<double>(workers) * layer_count * options.iterations;
+  state.SetComplexityN(static_cast<int64_t>(units));
+  state.counters["events"] = static_cast<double>(events);
+  state.counters["simulated_s"] = total_s;
+  state.counters["ns_per_worker_layer_iteration"] =
+      benchmark::Counter(units, benchmark::Counter::kIsIterationInvariantRate | benchmark::Counter::kInvert);
+  state.counters["peak_rss_MB"] = peak_rss_MB();
+}
+
+void BM_des_1024workers_jitter(benchmark::State& state) { run(state, 1024, 125, 10, true); }
+
+// Arg = scale s: workers = 128 s, so N = workers x 125 layers x 100 iterations grows linearly in s.
+void BM_des_scaling(benchmark::State& state) { run(state, 128 * static_cast<int>(state.range(0)), 125, 10, true); }
+
+void BM_des_identical_1024workers(benchmark::State& state) { run(state, 1024, 125, 10, false); }
+void BM_des_identical_1worker(benchmark::State& state) { run(state, 1, 125, 10, false); }
+
+}  // namespace
+
+BENCHMARK(BM_des_1024workers_jitter)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_des_scaling)->Arg(1)->Arg(2)->Arg(4)->Unit(benchmark::kMillisecond)->Complexity(benchmark::oN);
+BENCHMARK(BM_des_identical_1024workers)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_des_identical_1worker)->Unit(benchmark::kMillisecond);
+
+BENCHMARK_MAIN();

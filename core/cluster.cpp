@@ -1,0 +1,162 @@
+// syncplan.cluster/v1 reading, validation and writing.
+#include "core/cluster.hpp"
+
+#include "core/errors.hpp"
+#include "core/units.hpp"
+
+#include <cmath>
+#include <limits>
+
+namespace syncplan {
+
+double LinkSpec::bandwidth_Bps() const { return bandwidth_Gbps * units::kBitsPerGigabit / units::kBitsPerByte; }
+double LinkSpec::latency_s() const { return latency_us / units::kMicrosecondsPerSecond; }
+
+std::string to_string(AllreduceAlgorithm algorithm) {
+  switch (algorithm) {
+    case AllreduceAlgorithm::kRing: return "ring";
+    case AllreduceAlgorithm::kTree: return "tree";
+    case AllreduceAlgorithm::kHierarchical: return "hierarchical";
+  }
+  return "?";
+}
+
+double Cluster::slowdown(int worker) const {
+  return compute_slowdown.empty() ? 1.0 : compute_slowdown.at(worker);
+}
+
+bool Cluster::identical_workers() const {
+  if (jitter && jitter->sigma > 0) return false;
+  for (const double factor : compute_slowdown)
+    if (factor != compute_slowdown.front()) return false;
+  return true;
+}
+
+namespace {
+
+constexpr int kMaxWorkers = 1 << 20;
+
+LinkSpec link_from_json(const Json& value, const std::string& where) {
+  ObjectReader reader(value, where);
+  LinkSpec link;
+  link.bandwidth_Gbps = read_nonnegative_number(reader.required("bandwidth_Gbps"), where + ": field 'bandwidth_Gbps'");
+  if (link.bandwidth_Gbps <= 0)
+    throw InputError(where + ": field 'bandwidth_Gbps': must be > 0, got " + format_exact(link.bandwidth_Gbps));
+  link.latency_us = read_nonnegative_number(reader.required("latency_us"), where + ": field 'latency_us'");
+  reader.reject_unknown_keys();
+  return link;
+}
+
+double slowdown_factor(const Json& value, const std::string& where) {
+  const double factor = read_nonnegative_number(value, where);
+  if (factor <= 0) throw InputError(where + ": must be > 0, got " + format_exact(factor));
+  return factor;
+}
+
+}  // namespace
+
+Cluster cluster_from_json(const Json& document, const std::string& origin) {
+  ObjectReader top(document, origin);
+  const std::string format = top.required_string("format");
+  if (format != kClusterFormat)
+    throw InputError(origin + ": field 'format': expected \"" + kClusterFormat + "\", got \"" + format + "\"");
+  Cluster cluster;
+  cluster.name = top.optional_string("name");
+  const std::int64_t workers = top.required_integer("workers", 1);
+  if (workers > kMaxWorkers)
+    throw InputError(origin + ": field 'workers': at most " + std::to_string(kMaxWorkers) + ", got " +
+                     std::to_string(workers));
+  cluster.workers = static_cast<int>(workers);
+  const std::int64_t per_node = top.optional_integer("workers_per_node", 1).value_or(cluster.workers);
+  if (per_node > cluster.workers || cluster.workers % per_node != 0)
+    throw InputError(origin + ": field 'workers_per_node': " + std::to_string(per_node) +
+                     " does not divide workers = " + std::to_string(cluster.workers));
+  cluster.workers_per_node = static_cast<int>(per_node);
+  cluster.intra_node = link_from_json(top.required("intra_node"), origin + ": field 'intra_node'");
+  if (const Json* inter = top.optional("inter_node")) {
+    cluster.inter_node = link_from_json(*inter, origin + ": field 'inter_node'");
+  } else if (cluster.nodes() > 1) {
+    throw InputError(origin + ": missing field 'inter_node' (the cluster has " +
+                     std::to_string(cluster.nodes()) + " nodes)");
+  } else {
+    cluster.inter_node = cluster.intra_node;
+  }
+  const std::string algorithm = top.optional_string("allreduce").value_or("ring");
+  if (algorithm == "ring") cluster.allreduce = AllreduceAlgorithm::kRing;
+  else if (algorithm == "tree") cluster.allreduce = AllreduceAlgorithm::kTree;
+  else if (algorithm == "hierarchical") cluster.allreduce = AllreduceAlgorithm::kHierarchical;
+  else
+    throw InputError(origin + ": field 'allreduce': expected \"ring\", \"tree\" or \"hierarchical\", got \"" +
+                     algorithm + "\"");
+
+  if (const Json* slowdown = top.optional("compute_slowdown")) {
+    const std::string where = origin + ": field 'compute_slowdown'";
+    if (slowdown->is_array()) {
+      if (slowdown->size() != static_cast<std::size_t>(cluster.workers))
+        throw InputError(where + ": expected " + std::to_string(cluster.workers) + " factors (one per worker), got " +
+                         std::to_string(slowdown->size()));
+      for (std::size_t w = 0; w < slowdown->size(); ++w)
+        cluster.compute_slowdown.push_back(slowdown_factor((*slowdown)[w], where + "[" + std::to_string(w) + "]"));
+    } else if (slowdown->is_object()) {
+      // Sparse form {"worker index": factor}; unnamed workers run at factor 1.
+      cluster.compute_slowdown.assign(cluster.workers, 1.0);
+      for (const auto& item : slowdown->items()) {
+        const std::string& key = item.key();
+        const bool number = !key.empty() && key.size() <= 9 &&
+                            key.find_first_not_of("0123456789") == std::string::npos;
+        if (!number || std::stoi(key) >= cluster.workers)
+          throw InputError(where + ": key '" + key + "' is not a worker index in 0.." +
+                           std::to_string(cluster.workers - 1));
+        cluster.compute_slowdown[std::stoi(key)] = slowdown_factor(item.value(), where + "['" + key + "']");
+      }
+    } else {
+      throw InputError(where + ": expected an array of factors or an object {worker: factor}, got " +
+                       json_type_name(*slowdown));
+    }
+  }
+  if (const Json* jitter = top.optional("jitter")) {
+    const std::string where = origin + ": field 'jitter'";
+    ObjectReader reader(*jitter, where);
+    JitterSpec spec;
+    const std::string distribution = reader.required_string("distribution");
+    if (distribution == "lognormal") spec.distribution = JitterSpec::Distribution::kLognormal;
+    else if (distribution == "normal") spec.distribution = JitterSpec::Distribution::kNormal;
+    else
+      throw InputError(where + ": field 'distribution': expected \"lognormal\" or \"normal\", got \"" +
+                       distribution + "\"");
+    spec.sigma = read_nonnegative_number(reader.required("sigma"), where + ": field 'sigma'");
+    spec.seed = static_cast<std::uint64_t>(reader.optional_integer("seed", 0).value_or(1));
+    reader.reject_unknown_keys();
+    cluster.jitter = spec;
+  }
+  top.reject_unknown_keys();
+  return cluster;
+}
+
+Cluster read_cluster_file(const std::string& path) { return cluster_from_json(read_json_file(path), path); }
+
+namespace {
+Json link_to_json(const LinkSpec& link) {
+  return Json{{"bandwidth_Gbps", link.bandwidth_Gbps}, {"latency_us", link.latency_us}};
+}
+}  // namespace
+
+Json cluster_to_json(const Cluster& cluster) {
+  Json document;
+  document["format"] = kClusterFormat;
+  if (cluster.name) document["name"] = *cluster.name;
+  document["workers"] = cluster.workers;
+  document["workers_per_node"] = cluster.workers_per_node;
+  document["intra_node"] = link_to_json(cluster.intra_node);
+  document["inter_node"] = link_to_json(cluster.inter_node);
+  document["allreduce"] = to_string(cluster.allreduce);
+  if (!cluster.compute_slowdown.empty()) document["compute_slowdown"] = cluster.compute_slowdown;
+  if (cluster.jitter)
+    document["jitter"] = Json{{"distribution", cluster.jitter->distribution == JitterSpec::Distribution::kLognormal
+                                                   ? "lognormal" : "normal"},
+                              {"sigma", cluster.jitter->sigma},
+                              {"seed", cluster.jitter->seed}};
+  return document;
+}
+
+}  // namespace syncplan

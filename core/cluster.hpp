@@ -1,0 +1,76 @@
+// Cluster description (syncplan.cluster/v1, docs/cluster.md): workers, nodes, links, all-reduce
+// algorithm, stragglers and compute jitter.
+#pragma once
+
+#include "core/json_io.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace syncplan {
+
+inline constexpr const char* kClusterFormat = "syncplan.cluster/v1";
+
+/// One kind of link. `latency_us` is the one-way latency of a message between two workers that
+/// talk over this kind of link (docs/cluster.md).
+struct LinkSpec {
+  double bandwidth_Gbps = 0;  ///< per direction, gigabits per second (1e9 bit/s), > 0
+  double latency_us = 0;      ///< one-way message latency, microseconds, >= 0
+
+  /// Bandwidth in bytes per second.
+  double bandwidth_Bps() const;
+  /// Latency in seconds (alpha of the alpha-beta model).
+  double latency_s() const;
+};
+
+/// How an all-reduce is carried out (docs/collectives.md).
+enum class AllreduceAlgorithm {
+  kRing,          ///< one ring over every worker
+  kTree,          ///< NCCL's double binary tree over every worker
+  kHierarchical,  ///< reduce-scatter in nodes, all-reduce across nodes, all-gather in nodes
+};
+
+/// "ring", "tree" or "hierarchical".
+std::string to_string(AllreduceAlgorithm algorithm);
+
+/// Random per-operation compute-time factors (docs/cluster.md, "jitter").
+struct JitterSpec {
+  enum class Distribution { kLognormal, kNormal };
+  Distribution distribution = Distribution::kLognormal;
+  double sigma = 0;        ///< spread of the factor (lognormal: of its log), >= 0
+  std::uint64_t seed = 1;  ///< random seed; the same seed gives the same run
+};
+
+/// A whole cluster.
+struct Cluster {
+  std::optional<std::string> name;       ///< free text, e.g. "2 sites x 16 GPUs"
+  int workers = 1;                       ///< data-parallel workers (GPUs), >= 1
+  int workers_per_node = 1;              ///< divides `workers`
+  LinkSpec intra_node;                   ///< between workers of one node (NVLink, PCIe, LAN of a site)
+  LinkSpec inter_node;                   ///< each node's link to the others (NIC, WAN)
+  AllreduceAlgorithm allreduce = AllreduceAlgorithm::kRing;
+  std::vector<double> compute_slowdown;  ///< empty (all 1) or `workers` factors > 0 multiplying compute
+  std::optional<JitterSpec> jitter;      ///< none: compute times are exact
+
+  int nodes() const { return workers / workers_per_node; }
+  /// Compute-time factor of `worker` (1 when not given).
+  double slowdown(int worker) const;
+  /// True when every worker computes at the same speed and nothing is random.
+  bool identical_workers() const;
+};
+
+/// Parses a syncplan.cluster/v1 document. Unknown keys, wrong types, 0 workers, workers not
+/// divisible by workers_per_node, bandwidth <= 0, negative latency, a slowdown list of the wrong
+/// length or with a factor <= 0, an unknown algorithm or distribution throw InputError naming
+/// `origin` and the field.
+Cluster cluster_from_json(const Json& document, const std::string& origin);
+
+/// Reads a cluster file (read_json_file + cluster_from_json).
+Cluster read_cluster_file(const std::string& path);
+
+/// The syncplan.cluster/v1 document for `cluster`.
+Json cluster_to_json(const Cluster& cluster);
+
+}  // namespace syncplan

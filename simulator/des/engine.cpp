@@ -1,0 +1,513 @@
+// The DES engine (docs/des.md): workers' compute streams advance layer by layer; all-reduces are
+// matched across workers, queued on communication streams, and run as a latency followed by a
+// transfer on their bottleneck link, which concurrent transfers share equally.
+#include "simulator/des/engine.hpp"
+
+#include "core/errors.hpp"
+#include "core/units.hpp"
+#include "simulator/des/event_queue.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <deque>
+#include <limits>
+#include <numeric>
+#include <random>
+#include <variant>
+
+namespace syncplan {
+
+namespace {
+constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
+}  // namespace
+
+DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTimeSource source) {
+  DesLayers layers;
+  for (auto it = profile.layers.rbegin(); it != profile.layers.rend(); ++it) {
+    const LayerProfile& layer = *it;
+    const auto need = [&](const char* field, bool present) {
+      if (!present)
+        throw InputError(origin + ": layer '" + layer.name + "': field '" + field + "' is null; the simulator needs it" +
+                         (std::string(field) == "param_bytes" ? " for the cluster's cost model (or use --sync-time measured)"
+                                                              : ""));
+    };
+    need("backward_s", layer.backward_s.has_value());
+    if (source == SyncTimeSource::kMeasured) need("sync_s", layer.sync_s.has_value());
+    else need("param_bytes", layer.param_bytes.has_value());
+    layers.names.push_back(layer.name);
+    layers.forward_s.push_back(layer.forward_s.value_or(0.0));
+    layers.backward_s.push_back(*layer.backward_s);
+    layers.update_s.push_back(layer.update_s.value_or(0.0));
+    layers.sync_s.push_back(layer.sync_s.value_or(kUnknown));
+    layers.param_bytes.push_back(layer.param_bytes ? static_cast<double>(*layer.param_bytes) : kUnknown);
+  }
+  return layers;
+}
+
+double des_allreduce_s(const DesLayers& layers, const AllreduceModel& model, SyncTimeSource source,
+                       const std::vector<int>& bucket) {
+  double sum = 0;
+  for (const int j : bucket) sum += source == SyncTimeSource::kMeasured ? layers.sync_s[j] : layers.param_bytes[j];
+  return source == SyncTimeSource::kMeasured ? sum : model.time_s(sum);
+}
+
+double DesResult::exposed_comm_s() const {
+  if (worker_exposed_comm_s.empty()) return 0;
+  return std::accumulate(worker_exposed_comm_s.begin(), worker_exposed_comm_s.end(), 0.0) /
+         static_cast<double>(worker_exposed_comm_s.size());
+}
+
+double DesResult::overlap_fraction() const {
+  if (comm_busy_s <= 0 || worker_overlap_s.empty()) return 0.0;
+  const double mean = std::accumulate(worker_overlap_s.begin(), worker_overlap_s.end(), 0.0) /
+                      static_cast<double>(worker_overlap_s.size());
+  return std::clamp(mean / comm_busy_s, 0.0, 1.0);
+}
+
+namespace {
+
+// ---- events ------------------------------------------------------------------------------------
+struct IterationStart { int worker, iteration; };
+struct CollectiveReady { int collective; };
+struct PhaseLatencyDone { int collective; };
+struct TransferDone { int transfer; std::uint64_t version; };
+struct UpdateDone { int worker, iteration; };
+using Payload = std::variant<IterationStart, CollectiveReady, PhaseLatencyDone, TransferDone, UpdateDone>;
+
+// ---- state -------------------------------------------------------------------------------------
+struct Collective {
+  int iteration = 0;
+  const SyncOp* op = nullptr;
+  int stream = 0;
+  int issued = 0;            // workers that issued it so far
+  double ready_s = 0;        // latest issue time
+  bool ready = false;
+  int phase = -1;            // current phase index while running
+  double start_s = 0;
+  double bytes = kUnknown;   // all-reduced bytes (NaN when unknown)
+  double measured_s = 0;     // measured duration (kMeasured)
+};
+
+struct IterationState {
+  bool created = false;
+  std::vector<int> collectives;
+  int blocking_left = 0;       // kGradientReady + kAfterBackward all-reduces not yet done
+  int after_update_left = 0;   // kAfterUpdate all-reduces not yet done
+  int after_update_total = 0;
+  std::vector<int> waiting_for_update;  // workers whose update waits for blocking_left == 0
+  std::vector<int> waiting_for_next;    // workers whose next iteration waits for after_update_left == 0
+};
+
+struct Interval {
+  double start_s, end_s;
+};
+
+// Merges intervals sorted by start into disjoint ones.
+std::vector<Interval> merge_sorted(const std::vector<Interval>& sorted) {
+  std::vector<Interval> merged;
+  for (const Interval& interval : sorted) {
+    if (!merged.empty() && interval.start_s <= merged.back().end_s)
+      merged.back().end_s = std::max(merged.back().end_s, interval.end_s);
+    else
+      merged.push_back(interval);
+  }
+  return merged;
+}
+
+// Length of the intersection of two sets of disjoint intervals, each sorted by start.
+double intersection_s(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  double total = 0;
+  for (std::size_t i = 0, j = 0; i < a.size() && j < b.size();) {
+    total += std::max(0.0, std::min(a[i].end_s, b[j].end_s) - std::max(a[i].start_s, b[j].start_s));
+    if (a[i].end_s < b[j].end_s) ++i;
+    else ++j;
+  }
+  return total;
+}
+
+struct Worker {
+  std::vector<Interval> compute;  // forward+backward and update intervals, in time order
+  double backward_end_s = 0;
+  double update_end_s = 0;
+  double previous_end_s = 0;
+  std::mt19937_64 random;
+};
+
+struct Transfer {
+  int collective = 0;
+  int link = 0;
+  double remaining = 0;       // bytes (or, on the measured link, seconds at full rate)
+  double rate = 0;            // per second
+  std::uint64_t version = 0;  // bumped when the rate changes; stale completions are ignored
+  bool active = false;
+};
+
+struct LinkState {
+  double capacity = 0;        // bytes per second
+  double last_update_s = 0;
+  std::vector<int> transfers; // active transfer ids
+};
+
+std::uint64_t splitmix64(std::uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+template <class... F>
+struct Overloaded : F... { using F::operator()...; };
+template <class... F>
+Overloaded(F...) -> Overloaded<F...>;
+
+class Engine {
+ public:
+  Engine(const DesLayers& layers, const Cluster& cluster, const SyncProgram& program, const DesOptions& options)
+      : layers_(layers), cluster_(cluster), program_(program), options_(options), topology_(cluster),
+        model_(cluster, topology_) {
+    simulated_ = cluster.identical_workers() ? 1 : cluster.workers;
+    workers_.resize(simulated_);
+    for (int w = 0; w < simulated_; ++w)
+      workers_[w].random.seed(splitmix64((cluster.jitter ? cluster.jitter->seed : 0) * 0x100000001B3ull + w));
+    for (const DirectedLink& link : topology_.links()) links_.push_back(LinkState{link.bandwidth_Bps, 0, {}});
+    measured_link_ = static_cast<int>(links_.size());
+    links_.push_back(LinkState{1.0, 0, {}});  // measured all-reduces: "bytes" are seconds at rate 1
+    link_bytes_.assign(topology_.links().size(), 0.0);
+    iterations_.resize(options.iterations);
+    streams_.resize(options.comm_streams);
+    stream_busy_.assign(options.comm_streams, false);
+    result_.workers = cluster.workers;
+    result_.simulated_workers = simulated_;
+    result_.worker_iteration_s.assign(simulated_, std::vector<double>(options.iterations, 0.0));
+    result_.worker_exposed_comm_s.assign(simulated_, 0.0);
+    iteration_end_s_.assign(options.iterations, 0.0);
+  }
+
+  DesResult run() {
+    for (int w = 0; w < simulated_; ++w) queue_.schedule(0.0, IterationStart{w, 0});
+    while (!queue_.empty()) {
+      auto event = queue_.pop();
+      now_ = event.time_s;
+      ++result_.events;
+      std::visit(Overloaded{[&](const IterationStart& e) { on_iteration_start(e.worker, e.iteration); },
+                            [&](const CollectiveReady& e) { on_collective_ready(e.collective); },
+                            [&](const PhaseLatencyDone& e) { start_transfer(e.collective); },
+                            [&](const TransferDone& e) { on_transfer_done(e.transfer, e.version); },
+                            [&](const UpdateDone& e) { on_update_done(e.worker, e.iteration); }},
+                 event.payload);
+    }
+    for (std::size_t c = 0; c < collectives_.size(); ++c) SYNCPLAN_CHECK(collectives_[c].phase == kFinished);
+    // Overlap: all-reduce time (union over streams) that falls inside each worker's compute.
+    std::sort(comm_intervals_.begin(), comm_intervals_.end(),
+              [](const Interval& a, const Interval& b) { return a.start_s < b.start_s; });
+    const std::vector<Interval> comm = merge_sorted(comm_intervals_);
+    for (const Interval& interval : comm) result_.comm_busy_s += interval.end_s - interval.start_s;
+    for (const Worker& worker : workers_) result_.worker_overlap_s.push_back(intersection_s(comm, worker.compute));
+    double previous = 0;
+    for (int i = 0; i < options_.iterations; ++i) {
+      result_.iteration_s.push_back(iteration_end_s_[i] - previous);
+      previous = iteration_end_s_[i];
+    }
+    result_.total_s = previous;
+    for (std::size_t link = 0; link < link_bytes_.size(); ++link)
+      if (link_bytes_[link] > 0) result_.link_bytes.emplace_back(topology_.links()[link].name, link_bytes_[link]);
+    return std::move(result_);
+  }
+
+ private:
+  static constexpr int kFinished = -2;
+
+  // A compute duration of `worker`: the profile's time, its slowdown, and a jitter factor
+  // (docs/des.md: lognormal with mean 1, or normal 1 + sigma z cut at 0).
+  double compute_s(int worker, double seconds) {
+    if (seconds <= 0) return 0;
+    double factor = cluster_.slowdown(simulated_ == 1 ? 0 : worker);
+    if (cluster_.jitter && cluster_.jitter->sigma > 0) {
+      const double sigma = cluster_.jitter->sigma;
+      const double z = normal_(workers_[worker].random);
+      factor *= cluster_.jitter->distribution == JitterSpec::Distribution::kLognormal
+                    ? std::exp(sigma * z - 0.5 * sigma * sigma)
+                    : std::max(0.0, 1.0 + sigma * z);
+    }
+    return seconds * factor;
+  }
+
+  bool traced(int worker) const { return worker < options_.trace_workers; }
+
+  void record(int worker, int stream, std::string name, const char* category, double start, double duration,
+              int iteration, std::vector<int> layers, double bytes) {
+    result_.trace.push_back(
+        DesTraceEvent{worker, stream, std::move(name), category, start, duration, iteration, std::move(layers), bytes});
+  }
+
+  IterationState& iteration_state(int i) {
+    IterationState& state = iterations_[i];
+    if (state.created) return state;
+    state.created = true;
+    for (const SyncOp& op : program_.iterations[i % program_.period()]) {
+      Collective collective;
+      collective.iteration = i;
+      collective.op = &op;
+      collective.stream = static_cast<int>(next_stream_++ % streams_.size());
+      double bytes = 0, measured = 0;
+      for (const int j : op.layers) {
+        bytes += layers_.param_bytes[j];
+        measured += options_.sync_time == SyncTimeSource::kMeasured ? layers_.sync_s[j] : 0.0;
+      }
+      collective.bytes = bytes;
+      collective.measured_s = measured;
+      const int id = static_cast<int>(collectives_.size());
+      collectives_.push_back(collective);
+      streams_[collective.stream].push_back(id);
+      state.collectives.push_back(id);
+      if (op.issue == IssuePoint::kAfterUpdate) ++state.after_update_total;
+      else ++state.blocking_left;
+    }
+    state.after_update_left = state.after_update_total;
+    return state;
+  }
+
+  void issue(int id, double time_s) {
+    Collective& collective = collectives_[id];
+    ++collective.issued;
+    collective.ready_s = std::max(collective.ready_s, time_s);
+    if (collective.issued == simulated_) queue_.schedule(collective.ready_s, CollectiveReady{id});
+  }
+
+  void on_iteration_start(int w, int i) {
+    if (i == options_.iterations) return;
+    IterationState& state = iteration_state(i);
+    // Forward in forward order (backprop indices L-1..0), then backward in backprop order.
+    double t = now_;
+    const int count = static_cast<int>(layers_.size());
+    for (int j = count - 1; j >= 0; --j) {
+      const double d = compute_s(w, layers_.forward_s[j]);
+      if (traced(w) && d > 0) record(w, 0, "forward " + layers_.names[j], "forward", t, d, i, {j}, kUnknown);
+      t += d;
+    }
+    ready_s_.resize(count);
+    for (int j = 0; j < count; ++j) {
+      const double d = compute_s(w, layers_.backward_s[j]);
+      if (traced(w) && d > 0) record(w, 0, "backward " + layers_.names[j], "backward", t, d, i, {j}, kUnknown);
+      t += d;
+      ready_s_[j] = t;
+    }
+    Worker& worker = workers_[w];
+    worker.backward_end_s = t;
+    worker.compute.push_back({now_, t});
+    for (const int id : state.collectives) {
+      const SyncOp& op = *collectives_[id].op;
+      if (op.issue == IssuePoint::kGradientReady) issue(id, ready_s_[op.layers.back()]);
+      else if (op.issue == IssuePoint::kAfterBackward) issue(id, t);
+    }
+    if (state.blocking_left == 0) start_update(w, i, t);
+    else state.waiting_for_update.push_back(w);
+  }
+
+  void start_update(int w, int i, double start_s) {
+    Worker& worker = workers_[w];
+    result_.worker_exposed_comm_s[w] += start_s - worker.backward_end_s;
+    double update = 0;
+    for (const double u : layers_.update_s) update += u;
+    const double d = compute_s(w, update);
+    if (traced(w) && d > 0) record(w, 0, "update", "update", start_s, d, i, {}, kUnknown);
+    if (d > 0) worker.compute.push_back({start_s, start_s + d});
+    queue_.schedule(start_s + d, UpdateDone{w, i});
+  }
+
+  void on_update_done(int w, int i) {
+    Worker& worker = workers_[w];
+    worker.update_end_s = now_;
+    IterationState& state = iterations_[i];
+    if (state.after_update_total == 0) return end_iteration(w, i);
+    for (const int id : state.collectives)
+      if (collectives_[id].op->issue == IssuePoint::kAfterUpdate) issue(id, now_);
+    state.waiting_for_next.push_back(w);
+  }
+
+  void end_iteration(int w, int i) {
+    Worker& worker = workers_[w];
+    result_.worker_exposed_comm_s[w] += now_ - worker.update_end_s;
+    result_.worker_iteration_s[w][i] = now_ - worker.previous_end_s;
+    worker.previous_end_s = now_;
+    iteration_end_s_[i] = std::max(iteration_end_s_[i], now_);
+    queue_.schedule(now_, IterationStart{w, i + 1});
+  }
+
+  void on_collective_ready(int id) {
+    collectives_[id].ready = true;
+    try_start_stream(collectives_[id].stream);
+  }
+
+  // A stream runs its all-reduces in issue order, one at a time.
+  void try_start_stream(int stream) {
+    if (stream_busy_[stream] || streams_[stream].empty()) return;
+    const int id = streams_[stream].front();
+    if (!collectives_[id].ready) return;
+    streams_[stream].pop_front();
+    stream_busy_[stream] = true;
+    collectives_[id].start_s = now_;
+    collectives_[id].phase = -1;
+    next_phase(id);
+  }
+
+  int phase_count() const {
+    return options_.sync_time == SyncTimeSource::kMeasured ? 1 : static_cast<int>(model_.phases().size());
+  }
+
+  void next_phase(int id) {
+    Collective& collective = collectives_[id];
+    if (++collective.phase == phase_count()) return finish(id);
+    const double latency = options_.sync_time == SyncTimeSource::kMeasured ? 0.0
+                                                                           : model_.phases()[collective.phase].latency_s;
+    if (latency > 0) queue_.schedule(now_ + latency, PhaseLatencyDone{id});
+    else start_transfer(id);
+  }
+
+  void start_transfer(int id) {
+    Collective& collective = collectives_[id];
+    int link = measured_link_;
+    double amount = collective.measured_s;
+    if (options_.sync_time == SyncTimeSource::kModel) {
+      const CollectivePhase& phase = model_.phases()[collective.phase];
+      link = phase.bottleneck_link;
+      amount = link < 0 ? 0.0 : collective.bytes * phase.bottleneck_bytes_per_byte;
+    }
+    if (amount <= 0) return next_phase(id);
+    progress(link);
+    const int transfer_id = static_cast<int>(transfers_.size());
+    transfers_.push_back(Transfer{id, link, amount, 0, 0, true});
+    links_[link].transfers.push_back(transfer_id);
+    reschedule(link);
+  }
+
+  // Advances every transfer on `link` to now at its current rate.
+  void progress(int link) {
+    LinkState& state = links_[link];
+    for (const int t : state.transfers) transfers_[t].remaining -= transfers_[t].rate * (now_ - state.last_update_s);
+    state.last_update_s = now_;
+  }
+
+  // Equal shares of the link; new completion events (older ones become stale).
+  void reschedule(int link) {
+    LinkState& state = links_[link];
+    const double share = state.capacity / static_cast<double>(state.transfers.size());
+    for (const int t : state.transfers) {
+      Transfer& transfer = transfers_[t];
+      transfer.rate = share;
+      ++transfer.version;
+      queue_.schedule(now_ + std::max(0.0, transfer.remaining) / share, TransferDone{t, transfer.version});
+    }
+  }
+
+  void on_transfer_done(int t, std::uint64_t version) {
+    Transfer& transfer = transfers_[t];
+    if (!transfer.active || transfer.version != version) return;
+    const int link = transfer.link;
+    progress(link);
+    transfer.active = false;
+    auto& active = links_[link].transfers;
+    active.erase(std::find(active.begin(), active.end(), t));
+    if (!active.empty()) reschedule(link);
+    next_phase(transfer.collective);
+  }
+
+  void finish(int id) {
+    Collective& collective = collectives_[id];
+    collective.phase = kFinished;
+    comm_intervals_.push_back({collective.start_s, now_});
+    if (!std::isnan(collective.bytes))
+      for (const CollectivePhase& phase : model_.phases())
+        for (const auto& [link, per_byte] : phase.link_bytes_per_byte) link_bytes_[link] += collective.bytes * per_byte;
+    for (int w = 0; w < simulated_ && traced(w); ++w) {
+      const auto& bucket = collective.op->layers;
+      std::string name = "all-reduce " + layers_.names[bucket.front()];
+      if (bucket.size() > 1) name += " .. " + layers_.names[bucket.back()] + " (" + std::to_string(bucket.size()) + " layers)";
+      record(w, 1 + collective.stream, std::move(name), "allreduce", collective.start_s, now_ - collective.start_s,
+             collective.iteration, bucket, collective.bytes);
+    }
+    stream_busy_[collective.stream] = false;
+    IterationState& state = iterations_[collective.iteration];
+    if (collective.op->issue == IssuePoint::kAfterUpdate) {
+      if (--state.after_update_left == 0)
+        for (const int w : std::exchange(state.waiting_for_next, {})) end_iteration(w, collective.iteration);
+    } else if (--state.blocking_left == 0) {
+      for (const int w : std::exchange(state.waiting_for_update, {}))
+        start_update(w, collective.iteration, std::max(now_, workers_[w].backward_end_s));
+    }
+    try_start_stream(collective.stream);
+  }
+
+  const DesLayers& layers_;
+  const Cluster& cluster_;
+  const SyncProgram& program_;
+  const DesOptions& options_;
+  Topology topology_;
+  AllreduceModel model_;
+  int simulated_ = 1;
+  double now_ = 0;
+  EventQueue<Payload> queue_;
+  std::vector<Worker> workers_;
+  std::vector<IterationState> iterations_;
+  std::vector<Collective> collectives_;
+  std::vector<Transfer> transfers_;
+  std::vector<LinkState> links_;
+  int measured_link_ = 0;
+  std::vector<double> link_bytes_;
+  std::vector<std::deque<int>> streams_;
+  std::vector<bool> stream_busy_;
+  std::uint64_t next_stream_ = 0;
+  std::vector<double> ready_s_;
+  std::vector<double> iteration_end_s_;
+  std::vector<Interval> comm_intervals_;
+  std::normal_distribution<double> normal_{0.0, 1.0};
+  DesResult result_;
+};
+
+}  // namespace
+
+DesResult run_des(const DesLayers& layers, const Cluster& cluster, const SyncProgram& program,
+                  const DesOptions& options) {
+  if (options.iterations < 1) throw InputError("--iterations: must be >= 1, got " + std::to_string(options.iterations));
+  if (options.comm_streams < 1)
+    throw InputError("--comm-streams: must be >= 1, got " + std::to_string(options.comm_streams));
+  SYNCPLAN_CHECK(program.period() >= 1);
+  for (const auto& ops : program.iterations)
+    for (const SyncOp& op : ops) {
+      SYNCPLAN_CHECK(!op.layers.empty());
+      for (const int j : op.layers) SYNCPLAN_CHECK(j >= 0 && j < static_cast<int>(layers.size()));
+    }
+  Engine engine(layers, cluster, program, options);
+  return engine.run();
+}
+
+Json des_trace_json(const DesResult& result, const DesLayers& layers) {
+  Json events = Json::array();
+  int streams = 0;
+  int traced_workers = 0;
+  for (const DesTraceEvent& event : result.trace) {
+    streams = std::max(streams, event.stream + 1);
+    traced_workers = std::max(traced_workers, event.worker + 1);
+  }
+  for (int w = 0; w < traced_workers; ++w) {
+    events.push_back(Json{{"name", "process_name"}, {"ph", "M"}, {"pid", w}, {"args", {{"name", "worker " + std::to_string(w)}}}});
+    events.push_back(Json{{"name", "thread_name"}, {"ph", "M"}, {"pid", w}, {"tid", 0}, {"args", {{"name", "compute"}}}});
+    for (int s = 1; s < streams; ++s)
+      events.push_back(Json{{"name", "thread_name"}, {"ph", "M"}, {"pid", w}, {"tid", s},
+                            {"args", {{"name", "comm stream " + std::to_string(s - 1)}}}});
+  }
+  for (const DesTraceEvent& event : result.trace) {
+    Json names = Json::array();
+    for (const int j : event.layers) names.push_back(layers.names[j]);
+    Json args{{"iteration", event.iteration}};
+    if (event.layers.size() == 1) args["layer"] = layers.names[event.layers.front()];
+    else if (!event.layers.empty()) args["layers"] = std::move(names);
+    if (!std::isnan(event.bytes) && event.stream > 0) args["bytes"] = event.bytes;
+    events.push_back(Json{{"name", event.name}, {"cat", event.category}, {"ph", "X"}, {"pid", event.worker},
+                          {"tid", event.stream}, {"ts", units::seconds_to_us(event.start_s)},
+                          {"dur", units::seconds_to_us(event.duration_s)}, {"args", std::move(args)}});
+  }
+  return Json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+}
+
+}  // namespace syncplan

@@ -1,0 +1,95 @@
+// The discrete-event simulator of N data-parallel workers (docs/des.md): per worker a compute
+// stream and communication streams, collectives that start when every worker has issued them,
+// links whose bandwidth concurrent transfers share, stragglers and jitter.
+#pragma once
+
+#include "core/cluster.hpp"
+#include "core/json_io.hpp"
+#include "core/profile.hpp"
+#include "simulator/collectives.hpp"
+#include "simulator/des/sync_program.hpp"
+#include "simulator/topology.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace syncplan {
+
+/// Per-layer inputs of the DES, in backprop order (index 0 = output-most layer).
+struct DesLayers {
+  std::vector<std::string> names;
+  std::vector<double> forward_s;     ///< 0 when unknown
+  std::vector<double> backward_s;
+  std::vector<double> update_s;      ///< 0 when unknown
+  std::vector<double> sync_s;        ///< measured all-reduce time; NaN when unknown
+  std::vector<double> param_bytes;   ///< NaN when unknown
+  std::size_t size() const { return names.size(); }
+};
+
+/// Where each all-reduce's time comes from (docs/des.md).
+enum class SyncTimeSource {
+  kMeasured,  ///< the profile's sync_s (bucket: the sum of its layers')
+  kModel,     ///< the cluster's cost model on param_bytes (docs/collectives.md)
+};
+
+/// Builds DesLayers from a profile; every layer needs `backward_s`, and `sync_s` (kMeasured) or
+/// `param_bytes` (kModel). Throws InputError naming `origin`, the layer and the field.
+DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTimeSource source);
+
+/// Options of one DES run.
+struct DesOptions {
+  int iterations = 1;          ///< iterations to run (periods repeat), >= 1
+  int comm_streams = 1;        ///< communication streams per worker; all-reduces go round-robin, >= 1
+  SyncTimeSource sync_time = SyncTimeSource::kMeasured;
+  int trace_workers = 0;       ///< record the timelines of this many workers (0: no trace)
+};
+
+/// One recorded timeline event (Chrome trace "X" event), microseconds in the trace writer.
+struct DesTraceEvent {
+  int worker = 0;
+  int stream = 0;           ///< 0 = compute, 1.. = communication stream
+  std::string name;
+  const char* category = "";///< "forward", "backward", "update", "allreduce"
+  double start_s = 0, duration_s = 0;
+  int iteration = 0;
+  std::vector<int> layers;  ///< backprop indices (all-reduces; the layer of compute events)
+  double bytes = 0;         ///< all-reduced bytes (NaN when unknown)
+};
+
+/// What a run produced.
+struct DesResult {
+  int workers = 0;                          ///< the cluster's workers
+  int simulated_workers = 0;                ///< 1 when workers are identical (one representative)
+  std::vector<double> iteration_s;          ///< per iteration: slowest worker's iteration end minus the previous one (s)
+  std::vector<std::vector<double>> worker_iteration_s;  ///< [simulated worker][iteration] (s)
+  std::vector<double> worker_exposed_comm_s;///< per simulated worker: time its compute waited for syncs (s)
+  double total_s = 0;                       ///< end of the last iteration (s)
+  double comm_busy_s = 0;                   ///< time at least one all-reduce is running (s)
+  std::vector<double> worker_overlap_s;     ///< per simulated worker: all-reduce time during its compute (s)
+  std::vector<std::pair<std::string, double>> link_bytes;  ///< bytes carried per directed link (unused links left out)
+  std::vector<DesTraceEvent> trace;         ///< for the first `trace_workers` simulated workers
+  std::size_t events = 0;                   ///< events processed
+
+  /// Mean over workers of the exposed communication (s).
+  double exposed_comm_s() const;
+  /// Share of all-reduce time that overlaps compute, mean over workers: overlap / busy (0 when
+  /// nothing synced).
+  double overlap_fraction() const;
+};
+
+/// Runs `program` (repeated every period) on `cluster` for options.iterations iterations.
+/// Throws InputError for options out of range.
+DesResult run_des(const DesLayers& layers, const Cluster& cluster, const SyncProgram& program,
+                  const DesOptions& options);
+
+/// The Chrome trace of a run: pid = worker, tid = stream, ts/dur in microseconds, args with the
+/// layer(s), bytes and iteration (docs/formats.md "Timeline").
+Json des_trace_json(const DesResult& result, const DesLayers& layers);
+
+/// The time of one all-reduce of `layers` (backprop indices) alone on the cluster, as the engine
+/// charges it (s).
+double des_allreduce_s(const DesLayers& layers, const AllreduceModel& model, SyncTimeSource source,
+                       const std::vector<int>& bucket);
+
+}  // namespace syncplan

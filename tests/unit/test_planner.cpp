@@ -1,0 +1,209 @@
+// Planning algorithms on hand-derived cases: DreamDDP's search (SPEC section 5's pseudocode) rule
+// by rule, dp, best, and SPEC section 5's lower bound.
+#include "planner/algorithm_table.hpp"
+#include "planner/lower_bound.hpp"
+
+#include "core/errors.hpp"
+#include "test_support.hpp"
+
+#include <catch2/catch.hpp>
+
+using namespace syncplan;
+using syncplan::test::backprop_times_of;
+using syncplan::test::exactly;
+
+namespace {
+
+using Groups = std::vector<std::vector<int>>;
+
+double period_of(const BackpropTimes& times, const PlanCandidate& candidate) {
+  return time_assignment(times, candidate.assignment).period_s;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+// dreamddp
+
+TEST_CASE("dreamddp: optimal hiding keeps every layer that fits in iteration 0", "[planner]") {
+  // b = (1, 3, 1, 1), c = (1, 1, 1, 0); B = (1, 4, 5, 6), B_L = 6; H = 2.
+  // search(1, iteration 0, 2 left):
+  //   j = 1: start max(1, 0) = 1, remaining 6 - 1 = 5, c 1 <= 5: hide, link free at 2
+  //   j = 2: start max(4, 2) = 4 (idle link restarts at B_2), remaining 2, c 1 <= 2: hide, free 5
+  //   j = 3: start max(5, 5) = 5, remaining 1, c 1 <= 1: hide, free 6
+  //   j = 4: start max(6, 6) = 6, remaining 0, c 0 <= 0: hide
+  // Every layer in iteration 0, iteration 1 empty; wait 0; period = 2 x 6 = 12.
+  const BackpropTimes times = backprop_times_of({1, 3, 1, 1}, {1, 1, 1, 0});
+  const PlanCandidate plan = plan_dreamddp(times, 2);
+  REQUIRE(plan.algorithm == "dreamddp");
+  REQUIRE(plan.assignment.iterations == Groups{{0, 1, 2, 3}, {}});
+  REQUIRE(period_of(times, plan) == exactly(12));
+}
+
+TEST_CASE("dreamddp: at least one layer per iteration, even when it overflows", "[planner]") {
+  // b = (1, 1), c = (2, 1); B = (1, 2), B_L = 2; H = 4 (more iterations than layers).
+  //   iteration 0: j = 1 = s: start 1, remaining 1, c 2 > 1: overflow 1; j == s, so layer 1
+  //     stays alone: 1 + search(2, iteration 1, 3 left)
+  //   iteration 1: j = 2 = s: start 2, remaining 0, c 1: overflow 1, stays: 1 + search(3, ...) = 1 + 0
+  //   iterations 2, 3: nothing left (empty).
+  // Total wait 2; period = 4 x 2 + 2 = 10.
+  const BackpropTimes times = backprop_times_of({1, 1}, {2, 1});
+  const PlanCandidate plan = plan_dreamddp(times, 4);
+  REQUIRE(plan.assignment.iterations == Groups{{0}, {1}, {}, {}});
+  REQUIRE(period_of(times, plan) == exactly(10));
+}
+
+TEST_CASE("dreamddp: delayed assignment is chosen when it is cheaper", "[planner]") {
+  // b = (1, 1, 1), c = (1.5, 1, 0.25); B = (1, 2, 3), B_L = 3; H = 2.
+  // search(1, iteration 0, 2 left):
+  //   j = 1: start 1, remaining 2, c 1.5 <= 2: hide, link free at 2.5
+  //   j = 2: start max(2, 2.5) = 2.5, remaining 0.5, c 1 > 0.5: overflow 0.5, j != s:
+  //     keep:  0.5 + search(3, iteration 1, 1 left) = 0.5 + wait({3}) = 0.5 + (3 -> 3.25: 0.25) = 0.75
+  //     delay: search(2, iteration 1, 1 left) = wait({2, 3}): 2 -> 3, max(3, 3) = 3 -> 3.25: 0.25
+  //   min = 0.25 by delaying: iteration 0 = {1}, iteration 1 = {2, 3}.
+  // period = 2 x 3 + 0.25 = 6.25 (keeping would give 6.75).
+  const BackpropTimes times = backprop_times_of({1, 1, 1}, {1.5, 1, 0.25});
+  const PlanCandidate plan = plan_dreamddp(times, 2);
+  REQUIRE(plan.assignment.iterations == Groups{{0}, {1, 2}});
+  REQUIRE(period_of(times, plan) == exactly(6.25));
+}
+
+TEST_CASE("dreamddp: keeping the overflowing layer is chosen when it is cheaper", "[planner]") {
+  // b = (1, 4, 1, 1), c = (1, 2.5, 0.5, 0.25); B = (1, 5, 6, 7), B_L = 7; H = 2.
+  // search(1, iteration 0, 2 left):
+  //   j = 1: start 1, remaining 6, c 1: hide, free at 2
+  //   j = 2: start max(5, 2) = 5 (idle link restarts at B_2; a link that did not restart would
+  //     start at 2 and hide it), remaining 2, c 2.5: overflow 0.5, j != s:
+  //     keep:  0.5 + wait({3, 4}) = 0.5 + (6 -> 6.5, max(7, 6.5) = 7 -> 7.25: 0.25) = 0.75
+  //     delay: wait({2, 3, 4}) = (5 -> 7.5, 7.5 -> 8, 8 -> 8.25): 1.25
+  //   min = 0.75 by keeping: iteration 0 = {1, 2}, iteration 1 = {3, 4}.
+  // period = 2 x 7 + 0.75 = 14.75.
+  const BackpropTimes times = backprop_times_of({1, 4, 1, 1}, {1, 2.5, 0.5, 0.25});
+  const PlanCandidate plan = plan_dreamddp(times, 2);
+  REQUIRE(plan.assignment.iterations == Groups{{0, 1}, {2, 3}});
+  REQUIRE(period_of(times, plan) == exactly(14.75));
+}
+
+TEST_CASE("dreamddp: 4 layers, at-least-one then delayed assignment", "[planner]") {
+  // b = (1, 1, 1, 1), c = (4, 1.5, 1, 0.25); B = (1, 2, 3, 4), B_L = 4; H = 3.
+  // search(1, iteration 0, 3 left):
+  //   j = 1 = s: start 1, remaining 3, c 4: overflow 1; at least one: 1 + search(2, iteration 1, 2 left)
+  // search(2, iteration 1, 2 left):
+  //   j = 2: start 2, remaining 2, c 1.5: hide, free at 3.5
+  //   j = 3: start max(3, 3.5) = 3.5, remaining 0.5, c 1: overflow 0.5, j != s:
+  //     keep:  0.5 + wait({4}) = 0.5 + (4 -> 4.25: 0.25) = 0.75
+  //     delay: wait({3, 4}) = (3 -> 4, 4 -> 4.25): 0.25   -> delay
+  // Iterations {1}, {2}, {3, 4}; total wait 1 + 0.25 = 1.25; period = 3 x 4 + 1.25 = 13.25.
+  const BackpropTimes times = backprop_times_of({1, 1, 1, 1}, {4, 1.5, 1, 0.25});
+  const PlanCandidate plan = plan_dreamddp(times, 3);
+  REQUIRE(plan.assignment.iterations == Groups{{0}, {1}, {2, 3}});
+  REQUIRE(period_of(times, plan) == exactly(13.25));
+}
+
+TEST_CASE("dreamddp: one iteration takes every layer", "[planner]") {
+  // H = 1: "if iterations_left == 1: put s..L in h" -> the wfbp iteration.
+  // b = (1, 1, 1), c = (1.5, 1, 0.25): 1 -> 2.5, 2.5 -> 3.5, 3.5 -> 3.75; wait 0.75; period 3.75.
+  const BackpropTimes times = backprop_times_of({1, 1, 1}, {1.5, 1, 0.25});
+  const PlanCandidate plan = plan_dreamddp(times, 1);
+  REQUIRE(plan.assignment.iterations == Groups{{0, 1, 2}});
+  REQUIRE(period_of(times, plan) == exactly(3.75));
+}
+
+// ---------------------------------------------------------------------------------------------
+// dp and best
+
+TEST_CASE("dp: the least period over contiguous groups, by hand", "[planner]") {
+  // The keep case above: b = (1, 4, 1, 1), c = (1, 2.5, 0.5, 0.25), B = (1, 5, 6, 7), B_L = 7, H = 2.
+  // Every cut of the backprop order into at most 2 groups:
+  //   {1, 2, 3, 4}:     1 -> 2, 5 -> 7.5, 7.5 -> 8, 8 -> 8.25                       wait 1.25
+  //   {1} {2, 3, 4}:    0 + (5 -> 7.5, 7.5 -> 8, 8 -> 8.25: 1.25)                  wait 1.25
+  //   {1, 2} {3, 4}:    (1 -> 2, 5 -> 7.5: 0.5) + (6 -> 6.5, 7 -> 7.25: 0.25)        wait 0.75
+  //   {1, 2, 3} {4}:    (1 -> 2, 5 -> 7.5, 7.5 -> 8: 1) + (7 -> 7.25: 0.25)        wait 1.25
+  // Least: {1, 2} {3, 4}, period 14 + 0.75 = 14.75.
+  const BackpropTimes times = backprop_times_of({1, 4, 1, 1}, {1, 2.5, 0.5, 0.25});
+  const PlanCandidate plan = plan_dp(times, 2);
+  REQUIRE(plan.algorithm == "dp");
+  REQUIRE(plan.assignment.iterations == Groups{{0, 1}, {2, 3}});
+  REQUIRE(period_of(times, plan) == exactly(14.75));
+}
+
+TEST_CASE("dp: more iterations than layers", "[planner]") {
+  // b = (1, 1, 1), c = (2, 0.5, 0.5); B = (1, 2, 3), B_L = 3; H = 4, so at most 3 groups.
+  //   {1, 2, 3}:     1 -> 3, 3 -> 3.5, 3.5 -> 4                         wait 1
+  //   {1} {2, 3}:    (1 -> 3: 0) + (2 -> 2.5, 3 -> 3.5: 0.5)              wait 0.5
+  //   {1, 2} {3}:    (1 -> 3, 3 -> 3.5: 0.5) + (3 -> 3.5: 0.5)            wait 1
+  //   {1} {2} {3}:   0 + (2 -> 2.5: 0) + (3 -> 3.5: 0.5)                  wait 0.5
+  // Least wait 0.5; period = 4 x 3 + 0.5 = 12.5; the fourth iteration is empty.
+  const BackpropTimes times = backprop_times_of({1, 1, 1}, {2, 0.5, 0.5});
+  const PlanCandidate plan = plan_dp(times, 4);
+  REQUIRE(plan.assignment.period() == 4);
+  REQUIRE(plan.assignment.iterations[3].empty());
+  REQUIRE(plan.assignment.iterations[0] == std::vector<int>{0});
+  REQUIRE(period_of(times, plan) == exactly(12.5));
+  // dreamddp: iteration 0: j = 1 = s: start 1, remaining 2, c 2 <= 2: hide, free at 3;
+  //   j = 2: start 3, remaining 0, c 0.5: overflow 0.5, j != s:
+  //     keep:  0.5 + search(3, iteration 1, 3 left): j = 3 = s: start 3, overflow 0.5, stays:
+  //            0.5 + search(4, ...) = 0.5 -> keep = 1
+  //     delay: search(2, iteration 1, 3 left): j = 2: start 2, remaining 1, hide (free 2.5);
+  //            j = 3: start 3, remaining 0, overflow 0.5: keep 0.5 + 0 = 0.5,
+  //            delay search(3, iteration 2, 2 left) = 0.5 -> a tie (either plan is 0.5)
+  //   -> delay, 0.5: iteration 0 = {1}, then {2, 3} or {2} {3}; period 12.5.
+  const PlanCandidate dream = plan_dreamddp(times, 4);
+  REQUIRE(dream.assignment.iterations[0] == std::vector<int>{0});
+  REQUIRE(period_of(times, dream) == exactly(12.5));
+}
+
+TEST_CASE("best: the least period of dp, dreamddp and plsgd-even", "[planner]") {
+  // The delay case: b = (1, 1, 1), c = (1.5, 1, 0.25); B = (1, 2, 3), B_L = 3; H = 2.
+  //   plsgd-even: ceil(3/2) = 2: {1, 2} {3}: (1 -> 2.5, 2.5 -> 3.5: 0.5) + (3 -> 3.25: 0.25)
+  //     period 6 + 0.75 = 6.75
+  //   dreamddp: {1} {2, 3}, period 6.25 (derived above)
+  //   dp: cuts {1,2,3}: 1 -> 2.5 -> 3.5 -> 3.75: 0.75; {1}{2,3}: 0 + 0.25; {1,2}{3}: 0.75
+  //     -> {1} {2, 3}, period 6.25
+  // best = 6.25; dp and dreamddp tie and ties go to dp (the first tried).
+  const BackpropTimes times = backprop_times_of({1, 1, 1}, {1.5, 1, 0.25});
+  REQUIRE(run_strategy("plsgd-even", times, 2).timing.period_s == exactly(6.75));
+  REQUIRE(run_strategy("dreamddp", times, 2).timing.period_s == exactly(6.25));
+  REQUIRE(run_strategy("dp", times, 2).timing.period_s == exactly(6.25));
+  const PlanCandidate best = plan_best(times, 2);
+  REQUIRE(best.algorithm == "dp");
+  REQUIRE(best.assignment.iterations == Groups{{0}, {1, 2}});
+  REQUIRE(run_strategy("best", times, 2).timing.period_s == exactly(6.25));
+
+  // find_plan_algorithm reaches the same functions by name.
+  REQUIRE(find_plan_algorithm("best").plan(times, 2).assignment.iterations == Groups{{0}, {1, 2}});
+  REQUIRE_THROWS_WITH(find_plan_algorithm("greedy"),
+                      Catch::Contains("--algorithm") && Catch::Contains("'greedy'"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// lower bound
+
+TEST_CASE("lower bound: SPEC section 5's bound on a 3-layer case, term by term", "[planner]") {
+  // b = (1, 1, 1), c = (1, 2, 3), F = 0.5, U = 0.25; B = (1, 2, 3), B_L = 3, b_1 = 1.
+  // H (F + B_L + U) = 2 x 3.75 = 7.5 for H = 2.
+  SECTION("the latest layer term dominates (H = 2)") {
+    //   link term: sum c - H (B_L - b_1) = 6 - 2 x 2 = 2
+    //   latest layer: max(1 + 1 - 3, 2 + 2 - 3, 3 + 3 - 3) = max(-1, 1, 3) = 3
+    //   bound = 7.5 + max(2, 3, 0) = 10.5
+    const BackpropTimes times = backprop_times_of({1, 1, 1}, {1, 2, 3}, 0.5, 0.25);
+    REQUIRE(spec_lower_bound_s(times, 2) == exactly(10.5));
+  }
+  SECTION("the link term dominates (H = 1)") {
+    // c = (2, 2, 2): link term 6 - 1 x 2 = 4; latest layer max(0, 1, 2) = 2;
+    // bound = 3.75 + 4 = 7.75. wfbp reaches it: 1 -> 3 -> 5 -> 7, wait 4, period 7.75.
+    const BackpropTimes times = backprop_times_of({1, 1, 1}, {2, 2, 2}, 0.5, 0.25);
+    REQUIRE(spec_lower_bound_s(times, 1) == exactly(7.75));
+    REQUIRE(run_strategy("wfbp", times, 1).timing.period_s == exactly(7.75));
+  }
+  SECTION("both terms negative: the bound is compute alone") {
+    // c = (0.5, 0.5, 0), H = 3: link term 1 - 3 x 2 = -5; latest max(-1.5, -0.5, 0) = 0;
+    // bound = 3 x 3.75 + 0 = 11.25.
+    const BackpropTimes times = backprop_times_of({1, 1, 1}, {0.5, 0.5, 0}, 0.5, 0.25);
+    REQUIRE(spec_lower_bound_s(times, 3) == exactly(11.25));
+  }
+  SECTION("period below 1") {
+    const BackpropTimes times = backprop_times_of({1, 1, 1}, {1, 2, 3});
+    REQUIRE_THROWS_AS(spec_lower_bound_s(times, 0), InputError);
+  }
+}
