@@ -168,7 +168,7 @@ int run_simulate_des(const SimulateOptions& options) {
   des_options.comm_streams = static_cast<int>(options.comm_streams);
   des_options.sync_time = source;
   des_options.trace_workers = options.trace_path.empty() ? 0 : static_cast<int>(options.trace_workers);
-  const DesResult result = run_des(layers, cluster, program, des_options);
+  const DesResult result = run_des(layers, cluster, topology, model, program, des_options);
 
   const int count = static_cast<int>(result.iteration_s.size());
   std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n'

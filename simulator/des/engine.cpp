@@ -162,9 +162,10 @@ Overloaded(F...) -> Overloaded<F...>;
 
 class Engine {
  public:
-  Engine(const DesLayers& layers, const Cluster& cluster, const SyncProgram& program, const DesOptions& options)
-      : layers_(layers), cluster_(cluster), program_(program), options_(options), topology_(cluster),
-        model_(cluster, topology_) {
+  Engine(const DesLayers& layers, const Cluster& cluster, const Topology& topology, const AllreduceModel& model,
+         const SyncProgram& program, const DesOptions& options)
+      : layers_(layers), cluster_(cluster), program_(program), options_(options), topology_(topology),
+        model_(model) {
     simulated_ = cluster.identical_workers() ? 1 : cluster.workers;
     workers_.resize(simulated_);
     for (int w = 0; w < simulated_; ++w)
@@ -209,6 +210,8 @@ class Engine {
       previous = iteration_end_s_[i];
     }
     result_.total_s = previous;
+    for (const CollectivePhase& phase : model_.phases())
+      for (const auto& [link, per_byte] : phase.link_bytes_per_byte) link_bytes_[link] += allreduced_bytes_ * per_byte;
     for (std::size_t link = 0; link < link_bytes_.size(); ++link)
       if (link_bytes_[link] > 0) result_.link_bytes.emplace_back(topology_.links()[link].name, link_bytes_[link]);
     return std::move(result_);
@@ -416,9 +419,9 @@ class Engine {
     Collective& collective = collectives_[id];
     collective.phase = kFinished;
     comm_intervals_.push_back({collective.start_s, now_});
-    if (!std::isnan(collective.bytes))
-      for (const CollectivePhase& phase : model_.phases())
-        for (const auto& [link, per_byte] : phase.link_bytes_per_byte) link_bytes_[link] += collective.bytes * per_byte;
+    // Every all-reduce crosses the same links in the same proportions: bytes per link are the
+    // all-reduced total times each link's bytes per byte, summed once at the end.
+    if (!std::isnan(collective.bytes)) allreduced_bytes_ += collective.bytes;
     for (int w = 0; w < simulated_ && traced(w); ++w) {
       const auto& bucket = collective.op->layers;
       std::string name = "all-reduce " + layers_.names[bucket.front()];
@@ -442,8 +445,8 @@ class Engine {
   const Cluster& cluster_;
   const SyncProgram& program_;
   const DesOptions& options_;
-  Topology topology_;
-  AllreduceModel model_;
+  const Topology& topology_;
+  const AllreduceModel& model_;
   int simulated_ = 1;
   double now_ = 0;
   EventQueue<Payload> queue_;
@@ -454,6 +457,7 @@ class Engine {
   std::vector<LinkState> links_;
   int measured_link_ = 0;
   std::vector<double> link_bytes_;
+  double allreduced_bytes_ = 0;
   std::vector<std::deque<int>> streams_;
   std::vector<bool> stream_busy_;
   std::uint64_t next_stream_ = 0;
@@ -468,6 +472,14 @@ class Engine {
 
 DesResult run_des(const DesLayers& layers, const Cluster& cluster, const SyncProgram& program,
                   const DesOptions& options) {
+  const Topology topology(cluster);
+  const AllreduceModel model(cluster, topology);
+  return run_des(layers, cluster, topology, model, program, options);
+}
+
+DesResult run_des(const DesLayers& layers, const Cluster& cluster, const Topology& topology,
+                  const AllreduceModel& model, const SyncProgram& program, const DesOptions& options) {
+  SYNCPLAN_CHECK(topology.workers() == cluster.workers);
   if (options.iterations < 1) throw InputError("--iterations: must be >= 1, got " + std::to_string(options.iterations));
   if (options.comm_streams < 1)
     throw InputError("--comm-streams: must be >= 1, got " + std::to_string(options.comm_streams));
@@ -477,7 +489,7 @@ DesResult run_des(const DesLayers& layers, const Cluster& cluster, const SyncPro
       SYNCPLAN_CHECK(!op.layers.empty());
       for (const int j : op.layers) SYNCPLAN_CHECK(j >= 0 && j < static_cast<int>(layers.size()));
     }
-  Engine engine(layers, cluster, program, options);
+  Engine engine(layers, cluster, topology, model, program, options);
   return engine.run();
 }
 

@@ -78,8 +78,13 @@ struct DesResult {
   double overlap_fraction() const;
 };
 
-/// Runs `program` (repeated every period) on `cluster` for options.iterations iterations.
+/// Runs `program` (repeated every period) on `cluster` for options.iterations iterations, with
+/// the cluster's topology and all-reduce model already built (they cost O(workers) to build).
 /// Throws InputError for options out of range.
+DesResult run_des(const DesLayers& layers, const Cluster& cluster, const Topology& topology,
+                  const AllreduceModel& model, const SyncProgram& program, const DesOptions& options);
+
+/// The same, building the topology and the all-reduce model of `cluster` first.
 DesResult run_des(const DesLayers& layers, const Cluster& cluster, const SyncProgram& program,
                   const DesOptions& options);
 
