@@ -9,20 +9,23 @@ namespace syncplan {
 
 namespace {
 
-PlanCandidate plan_plsgd_even(const BackpropTimes& times, int period) {
+PlanCandidate plan_plsgd_even(const BackpropTimes& times, int period, const SearchOptions&) {
   return {"plsgd-even", plsgd_even_assignment(times.size(), period)};
 }
 
-PlanCandidate plan_wfbp(const BackpropTimes& times, int period) {
+PlanCandidate plan_wfbp(const BackpropTimes& times, int period, const SearchOptions&) {
   return {"wfbp", *run_wfbp(times, period).assignment};
 }
 
-constexpr std::array<PlanAlgorithm, 5> kAlgorithms = {{
+constexpr std::array<PlanAlgorithm, 6> kAlgorithms = {{
     {"plsgd-even", "contiguous groups of ceil(L/H) layers in backprop order", plan_plsgd_even},
     {"wfbp", "every layer in every iteration (S-SGD with overlap)", plan_wfbp},
-    {"dreamddp", "DreamDDP's depth-first search over contiguous groups", plan_dreamddp},
-    {"dp", "exact optimum over contiguous groups (dynamic programming)", plan_dp},
-    {"best", "the best plan of dp, dreamddp and plsgd-even", plan_best},
+    {"dreamddp", "DreamDDP's depth-first search over contiguous groups",
+     [](const BackpropTimes& times, int period, const SearchOptions&) { return plan_dreamddp(times, period); }},
+    {"dp", "exact optimum over contiguous groups (dynamic programming)",
+     [](const BackpropTimes& times, int period, const SearchOptions&) { return plan_dp(times, period); }},
+    {"search", "free assignment: local search from the dp plan, never worse than dp", plan_search},
+    {"best", "the best plan of dp, dreamddp, plsgd-even and search", plan_best},
 }};
 
 std::string algorithm_names_text() {
@@ -42,11 +45,12 @@ const PlanAlgorithm& find_plan_algorithm(const std::string& name) {
   throw InputError("--algorithm: unknown '" + name + "' (choose from " + algorithm_names_text() + ")");
 }
 
-PlanCandidate plan_best(const BackpropTimes& times, int period) {
+PlanCandidate plan_best(const BackpropTimes& times, int period, const SearchOptions& search) {
   PlanCandidate best;
   double best_period = 0;
-  for (const auto plan : {plan_dp, plan_dreamddp, plan_plsgd_even}) {
-    PlanCandidate candidate = plan(times, period);
+  // search starts from dp and keeps only strict improvements: it wins only when it found better.
+  for (const char* name : {"dp", "dreamddp", "plsgd-even", "search"}) {
+    PlanCandidate candidate = find_plan_algorithm(name).plan(times, period, search);
     const double candidate_period = time_assignment(times, candidate.assignment).period_s;
     if (best.algorithm.empty() || candidate_period < best_period) {
       best = std::move(candidate);
@@ -57,7 +61,7 @@ PlanCandidate plan_best(const BackpropTimes& times, int period) {
 }
 
 std::vector<std::string> compared_strategy_names() {
-  return {"ssgd", "wfbp", "flsgd", "plsgd-even", "dreamddp", "dp"};
+  return {"ssgd", "wfbp", "flsgd", "plsgd-even", "dreamddp", "dp", "search"};
 }
 
 std::string strategy_names_text() {
@@ -76,11 +80,12 @@ bool is_strategy_name(const std::string& name) {
   return false;
 }
 
-StrategyResult run_strategy(const std::string& name, const BackpropTimes& times, int period) {
+StrategyResult run_strategy(const std::string& name, const BackpropTimes& times, int period,
+                            const SearchOptions& search) {
   if (const Strategy* strategy = find_simulator_strategy(name)) return strategy->run(times, period);
   for (const PlanAlgorithm& algorithm : kAlgorithms) {
     if (name != algorithm.name) continue;
-    Assignment assignment = algorithm.plan(times, period).assignment;
+    Assignment assignment = algorithm.plan(times, period, search).assignment;
     return {time_assignment(times, assignment), std::move(assignment)};
   }
   throw InputError("--strategy: unknown '" + name + "' (choose from " + strategy_names_text() + ")");

@@ -4,6 +4,7 @@
 
 #include "simulator/strategy_table.hpp"
 
+#include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
@@ -16,12 +17,24 @@ struct PlanCandidate {
   Assignment assignment;
 };
 
+/// Options of `search` (free assignment).
+struct SearchOptions {
+  double time_limit_s = 1.0;  ///< stop improving after this long (s); the plan so far is kept
+  int rounds = 30;            ///< perturbation rounds after the first descent
+  std::uint64_t seed = 1;     ///< the same seed gives the same plan when the time limit is not hit
+};
+
 /// One planning algorithm: its `--algorithm` name, a summary, and the function that plans a
-/// period of `period` iterations (throws InputError when period < 1).
+/// period of `period` iterations (throws InputError when period < 1); only `search` and `best`
+/// read the search options.
 struct PlanAlgorithm {
   const char* name;
   const char* summary;
-  PlanCandidate (*plan)(const BackpropTimes& times, int period);
+  PlanCandidate (*run)(const BackpropTimes& times, int period, const SearchOptions& search);
+
+  PlanCandidate plan(const BackpropTimes& times, int period, const SearchOptions& search = {}) const {
+    return run(times, period, search);
+  }
 };
 
 /// plsgd-even, wfbp, dreamddp, dp, best.
@@ -36,15 +49,21 @@ const PlanAlgorithm& find_plan_algorithm(const std::string& name);
 PlanCandidate plan_dreamddp(const BackpropTimes& times, int period);
 /// Exact optimum over contiguous groups in backprop order (docs/time-model.md, "dp").
 PlanCandidate plan_dp(const BackpropTimes& times, int period);
-/// The lowest period any of dp, dreamddp and plsgd-even found (ties go to that order).
-PlanCandidate plan_best(const BackpropTimes& times, int period);
+
+/// Free assignment (docs/time-model.md section 7): any layer to any iteration, starting from dp's
+/// plan and keeping only strict improvements, so never worse than dp. Deterministic for a seed
+/// unless options.time_limit_s cuts it short.
+PlanCandidate plan_search(const BackpropTimes& times, int period, const SearchOptions& options);
+/// The lowest period any of dp, dreamddp, plsgd-even and search found (ties go to that order).
+PlanCandidate plan_best(const BackpropTimes& times, int period, const SearchOptions& search = {});
 
 /// The strategies `syncplan plan` compares, in table order (SPEC section 5).
 std::vector<std::string> compared_strategy_names();
 
 /// Times any strategy or planning algorithm by name (simulator strategies and plan algorithms).
 /// Throws InputError "--strategy: unknown 'NAME' (choose from ...)".
-StrategyResult run_strategy(const std::string& name, const BackpropTimes& times, int period);
+StrategyResult run_strategy(const std::string& name, const BackpropTimes& times, int period,
+                            const SearchOptions& search = {});
 
 /// True when run_strategy accepts `name`.
 bool is_strategy_name(const std::string& name);

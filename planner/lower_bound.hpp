@@ -13,4 +13,15 @@ namespace syncplan {
 /// Throws InputError when period < 1.
 double spec_lower_bound_s(const BackpropTimes& times, int period);
 
+/// A bound at least as tight as SPEC section 5's (docs/time-model.md section 6, "suffix bound"), s:
+///   H (F + B_L + U) + max( max over t in {B_j} of [ sum_{j: B_j >= t} c_j - H (B_L - t) ],
+///                          sum_j max(0, B_j + c_j - B_L),  0 ).
+/// Syncs of layers ready at or after t cannot start before t, so each iteration hides at most
+/// B_L - t of them; and two layers overflowing in one iteration overflow by at least the sum of
+/// their own overflows. O(L). Throws InputError when period < 1.
+double suffix_lower_bound_s(const BackpropTimes& times, int period);
+
+/// The tightest bound this module knows (currently suffix_lower_bound_s), s.
+double best_lower_bound_s(const BackpropTimes& times, int period);
+
 }  // namespace syncplan

@@ -21,7 +21,8 @@ struct SimulateOptions {
   std::string period;  // empty: not given
   // The DES (with --cluster).
   std::string cluster_path, sync_time = "auto";
-  long long iterations = 0;  // 0: one period
+  long long iterations = 0;
+  bool iterations_given = false;  // set after parsing: without it, one period
   long long comm_streams = 1;
   double bucket_cap_mb = kDdpBucketCapMiB;
   long long trace_workers = 8;
@@ -46,7 +47,7 @@ int run_simulate(const SimulateOptions& options) {
   if (!options.output_path.empty()) require_writable_output("-o", options.output_path);
   if (!options.trace_path.empty()) require_writable_output("--trace", options.trace_path);
   if (!options.cluster_path.empty()) return run_simulate_des(options);
-  if (options.iterations != 0 || options.comm_streams != 1)
+  if (options.iterations_given || options.comm_streams != 1)
     throw InputError("--iterations/--comm-streams: need --cluster (the period model times one period)");
 
   const Profile profile = read_profile_file(options.profile_path);
@@ -64,7 +65,7 @@ int run_simulate(const SimulateOptions& options) {
     what = "strategy " + options.strategy;
   }
   const int h_count = static_cast<int>(timing.iteration_s.size());
-  const double lower_bound = spec_lower_bound_s(times, h_count);
+  const double lower_bound = best_lower_bound_s(times, h_count);
 
   std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n'
             << what << ", period H = " << h_count << '\n'
@@ -126,7 +127,7 @@ std::string cluster_text(const Cluster& cluster, const std::string& path) {
 }
 
 int run_simulate_des(const SimulateOptions& options) {
-  if (options.iterations < 0 || options.iterations > kMaxIterations)
+  if (options.iterations_given && (options.iterations < 1 || options.iterations > kMaxIterations))
     throw InputError("--iterations: must be in 1.." + std::to_string(kMaxIterations) + ", got " +
                      std::to_string(options.iterations));
   if (options.comm_streams < 1 || options.comm_streams > 64)
@@ -164,7 +165,7 @@ int run_simulate_des(const SimulateOptions& options) {
     what = "strategy " + options.strategy;
   }
   DesOptions des_options;
-  des_options.iterations = options.iterations > 0 ? static_cast<int>(options.iterations) : program.period();
+  des_options.iterations = options.iterations_given ? static_cast<int>(options.iterations) : program.period();
   des_options.comm_streams = static_cast<int>(options.comm_streams);
   des_options.sync_time = source;
   des_options.trace_workers = options.trace_path.empty() ? 0 : static_cast<int>(options.trace_workers);
@@ -259,7 +260,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
   simulate->add_option("--cluster", options->cluster_path,
                        "syncplan.cluster/v1 file: run the discrete-event simulator of all its workers "
                        "(without it: the period model of one worker)");
-  simulate->add_option("--iterations", options->iterations,
+  CLI::Option* iterations = simulate->add_option("--iterations", options->iterations,
                        "with --cluster: iterations to simulate, periods repeating (default: one period)");
   simulate->add_option("--sync-time", options->sync_time,
                        "with --cluster: all-reduce times from the profile's sync_s ('measured'), the cluster's "
@@ -272,7 +273,10 @@ void add_simulate_command(CLI::App& app, Action& action) {
                        "with --strategy ddp: bucket cap in MiB (default: 25, as PyTorch DDP)");
   simulate->add_option("--trace-workers", options->trace_workers,
                        "with --cluster and --trace: how many workers' timelines to write (default: 8)");
-  simulate->callback([&action, options] { action = [options] { return run_simulate(*options); }; });
+  simulate->callback([&action, options, iterations] {
+    options->iterations_given = iterations->count() > 0;
+    action = [options] { return run_simulate(*options); };
+  });
 }
 
 }  // namespace syncplan::cli

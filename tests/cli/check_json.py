@@ -72,7 +72,12 @@ def check_report(path, *expectations):
     print(f"ok {path}: strategies {', '.join(STRATEGIES)} and lower_bound_period_s {bound!r}")
     for expectation in expectations:
         name, value = expectation.split("=", 1)
-        actual = bound if name == "lower_bound_period_s" else strategies[name]["period_s"]
+        if name == "lower_bound_period_s":
+            actual = bound
+        elif name == "spec_lower_bound_s":
+            actual = report["lower_bounds"]["spec_s"]
+        else:
+            actual = strategies[name]["period_s"]
         require_close(f"{path}: {name}", actual, float(value))
 
 
@@ -149,7 +154,9 @@ def check_golden(report_path, expected_path, block):
     require_close("flsgd period_s", strategies["flsgd"]["period_s"], expected["flsgd_period_s"])
     require_close("plsgd-even period_s", strategies["plsgd-even"]["period_s"], expected["plsgd_even_period_s"])
     require_close("dp period_s", strategies["dp"]["period_s"], expected["dp_contiguous_period_s"])
-    require_close("lower_bound_period_s", report["lower_bound_period_s"], expected["lower_bound_period_s"])
+    require_close("lower_bounds.spec_s", report["lower_bounds"]["spec_s"], expected["lower_bound_period_s"])
+    require(report["lower_bound_period_s"] >= report["lower_bounds"]["spec_s"],
+            f"{report_path}: the tightest bound is below SPEC's")
 
 
 def check_golden_result(result_path, expected_path, block, figure):

@@ -28,7 +28,10 @@ rm -rf "$workdir" && mkdir -p "$workdir" && cd "$workdir"
 #               (the other splits: {head, hidden} {embed} 8.5; one group 5.5 + 3 = 8.5)
 #   dreamddp    head overflows (3 > 3 - 1) and opens iteration 0 alone (overflow 1);
 #               the last iteration takes hidden and embed (wait 0.5)                = 7.5 ms
-#   lower bound H B_L + max(4.5 - 2 (3 - 1), max(1+3-3, 2+1-3, 3+0.5-3), 0) = 6 + 1  = 7 ms
+#   SPEC bound  H B_L + max(4.5 - 2 (3 - 1), max(1+3-3, 2+1-3, 3+0.5-3), 0) = 6 + 1  = 7 ms
+#   suffix bound  thresholds t = 3: 0.5 - 0 = 0.5; t = 2: 1.5 - 2 = -0.5; t = 1: 4.5 - 4 = 0.5;
+#               overflows (1+3-3) + 0 + (3+0.5-3) = 1.5; 6 + max(0.5, 1.5)            = 7.5 ms
+#               (= dp: the dp plan is optimal; the report's lower_bound_period_s)
 #   best        dp (ties go to dp): head in iteration 0, hidden and embed in 1,
 #               iteration_s [4, 3.5] ms
 tiny_pipeline() {
@@ -49,7 +52,7 @@ tiny_pipeline() {
     --and profile profile.json head sync_s 0.003 \
     --and profile profile.json head forward_s null \
     --and report report.json ssgd=0.015 wfbp=0.011 flsgd=0.0105 plsgd-even=0.0085 dreamddp=0.0075 \
-          dp=0.0075 lower_bound_period_s=0.007 \
+          dp=0.0075 lower_bound_period_s=0.0075 spec_lower_bound_s=0.007 \
     --and plan plan.json dp head=0 hidden=1 embed=1 \
     --and reproduces plan.json result.json \
     --and trace trace.json result.json 3 \

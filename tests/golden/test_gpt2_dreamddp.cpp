@@ -212,14 +212,15 @@ TEST_CASE("GPT-2 reference: no strategy or plan beats the lower bound", "[invari
   }
 }
 
-TEST_CASE("GPT-2 reference: best is the least of dp, dreamddp and plsgd-even", "[invariants]") {
+TEST_CASE("GPT-2 reference: best is the least of dp, dreamddp, plsgd-even and search", "[invariants]") {
   for (const int period : invariant_periods()) {
     const BackpropTimes& times = gpt2_case().times;
     const PlanCandidate best = plan_best(times, period);
     const std::vector<std::pair<std::string, double>> candidates = {
         {"dp", period_of(plan_dp(times, period).assignment)},
         {"dreamddp", period_of(plan_dreamddp(times, period).assignment)},
-        {"plsgd-even", period_of(plsgd_even_assignment(times.size(), period))}};
+        {"plsgd-even", period_of(plsgd_even_assignment(times.size(), period))},
+        {"search", period_of(plan_search(times, period, {}).assignment)}};
     // Ties go to the first in this order (docs/time-model.md section 3).
     auto winner = candidates.begin();
     for (auto it = candidates.begin(); it != candidates.end(); ++it)

@@ -207,3 +207,27 @@ TEST_CASE("lower bound: SPEC section 5's bound on a 3-layer case, term by term",
     REQUIRE_THROWS_AS(spec_lower_bound_s(times, 0), InputError);
   }
 }
+
+TEST_CASE("lower bound: the suffix bound on a 3-layer case, term by term", "[planner]") {
+  // b = (1, 1, 1), c = (1, 2, 3), F = 0.5, U = 0.25, H = 2: B = (1, 2, 3), B_L = 3;
+  // H (F + B_L + U) = 7.5.
+  //   thresholds t = B_j: t = 3: c_3 - 2 (3 - 3) = 3; t = 2: (2 + 3) - 2 x 1 = 3;
+  //                       t = 1: 6 - 2 x 2 = 2                      -> 3
+  //   overflows: max(0, 1+1-3) + max(0, 2+2-3) + max(0, 3+3-3) = 0 + 1 + 3 = 4
+  //   bound = 7.5 + max(3, 4) = 11.5, above SPEC's 10.5 (previous test case).
+  // The optimum is 11.5 too: {0, 1} then {2}: iteration 0 link 1 -> 2, 2 -> 4: wait 1;
+  // iteration 1: 3 -> 6: wait 3; period 7.5 + 4 = 11.5.
+  const BackpropTimes times = backprop_times_of({1, 1, 1}, {1, 2, 3}, 0.5, 0.25);
+  REQUIRE(suffix_lower_bound_s(times, 2) == exactly(11.5));
+  REQUIRE(best_lower_bound_s(times, 2) == exactly(11.5));
+  REQUIRE(time_assignment(times, test::assignment_of({{0, 1}, {2}})).period_s == exactly(11.5));
+
+  // A tie in ready times (b_2 = 0) is one threshold: b = (1, 0, 1), c = (0, 2, 2), H = 1:
+  // B = (1, 1, 2), B_L = 2; t = 2: 2 - 0 = 2; t = 1 (layers 1 and 2 both ready at 1): 4 - 1 = 3;
+  // overflows: 0 + max(0, 1 + 2 - 2) + max(0, 2 + 2 - 2) = 1 + 2 = 3; bound = 2 + 3 = 5.
+  // wfbp: link 1 -> 1, 1 -> 3, 3 -> 5: wait 3, period 5.
+  const BackpropTimes tied = backprop_times_of({1, 0, 1}, {0, 2, 2});
+  REQUIRE(suffix_lower_bound_s(tied, 1) == exactly(5));
+  REQUIRE(run_strategy("wfbp", tied, 1).timing.period_s == exactly(5));
+  REQUIRE_THROWS_AS(suffix_lower_bound_s(tied, 0), InputError);
+}

@@ -145,7 +145,7 @@ TEST_CASE("strategies: an unknown strategy name is an input error naming it", "[
 TEST_CASE("strategies: every compared strategy name runs", "[strategies]") {
   // The table order of SPEC section 5.
   REQUIRE(compared_strategy_names() ==
-          std::vector<std::string>{"ssgd", "wfbp", "flsgd", "plsgd-even", "dreamddp", "dp"});
+          std::vector<std::string>{"ssgd", "wfbp", "flsgd", "plsgd-even", "dreamddp", "dp", "search"});
   for (const std::string& name : compared_strategy_names()) {
     INFO(name);
     const StrategyResult result = run_strategy(name, three_layers(), 2);

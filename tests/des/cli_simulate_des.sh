@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# `syncplan simulate --cluster` end to end (docs/des.md 4): the result JSON (engine "des") against
+# hand-derived figures, and the Chrome trace's shape. Registered by tests/cli/CMakeLists.txt.
+#
+# usage: cli_simulate_des.sh SYNCPLAN PYTHON WORKDIR PROFILE CLUSTER
+#   PROFILE  tests/cli/data/tiny_profile.json; CLUSTER  data/clusters/8nodes-1gpu-10gbps.json
+set -euo pipefail
+
+syncplan="$1" python="$2" workdir="$3" profile="$4" cluster="$5"
+rm -rf "$workdir" && mkdir -p "$workdir" && cd "$workdir"
+run() { echo "\$ syncplan ${*}"; "$syncplan" "$@"; }
+
+# tiny_profile.json, backprop order: head (2400 bytes, sync_s 3 ms), hidden (800, 1 ms),
+# embed (400, 0.5 ms); every layer forward 0.2 ms, backward 1 ms, update 0.1 ms: F = 0.6 ms,
+# gradients ready 1.6, 2.6, 3.6 ms after the iteration starts, U = 0.3 ms. Profile workers 2.
+#
+# Cluster: 8 nodes of 1 GPU, intra 3600 Gbit/s 5 us, inter 10 Gbit/s = 1.25e9 bytes/s, 50 us.
+# The profile's workers (2) differ from the cluster's (8): --sync-time auto uses the cost model.
+# Ring over 8 workers, every hop crossing two node links: alpha = max(5, 50) us, B = 1.25e9:
+#   T(n) = 14 * 50e-6 + 2 * 7/8 * n / 1.25e9 = 7e-4 + 1.4e-9 n s
+#   head 7.0336e-4, hidden 7.0112e-4, embed 7.0056e-4 s.
+# wfbp, H = 1: head 1.6 -> 2.30336 ms; hidden 2.6 -> 3.30112; embed 3.6 -> 4.30056;
+# update -> 4.60056 ms. 2 iterations: total 9.20112e-3 s; exposed (4.30056 - 3.6) x 2 = 1.40112e-3.
+run simulate --profile "$profile" --cluster "$cluster" --strategy wfbp --period 1 --iterations 2 \
+  --trace trace.json -o result.json
+# --sync-time measured: head 1.6 -> 4.6, hidden 4.6 -> 5.6, embed 5.6 -> 6.1, update -> 6.4 ms;
+# 2 iterations 12.8e-3 s (the period model's wfbp for H = 2 on this profile).
+run simulate --profile "$profile" --cluster "$cluster" --strategy wfbp --period 2 --sync-time measured \
+  -o measured.json
+
+"$python" - <<'PY'
+import json, math, sys
+
+def fail(message):
+    print("FAIL:", message)
+    sys.exit(1)
+
+def close(what, actual, expected):
+    if not isinstance(actual, (int, float)) or abs(actual - expected) > 1e-9 * abs(expected):
+        fail(f"{what}: got {actual!r}, expected {expected!r} (relative 1e-9)")
+    print(f"ok {what} = {actual!r}")
+
+result = json.load(open("result.json"))
+for key, value in [("format", "syncplan.result/v1"), ("engine", "des"), ("strategy", "wfbp"),
+                   ("sync_time", "model"), ("workers", 8), ("simulated_workers", 1), ("iterations", 2),
+                   ("period", 1)]:
+    if result.get(key) != value:
+        fail(f"result.json: {key} is {result.get(key)!r}, expected {value!r}")
+close("total_s", result["total_s"], 9.20112e-3)
+close("mean_iteration_s", result["mean_iteration_s"], 4.60056e-3)
+for i, seconds in enumerate(result["iteration_s"]):
+    close(f"iteration_s[{i}]", seconds, 4.60056e-3)
+close("exposed_comm_s", result["exposed_comm_s"], 1.40112e-3)
+if not result["link_bytes"]:
+    fail("result.json: link_bytes is empty for cost-model all-reduces")
+
+measured = json.load(open("measured.json"))
+if measured.get("sync_time") != "measured" or measured.get("engine") != "des":
+    fail(f"measured.json: sync_time {measured.get('sync_time')!r}, engine {measured.get('engine')!r}")
+close("measured total_s", measured["total_s"], 12.8e-3)
+
+trace = json.load(open("trace.json"))
+events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]
+spans = {}
+allreduces = 0
+for e in events:
+    if not (e["ts"] >= 0 and e["dur"] >= 0 and math.isfinite(e["ts"]) and math.isfinite(e["dur"])):
+        fail(f"trace.json: bad ts/dur in {e}")
+    if e["pid"] != 0:
+        fail(f"trace.json: identical workers are simulated by worker 0 only, got pid {e['pid']}")
+    spans.setdefault((e["pid"], e["tid"]), []).append((e["ts"], e["dur"]))
+    allreduces += e["cat"] == "allreduce"
+for key, items in spans.items():
+    items.sort()
+    for (ts0, dur0), (ts1, _) in zip(items, items[1:]):
+        if ts1 < ts0 + dur0 - 1e-9:
+            fail(f"trace.json: events overlap on (pid, tid) {key}: {ts0}+{dur0} > {ts1}")
+# 3 layers x 2 iterations; 3 forwards + 3 backwards + 1 update per iteration.
+if allreduces != 6:
+    fail(f"trace.json: {allreduces} all-reduce events, expected 6")
+if len(events) != 6 + 2 * 7:
+    fail(f"trace.json: {len(events)} X events, expected 20")
+print("ok trace.json: 20 events, no overlap")
+PY
+echo "ok: simulate --cluster"
