@@ -133,6 +133,9 @@ Json read_json_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw InputError(path + ": cannot read file (it is a directory)");
+  // A FIFO or a device would block or never end: only regular files are read.
+  if (std::filesystem::exists(path, ec) && !std::filesystem::is_regular_file(path, ec))
+    throw InputError(path + ": cannot read file (not a regular file)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot read file (" + std::strerror(errno) + ")");
   std::ostringstream buffer;
@@ -146,40 +149,81 @@ bool is_nonfinite_token(const Json& value) {
 }
 
 void write_text_file_atomic(const std::string& path, const std::string& text) {
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  fs::path folder = target.parent_path();
-  if (folder.empty()) folder = ".";
-  std::error_code ec;
-  if (!fs::is_directory(folder, ec))
-    throw InputError(path + ": cannot write file (folder " + folder.string() + " does not exist)");
-  // A hidden name beside the target, so the rename stays on one file system.
-  std::string temporary_name = ".";
-  temporary_name += target.filename().string();
-  temporary_name += ".tmp.";
-  temporary_name += std::to_string(::getpid());
-  const fs::path temporary = folder / temporary_name;
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) throw InputError(path + ": cannot write file (" + std::strerror(errno) + ")");
-    out << text;
-    out.flush();
-    if (!out) {
-      out.close();
-      fs::remove(temporary, ec);
-      throw InputError(path + ": cannot write file (write error)");
-    }
-  }
-  fs::rename(temporary, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(temporary, ignored);
-    throw InputError(path + ": cannot write file (" + ec.message() + ")");
-  }
+  OutputFiles files;
+  files.add(path, text);
+  files.commit();
 }
 
 void write_json_file_atomic(const std::string& path, const Json& value) {
   write_text_file_atomic(path, value.dump(1) + "\n");
+}
+
+void OutputFiles::add(const std::string& path, std::string text) { files_.emplace_back(path, std::move(text)); }
+
+void OutputFiles::add_json(const std::string& path, const Json& value) { add(path, value.dump(1) + "\n"); }
+
+namespace {
+void write_stream(const std::filesystem::path& path, const std::string& text, const std::string& shown) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  if (!out) throw InputError(shown + ": cannot write file (" + std::strerror(errno) + ")");
+  out << text;
+  out.flush();
+  if (!out) throw InputError(shown + ": cannot write file (write error)");
+}
+}  // namespace
+
+void OutputFiles::commit() {
+  namespace fs = std::filesystem;
+  struct Pending {
+    fs::path target, temporary;
+    const std::string* text;
+    const std::string* shown;
+  };
+  std::vector<Pending> renamed, direct;
+  const auto remove_temporaries = [&] {
+    std::error_code ignored;
+    for (const Pending& file : renamed) fs::remove(file.temporary, ignored);
+  };
+  for (std::size_t i = 0; i < files_.size(); ++i) {
+    const auto& [path, text] = files_[i];
+    fs::path target(path);
+    std::error_code ec;
+    if (fs::is_symlink(fs::symlink_status(target, ec))) target = fs::weakly_canonical(target, ec);
+    const fs::file_status status = fs::status(target, ec);
+    if (fs::exists(status) && fs::is_directory(status)) throw InputError(path + ": cannot write file (it is a directory)");
+    if (fs::exists(status) && !fs::is_regular_file(status)) {
+      direct.push_back({target, {}, &text, &path});
+      continue;
+    }
+    fs::path folder = target.parent_path();
+    if (folder.empty()) folder = ".";
+    if (!fs::is_directory(folder, ec)) {
+      remove_temporaries();
+      throw InputError(path + ": cannot write file (folder " + folder.string() + " does not exist)");
+    }
+    // A short hidden name beside the target, so the rename stays on one file system.
+    std::string name = ".syncplan-";
+    name += std::to_string(::getpid());
+    name += "-";
+    name += std::to_string(i);
+    name += ".tmp";
+    renamed.push_back({target, folder / name, &text, &path});
+    try {
+      write_stream(renamed.back().temporary, text, path);
+    } catch (...) {
+      remove_temporaries();
+      throw;
+    }
+  }
+  for (const Pending& file : renamed) {
+    std::error_code ec;
+    fs::rename(file.temporary, file.target, ec);
+    if (ec) {
+      remove_temporaries();
+      throw InputError(*file.shown + ": cannot write file (" + ec.message() + ")");
+    }
+  }
+  for (const Pending& file : direct) write_stream(file.target, *file.text, *file.shown);
 }
 
 std::optional<std::int64_t> integer_value(const Json& value) {

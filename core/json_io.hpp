@@ -33,6 +33,21 @@ void write_text_file_atomic(const std::string& path, const std::string& text);
 /// Writes `value` as indented JSON with write_text_file_atomic.
 void write_json_file_atomic(const std::string& path, const Json& value);
 
+/// Output files of one command, written whole or not at all: commit() writes every file to a
+/// temporary file beside its target first and renames them only when all were written. A target
+/// that exists and is not a regular file (/dev/null, a FIFO) is written directly, after the
+/// temporary files; a symbolic link is written through (its target is replaced).
+class OutputFiles {
+ public:
+  void add(const std::string& path, std::string text);
+  void add_json(const std::string& path, const Json& value);
+  /// Throws InputError "PATH: cannot write file (...)" and removes the temporary files on failure.
+  void commit();
+
+ private:
+  std::vector<std::pair<std::string, std::string>> files_;
+};
+
 /// Reads one JSON object field by field and rejects the keys nobody asked for.
 /// `where` prefixes every message, e.g. "profile.json: layer 'lm_head'".
 class ObjectReader {

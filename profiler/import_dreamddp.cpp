@@ -114,7 +114,8 @@ Plan import_dreamddp_schedule(const std::string& schedule_path, const Profile& p
       add(item.value());
     }
     std::sort(iterations.begin(), iterations.end());
-    iterations.erase(std::unique(iterations.begin(), iterations.end()), iterations.end());
+    if (std::adjacent_find(iterations.begin(), iterations.end()) != iterations.end())
+      throw InputError(where + ": an iteration is listed twice");
     iterations_by_name[item.key()] = std::move(iterations);
   }
 

@@ -4,6 +4,7 @@
 #include "core/errors.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <numeric>
 
 namespace syncplan {
@@ -35,6 +36,8 @@ BackpropTimes backprop_times(const Profile& profile, const std::string& origin) 
     times.forward_total_s += layer.forward_s.value_or(0.0);
     times.update_total_s += layer.update_s.value_or(0.0);
   }
+  if (!std::isfinite(times.backprop_s() + times.forward_total_s + times.update_total_s + times.sync_total_s()))
+    throw InputError(origin + ": field 'layers': the times add up to more than a double can hold");
   return times;
 }
 

@@ -4,5 +4,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
 jobs=$(nproc 2>/dev/null || echo 2)
+echo "build: configuring and compiling syncplan into build/ (a few minutes the first time)" >&2
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
-cmake --build build -j "$jobs" >/dev/null
+if ! cmake --build build -j "$jobs" >build/build.log 2>&1; then
+  cat build/build.log >&2
+  echo "build: failed (log above, and in build/build.log)" >&2
+  exit 1
+fi
+grep -E "Built target" build/build.log >&2 || true

@@ -12,15 +12,35 @@
 
 namespace syncplan::cli {
 
-void require_writable_output(const std::string& option, const std::string& path) {
+namespace {
+// Two paths name the same file (existing or not): equal after resolving links and "..".
+bool same_file(const std::string& a, const std::string& b) {
   namespace fs = std::filesystem;
-  if (path.empty()) throw InputError(option + ": empty path");
-  fs::path folder = fs::path(path).parent_path();
-  if (folder.empty()) folder = ".";
-  std::error_code ec;
-  if (!fs::is_directory(folder, ec))
-    throw InputError(option + ": " + path + ": folder " + folder.string() + " does not exist");
-  if (fs::is_directory(path, ec)) throw InputError(option + ": " + path + ": is a directory");
+  std::error_code ec_a, ec_b;
+  const fs::path canonical_a = fs::weakly_canonical(fs::absolute(a), ec_a);
+  const fs::path canonical_b = fs::weakly_canonical(fs::absolute(b), ec_b);
+  return !ec_a && !ec_b && canonical_a == canonical_b;
+}
+}  // namespace
+
+void check_output_paths(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
+  namespace fs = std::filesystem;
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const auto& [option, path] = outputs[i];
+    if (path.empty()) continue;
+    fs::path folder = fs::path(path).parent_path();
+    if (folder.empty()) folder = ".";
+    std::error_code ec;
+    if (!fs::is_directory(folder, ec))
+      throw InputError(option + ": " + path + ": folder " + folder.string() + " does not exist");
+    if (fs::is_directory(path, ec)) throw InputError(option + ": " + path + ": is a directory");
+    for (const NamedPath& input : inputs)
+      if (!input.path.empty() && same_file(path, input.path))
+        throw InputError(option + ": " + path + ": same file as " + input.option + "; it would be overwritten");
+    for (std::size_t k = 0; k < i; ++k)
+      if (!outputs[k].path.empty() && same_file(path, outputs[k].path))
+        throw InputError(option + ": " + path + ": same file as " + outputs[k].option);
+  }
 }
 
 std::string describe_profile(const Profile& profile, const std::string& path) {

@@ -22,9 +22,16 @@ void add_plan_command(CLI::App& app, Action& action);
 /// Registers `syncplan simulate`.
 void add_simulate_command(CLI::App& app, Action& action);
 
-/// Throws InputError "OPTION: PATH: folder ... does not exist" unless `path`'s folder exists, so
-/// that a command checks all its outputs before it writes any of them.
-void require_writable_output(const std::string& option, const std::string& path);
+/// An option and the path given to it, e.g. {"-o", "plan.json"}; an empty path is "not given".
+struct NamedPath {
+  std::string option;
+  std::string path;
+};
+
+/// Checks, before a command reads or writes anything, that every given output can be written:
+/// its folder exists, it is not a folder, it is not the same file as an input or another output.
+/// Throws InputError naming the option and the path.
+void check_output_paths(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs);
 
 /// The one-line description of a profile printed above tables.
 std::string describe_profile(const Profile& profile, const std::string& path);

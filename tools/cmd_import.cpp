@@ -21,7 +21,7 @@ struct ScheduleOptions {
 };
 
 int run_import_dreamddp(const DreamddpOptions& options) {
-  require_writable_output("-o", options.output_path);
+  check_output_paths({{"-o", options.output_path}}, {{"--bp", options.bp_path}, {"--comm", options.comm_path}});
   DreamddpImportOptions import_options;
   if (!options.model.empty()) import_options.model = options.model;
   if (options.workers > 0) import_options.workers = options.workers;
@@ -33,7 +33,8 @@ int run_import_dreamddp(const DreamddpOptions& options) {
 }
 
 int run_import_schedule(const ScheduleOptions& options) {
-  require_writable_output("-o", options.output_path);
+  check_output_paths({{"-o", options.output_path}},
+                     {{"schedule", options.schedule_path}, {"--profile", options.profile_path}});
   const Profile profile = read_profile_file(options.profile_path);
   const BackpropTimes times = backprop_times(profile, options.profile_path);
   Plan plan = import_dreamddp_schedule(options.schedule_path, profile);
@@ -60,7 +61,7 @@ void add_import_commands(CLI::App& app, Action& action) {
   from_dreamddp->add_option("--model", dreamddp->model, "model name written into the profile (default: none)");
   from_dreamddp->add_option("--workers", dreamddp->workers,
                             "worker count the all-reduce times were measured at (default: unknown)")
-      ->check(CLI::PositiveNumber);
+      ->check(CLI::Range(1LL, 1LL << 20));
   from_dreamddp->add_option("--nonfinite", dreamddp->nonfinite,
                             "NaN/Infinity in a time: 'error' names the layer, 'zero' uses 0 s with a "
                             "warning (default: error)")

@@ -5,6 +5,7 @@
 #include "planner/lower_bound.hpp"
 #include "tools/cli_common.hpp"
 
+#include <cmath>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -20,10 +21,13 @@ struct PlanOptions {
 };
 
 std::string ratio_text(double ratio) {
+  if (!std::isfinite(ratio)) return "n/a";  // e.g. a profile whose times are all zero
   char buffer[32];
   std::snprintf(buffer, sizeof buffer, "%.2fx", ratio);
   return buffer;
 }
+
+Json finite_or_null(double value) { return std::isfinite(value) ? Json(value) : Json(nullptr); }
 
 std::string percent_text(double fraction) {
   char buffer[32];
@@ -56,8 +60,8 @@ void print_assignment(std::ostream& out, const BackpropTimes& times, const Assig
 int run_plan(const PlanOptions& options) {
   const int period = checked_period(options.period);
   const PlanAlgorithm& algorithm = find_plan_algorithm(options.algorithm);
-  require_writable_output("-o", options.output_path);
-  if (!options.report_path.empty()) require_writable_output("--report", options.report_path);
+  check_output_paths({{"-o", options.output_path}, {"--report", options.report_path}},
+                     {{"--profile", options.profile_path}});
 
   const Profile profile = read_profile_file(options.profile_path);
   const BackpropTimes times = backprop_times(profile, options.profile_path);
@@ -94,8 +98,8 @@ int run_plan(const PlanOptions& options) {
     strategies[row.name] = Json{{"period_s", row.timing.period_s},
                                 {"mean_iteration_s", mean},
                                 {"wait_s", row.timing.total_wait_s()},
-                                {"speedup_over_ssgd", ssgd_period / row.timing.period_s},
-                                {"speedup_over_flsgd", flsgd_period / row.timing.period_s}};
+                                {"speedup_over_ssgd", finite_or_null(ssgd_period / row.timing.period_s)},
+                                {"speedup_over_flsgd", finite_or_null(flsgd_period / row.timing.period_s)}};
   }
   print_table(std::cout, table);
   std::cout << "\nlower bound: " << seconds_text(lower_bound) << " s per period (suffix bound; SPEC section 5's: "
@@ -108,8 +112,8 @@ int run_plan(const PlanOptions& options) {
   std::cout << '\n';
   print_assignment(std::cout, times, chosen.assignment, chosen_timing);
 
-  write_json_file_atomic(options.output_path, plan_to_json(plan));
-  std::cout << "plan written to " << options.output_path << '\n';
+  OutputFiles outputs;
+  outputs.add_json(options.output_path, plan_to_json(plan));
   if (!options.report_path.empty()) {
     Json report;
     report["format"] = "syncplan.report/v1";
@@ -123,9 +127,11 @@ int run_plan(const PlanOptions& options) {
                             {"requested_algorithm", algorithm.name},
                             {"period_s", chosen_timing.period_s},
                             {"gap_to_lower_bound", gap}};
-    write_json_file_atomic(options.report_path, report);
-    std::cout << "report written to " << options.report_path << '\n';
+    outputs.add_json(options.report_path, report);
   }
+  outputs.commit();
+  std::cout << "plan written to " << options.output_path << '\n';
+  if (!options.report_path.empty()) std::cout << "report written to " << options.report_path << '\n';
   return 0;
 }
 
@@ -137,7 +143,7 @@ void add_plan_command(CLI::App& app, Action& action) {
       "plan", "Plan which layers sync in which iteration of a period; prints a table comparing "
               "ssgd, wfbp, flsgd, plsgd-even, dreamddp and dp (seconds per period)");
   plan->add_option("--profile", options->profile_path, "syncplan.profile/v1 file")->required();
-  plan->add_option("--period", options->period, "H: iterations per period (>= 1)")->required();
+  plan->add_option("--period", options->period, "H: iterations per period, 1..10000")->required();
   plan->add_option("--algorithm", options->algorithm,
                    "plsgd-even, wfbp, dreamddp, dp or best (default: best, the lowest period found)");
   plan->add_option("--time-limit-s", options->search.time_limit_s,

@@ -32,6 +32,14 @@ constexpr long long kMaxIterations = 100'000;
 
 int run_simulate_des(const SimulateOptions& options);
 
+// Writes the result and the trace together (both or neither), then says where.
+void commit_and_report(OutputFiles& outputs, const SimulateOptions& options) {
+  outputs.commit();
+  if (!options.output_path.empty()) std::cout << "result written to " << options.output_path << '\n';
+  if (!options.trace_path.empty())
+    std::cout << "trace written to " << options.trace_path << " (open in https://ui.perfetto.dev)\n";
+}
+
 // Relative difference used to say whether a plan's stored prediction is reproduced.
 double relative_difference(double a, double b) {
   const double scale = std::max(std::fabs(a), std::fabs(b));
@@ -44,8 +52,9 @@ int run_simulate(const SimulateOptions& options) {
   if (!options.strategy.empty() && options.period.empty())
     throw InputError("--period: required with --strategy");
   const int period = options.plan_path.empty() ? checked_period(options.period) : 0;
-  if (!options.output_path.empty()) require_writable_output("-o", options.output_path);
-  if (!options.trace_path.empty()) require_writable_output("--trace", options.trace_path);
+  check_output_paths({{"-o", options.output_path}, {"--trace", options.trace_path}},
+                     {{"--profile", options.profile_path}, {"--plan", options.plan_path},
+                      {"--cluster", options.cluster_path}});
   if (!options.cluster_path.empty()) return run_simulate_des(options);
   if (options.iterations_given || options.comm_streams != 1)
     throw InputError("--iterations/--comm-streams: need --cluster (the period model times one period)");
@@ -93,6 +102,7 @@ int run_simulate(const SimulateOptions& options) {
                 << "): was the plan made on another profile?\n";
   }
 
+  OutputFiles outputs;
   if (!options.output_path.empty()) {
     Json result;
     result["format"] = "syncplan.result/v1";
@@ -107,13 +117,10 @@ int run_simulate(const SimulateOptions& options) {
     result["iteration_s"] = timing.iteration_s;
     result["iteration_wait_s"] = timing.wait_s;
     result["lower_bound_period_s"] = lower_bound;
-    write_json_file_atomic(options.output_path, result);
-    std::cout << "result written to " << options.output_path << '\n';
+    outputs.add_json(options.output_path, result);
   }
-  if (!options.trace_path.empty()) {
-    write_json_file_atomic(options.trace_path, period_trace(times, timing));
-    std::cout << "trace written to " << options.trace_path << " (open in https://ui.perfetto.dev)\n";
-  }
+  if (!options.trace_path.empty()) outputs.add_json(options.trace_path, period_trace(times, timing));
+  commit_and_report(outputs, options);
   return 0;
 }
 
@@ -170,6 +177,9 @@ int run_simulate_des(const SimulateOptions& options) {
   des_options.sync_time = source;
   des_options.trace_workers = options.trace_path.empty() ? 0 : static_cast<int>(options.trace_workers);
   const DesResult result = run_des(layers, cluster, topology, model, program, des_options);
+  if (!std::isfinite(result.total_s) || !std::isfinite(result.comm_busy_s))
+    throw InputError(options.cluster_path + ": the simulated time is not a finite number: times, bandwidths or "
+                     "slowdowns are out of any meaningful range");
 
   const int count = static_cast<int>(result.iteration_s.size());
   std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n'
@@ -203,6 +213,7 @@ int run_simulate_des(const SimulateOptions& options) {
   }
   print_table(std::cout, table);
 
+  OutputFiles outputs;
   if (!options.output_path.empty()) {
     Json document;
     document["format"] = "syncplan.result/v1";
@@ -228,13 +239,10 @@ int run_simulate_des(const SimulateOptions& options) {
     Json bytes = Json::object();
     for (const auto& [link, carried] : result.link_bytes) bytes[link] = carried;
     document["link_bytes"] = std::move(bytes);
-    write_json_file_atomic(options.output_path, document);
-    std::cout << "result written to " << options.output_path << '\n';
+    outputs.add_json(options.output_path, document);
   }
-  if (!options.trace_path.empty()) {
-    write_json_file_atomic(options.trace_path, des_trace_json(result, layers));
-    std::cout << "trace written to " << options.trace_path << " (open in https://ui.perfetto.dev)\n";
-  }
+  if (!options.trace_path.empty()) outputs.add_json(options.trace_path, des_trace_json(result, layers));
+  commit_and_report(outputs, options);
   return 0;
 }
 
@@ -250,7 +258,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
       "--strategy", options->strategy,
       "strategy to time: ssgd, wfbp, flsgd, plsgd-even, dreamddp, dp, best, and with --cluster ddp "
       "and mgwfbp (needs --period)");
-  CLI::Option* period = simulate->add_option("--period", options->period, "H: iterations per period (>= 1)");
+  CLI::Option* period = simulate->add_option("--period", options->period, "H: iterations per period, 1..10000");
   plan->excludes(strategy);
   plan->excludes(period);
   simulate->add_option("-o,--output", options->output_path,
@@ -261,16 +269,16 @@ void add_simulate_command(CLI::App& app, Action& action) {
                        "syncplan.cluster/v1 file: run the discrete-event simulator of all its workers "
                        "(without it: the period model of one worker)");
   CLI::Option* iterations = simulate->add_option("--iterations", options->iterations,
-                       "with --cluster: iterations to simulate, periods repeating (default: one period)");
+                       "with --cluster: iterations to simulate, 1..100000, periods repeating (default: one period)");
   simulate->add_option("--sync-time", options->sync_time,
                        "with --cluster: all-reduce times from the profile's sync_s ('measured'), the cluster's "
                        "cost model on param_bytes ('model'), or 'auto': measured when the profile's workers "
                        "equal the cluster's (default: auto)")
       ->check(CLI::IsMember({"auto", "measured", "model"}));
   simulate->add_option("--comm-streams", options->comm_streams,
-                       "with --cluster: communication streams per worker (default: 1)");
+                       "with --cluster: communication streams per worker, 1..64 (default: 1)");
   simulate->add_option("--bucket-cap-mb", options->bucket_cap_mb,
-                       "with --strategy ddp: bucket cap in MiB (default: 25, as PyTorch DDP)");
+                       "with --strategy ddp: bucket cap in MiB, as PyTorch DDP's bucket_cap_mb (default: 25)");
   simulate->add_option("--trace-workers", options->trace_workers,
                        "with --cluster and --trace: how many workers' timelines to write (default: 8)");
   simulate->callback([&action, options, iterations] {

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <cstdio>
 #include <exception>
 #include <iostream>
 #include <string>
@@ -16,8 +17,11 @@ std::string one_line(std::string message) {
   for (const char ch : message) {
     if (ch == '\n') out += "\\n";
     else if (ch == '\r') out += "\\r";
-    else if (ch == '\0') out += "\\0";
-    else out += ch;
+    else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {  // no terminal control codes
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(ch));
+      out += escaped;
+    } else out += ch;
   }
   return out;
 }
@@ -41,7 +45,13 @@ int main(int argc, char** argv) {
     return 2;
   }
   try {
-    return action ? action() : 2;
+    const int code = action ? action() : 2;
+    std::cout.flush();
+    if (!std::cout) {
+      std::cerr << "syncplan: error: cannot write to standard output\n";
+      return 1;
+    }
+    return code;
   } catch (const syncplan::InputError& e) {
     std::cerr << "syncplan: " << one_line(e.what()) << '\n';
     return 2;

@@ -48,16 +48,18 @@ SyncProgram flsgd_program(std::size_t layer_count, int period) {
 
 SyncProgram ddp_program(const std::vector<double>& param_bytes, int period, double bucket_cap_bytes,
                         double first_bucket_bytes) {
-  std::vector<std::vector<int>> buckets;
+  // As PyTorch's compute_bucket_assignment_by_size: a layer joins the open bucket, and the bucket
+  // closes once it holds at least its cap (so its last layer may take it past the cap).
+  std::vector<std::vector<int>> buckets(1);
   double filled = 0;
   for (int j = 0; j < static_cast<int>(param_bytes.size()); ++j) {
-    const double cap = buckets.size() == 1 ? first_bucket_bytes : bucket_cap_bytes;  // of the open bucket
-    if (buckets.empty() || (filled > 0 && filled + param_bytes[j] > cap)) {
+    buckets.back().push_back(j);
+    filled += param_bytes[j];
+    const double cap = buckets.size() == 1 ? first_bucket_bytes : bucket_cap_bytes;
+    if (filled >= cap && j + 1 < static_cast<int>(param_bytes.size())) {
       buckets.emplace_back();
       filled = 0;
     }
-    buckets.back().push_back(j);
-    filled += param_bytes[j];
   }
   return every_iteration(buckets, period);
 }

@@ -42,8 +42,9 @@ SyncProgram ssgd_program(std::size_t layer_count, int period);
 SyncProgram flsgd_program(std::size_t layer_count, int period);
 
 /// PyTorch DDP's gradient buckets, every iteration (docs/des.md "ddp"): layers in backprop order
-/// fill buckets of at most `bucket_cap_bytes` (the first bucket at most `first_bucket_bytes`); a
-/// layer is never split, so a layer larger than the cap is a bucket of its own.
+/// join the open bucket, which closes once it holds at least `bucket_cap_bytes` (the first bucket:
+/// `first_bucket_bytes`), as torch.distributed's compute_bucket_assignment_by_size does; a layer
+/// is never split.
 /// `param_bytes` in backprop order.
 SyncProgram ddp_program(const std::vector<double>& param_bytes, int period, double bucket_cap_bytes,
                         double first_bucket_bytes);

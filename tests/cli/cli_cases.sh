@@ -7,6 +7,7 @@
 #   trace STRATEGY SYNCS              simulate --strategy STRATEGY --trace: no overlapping events
 #   nonfinite_zero                    import --nonfinite zero turns NaN/Infinity into 0 s, with a warning
 #   gpt2_example SHARED_DATA_DIR      the README's GPT-2 example against expected.json (77: no data)
+#   fifo_output                       -o into a FIFO writes through it and leaves it a FIFO
 set -euo pipefail
 
 case_name="$1" syncplan="$2" python="$3" workdir="$4"
@@ -114,7 +115,20 @@ gpt2_example() {
   echo "ok: GPT-2 example"
 }
 
+# An output that is a FIFO (like /dev/null, not a regular file) is written into, not replaced.
+fifo_output() {
+  mkfifo out.fifo
+  cat out.fifo >got.json &
+  local reader=$!
+  run plan --profile "$data/tiny_profile.json" --period 2 -o out.fifo
+  wait "$reader"
+  [[ -p out.fifo ]] || { echo "FAIL: the FIFO was replaced by a regular file"; exit 1; }
+  "$python" -c 'import json,sys; assert json.load(open("got.json"))["format"] == "syncplan.plan/v1"' ||
+    { echo "FAIL: the plan read from the FIFO is not a plan"; exit 1; }
+  echo "ok: FIFO output"
+}
+
 case "$case_name" in
-  tiny_pipeline | trace | nonfinite_zero | gpt2_example) "$case_name" "$@" ;;
+  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output) "$case_name" "$@" ;;
   *) echo "cli_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac

@@ -36,18 +36,18 @@ BackpropTimes times_of(const std::vector<double>& backward_s) {
 }  // namespace
 
 TEST_CASE("ddp buckets by hand: first bucket cap, cap, a big layer alone, no split", "[des][programs]") {
-  // param_bytes in backprop order, first bucket cap 10, cap 25 (bytes):
-  //   j0 4 -> bucket A (4); j1 4 -> A (8 <= 10); j2 4 -> 12 > 10: bucket B (4), cap now 25;
-  //   j3 10 -> B (14); j4 30 -> 44 > 25: bucket C alone (30 > cap, never split);
-  //   j5 5 -> 35 > 25: bucket D (5); j6 20 -> D (25, exactly the cap); j7 1 -> 26 > 25: bucket E.
+  // param_bytes in backprop order, first bucket cap 10, cap 25 (bytes); a layer joins the open
+  // bucket, which closes once it holds at least its cap (PyTorch's rule):
+  //   A: j0 4, j1 8, j2 12 >= 10: closes {0, 1, 2}; B (cap 25): j3 10, j4 40 >= 25: closes {3, 4};
+  //   C: j5 5, j6 25 >= 25: closes {5, 6}; D: j7 1, the last layer: {7}.
   const std::vector<double> bytes = {4, 4, 4, 10, 30, 5, 20, 1};
   const SyncProgram program = ddp_program(bytes, 3, 25, 10);
   REQUIRE(program.period() == 3);
-  const Buckets expected = {{0, 1}, {2, 3}, {4}, {5, 6}, {7}};
+  const Buckets expected = {{0, 1, 2}, {3, 4}, {5, 6}, {7}};
   for (int h = 0; h < 3; ++h) REQUIRE(buckets_of(program, h) == expected);
 
   SECTION("the first layer larger than the first bucket's cap is a bucket of its own") {
-    // j0 50 > 10 (alone); j1 3 -> new bucket under cap 25; j2 22 -> 25; j3 1 -> 26 > 25.
+    // j0 50 >= 10 closes {0}; j1 3, j2 25 >= 25 closes {1, 2}; j3 1: {3}.
     REQUIRE(buckets_of(ddp_program({50, 3, 22, 1}, 1, 25, 10), 0) == Buckets{{0}, {1, 2}, {3}});
   }
   SECTION("everything fits one bucket") {
@@ -65,11 +65,11 @@ TEST_CASE("ddp buckets by hand: first bucket cap, cap, a big layer alone, no spl
     const BackpropTimes times = backprop_times_for_des(context);
     REQUIRE(buckets_of(des_program("ddp", context, times, 2), 1) == expected);
     // First bucket cap 100 with cap 9: the first bucket is capped at 9 too:
-    //   j0 4, j1 4 -> 8; j2 -> 12 > 9: {2}; j3 10 alone; j4 30 alone; j5 5; j6 20 alone; j7 1.
+    //   j0 4, j1 8, j2 12 >= 9: {0, 1, 2}; j3 10: {3}; j4 30: {4}; j5 5, j6 25: {5, 6}; j7: {7}.
     context.bucket_cap_bytes = 9;
     context.first_bucket_bytes = 100;
     REQUIRE(buckets_of(des_program("ddp", context, times, 1), 0) ==
-            Buckets{{0, 1}, {2}, {3}, {4}, {5}, {6}, {7}});
+            Buckets{{0, 1, 2}, {3}, {4}, {5, 6}, {7}});
   }
 }
 
