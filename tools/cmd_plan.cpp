@@ -2,12 +2,14 @@
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
 #include "planner/algorithm_table.hpp"
+#include "planner/fill.hpp"
 #include "planner/lower_bound.hpp"
 #include "tools/cli_common.hpp"
 
 #include <cmath>
 #include <cstdio>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 namespace syncplan::cli {
@@ -18,6 +20,8 @@ struct PlanOptions {
   std::string profile_path, output_path, report_path, algorithm = "best";
   std::string period;
   SearchOptions search;
+  bool fill_bubbles = false;
+  double max_overhead = -1;  // with --period auto: planned wait / compute at most this (fraction)
 };
 
 std::string ratio_text(double ratio) {
@@ -57,14 +61,54 @@ void print_assignment(std::ostream& out, const BackpropTimes& times, const Assig
   print_table(out, table);
 }
 
+// The largest H `--period auto` tries.
+constexpr int kAutoMaxPeriod = 1000;
+// The most each candidate H's search may take under --period auto (s).
+constexpr double kAutoSearchLimit_s = 0.05;
+
+// --period auto: the smallest H whose planned wait is at most max_overhead of the period's compute
+// (fewer local steps between averages is better for convergence). Prints why.
+int auto_period(const BackpropTimes& times, const PlanAlgorithm& algorithm, const PlanOptions& options) {
+  if (!(options.max_overhead > 0) || !std::isfinite(options.max_overhead))
+    throw InputError("--max-overhead: required with --period auto, a fraction > 0 (e.g. 0.05 for 5%)");
+  double best_overhead = std::numeric_limits<double>::infinity();
+  int best_period = 1;
+  // Up to kAutoMaxPeriod candidates: each search gets a small share of --time-limit-s.
+  SearchOptions search = options.search;
+  search.time_limit_s = std::min(search.time_limit_s, kAutoSearchLimit_s);
+  for (int period = 1; period <= kAutoMaxPeriod; ++period) {
+    const PeriodTiming timing = time_assignment(times, algorithm.plan(times, period, search).assignment);
+    const double compute = period * times.compute_s();
+    const double overhead = compute > 0 ? timing.total_wait_s() / compute : (timing.total_wait_s() > 0 ? INFINITY : 0.0);
+    if (overhead <= options.max_overhead) {
+      std::cout << "period: H = " << period << " (--period auto): the smallest H whose planned wait, "
+                << seconds_text(timing.total_wait_s()) << " s, is at most " << percent_text(options.max_overhead)
+                << " of the period's compute, " << seconds_text(compute) << " s (it is " << percent_text(overhead)
+                << ")\n";
+      return period;
+    }
+    if (overhead < best_overhead) {
+      best_overhead = overhead;
+      best_period = period;
+    }
+  }
+  throw InputError("--max-overhead: no period H up to " + std::to_string(kAutoMaxPeriod) + " keeps the wait within " +
+                   percent_text(options.max_overhead) + " of compute (the least is " + percent_text(best_overhead) +
+                   " at H = " + std::to_string(best_period) + ")");
+}
+
 int run_plan(const PlanOptions& options) {
-  const int period = checked_period(options.period);
+  const bool automatic = options.period == "auto";
+  if (!automatic && options.max_overhead >= 0)
+    throw InputError("--max-overhead: only with --period auto");
+  const int fixed_period = automatic ? 0 : checked_period(options.period);
   const PlanAlgorithm& algorithm = find_plan_algorithm(options.algorithm);
   check_output_paths({{"-o", options.output_path}, {"--report", options.report_path}},
                      {{"--profile", options.profile_path}});
 
   const Profile profile = read_profile_file(options.profile_path);
   const BackpropTimes times = backprop_times(profile, options.profile_path);
+  const int period = automatic ? auto_period(times, algorithm, options) : fixed_period;
 
   struct Row {
     std::string name;
@@ -79,7 +123,8 @@ int run_plan(const PlanOptions& options) {
   const double suffix_bound = suffix_lower_bound_s(times, period);
   const double lower_bound = best_lower_bound_s(times, period);
 
-  const PlanCandidate chosen = algorithm.plan(times, period, options.search);
+  PlanCandidate chosen = algorithm.plan(times, period, options.search);
+  const int extra_syncs = options.fill_bubbles ? fill_bubbles(times, chosen.assignment) : 0;
   const PeriodTiming chosen_timing = time_assignment(times, chosen.assignment);
   Plan plan = plan_from_assignment(chosen.assignment, profile, times, chosen.algorithm);
   plan.predicted = prediction_from_timing(chosen_timing, lower_bound);
@@ -108,6 +153,9 @@ int run_plan(const PlanOptions& options) {
             << (chosen.algorithm != algorithm.name ? " (via --algorithm " + std::string(algorithm.name) + ")" : "")
             << ", period " << seconds_text(chosen_timing.period_s) << " s, gap to lower bound "
             << percent_text(gap) << '\n';
+  if (options.fill_bubbles)
+    std::cout << "bubble filling: " << extra_syncs << " extra syncs in idle link time, period unchanged ("
+              << (times.size() + extra_syncs) << " syncs per period for " << times.size() << " layers)\n";
 
   std::cout << '\n';
   print_assignment(std::cout, times, chosen.assignment, chosen_timing);
@@ -126,7 +174,10 @@ int run_plan(const PlanOptions& options) {
     report["chosen"] = Json{{"algorithm", chosen.algorithm},
                             {"requested_algorithm", algorithm.name},
                             {"period_s", chosen_timing.period_s},
-                            {"gap_to_lower_bound", gap}};
+                            {"gap_to_lower_bound", gap},
+                            {"extra_syncs", extra_syncs}};
+    report["period_chosen_by"] = automatic ? "auto" : "--period";
+    if (automatic) report["max_overhead"] = options.max_overhead;
     outputs.add_json(options.report_path, report);
   }
   outputs.commit();
@@ -143,7 +194,13 @@ void add_plan_command(CLI::App& app, Action& action) {
       "plan", "Plan which layers sync in which iteration of a period; prints a table comparing "
               "ssgd, wfbp, flsgd, plsgd-even, dreamddp and dp (seconds per period)");
   plan->add_option("--profile", options->profile_path, "syncplan.profile/v1 file")->required();
-  plan->add_option("--period", options->period, "H: iterations per period, 1..10000")->required();
+  plan->add_option("--period", options->period,
+                   "H: iterations per period, 1..10000, or 'auto': the smallest H whose planned wait is at most "
+                   "--max-overhead of compute")->required();
+  plan->add_option("--max-overhead", options->max_overhead,
+                   "with --period auto: the largest planned wait as a fraction of compute (e.g. 0.05)");
+  plan->add_flag("--fill-bubbles", options->fill_bubbles,
+                 "add extra syncs in idle link time that delay nothing (period unchanged; default: off)");
   plan->add_option("--algorithm", options->algorithm,
                    "plsgd-even, wfbp, dreamddp, dp or best (default: best, the lowest period found)");
   plan->add_option("--time-limit-s", options->search.time_limit_s,

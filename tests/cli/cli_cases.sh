@@ -115,6 +115,32 @@ gpt2_example() {
   echo "ok: GPT-2 example"
 }
 
+# --period auto on the tiny profile (F = U = 0, B_L = 3 ms, see tiny_pipeline): every plan waits at
+# least the overflows of head (1 + 3 - 3 = 1 ms) and embed (3 + 0.5 - 3 = 0.5 ms), and dp reaches
+# 1.5 ms from H = 2 on (H = 1: 2.5 ms). Overhead = wait / (3 ms x H): H = 1: 83%, H = 2: 25%,
+# H = 3: 16.7%. With --max-overhead 0.2 the smallest H is 3. --fill-bubbles keeps the period.
+auto_period() {
+  run import dreamddp --bp "$data/tiny_bp.json" --comm "$data/tiny_comm.json" --model tiny -o profile.json
+  run plan --profile profile.json --period auto --max-overhead 0.2 --fill-bubbles -o plan.json \
+    --report report.json | tee plan.txt
+  grep -q "H = 3 (--period auto)" plan.txt || { echo "FAIL: --period auto did not choose H = 3"; exit 1; }
+  "$python" - <<'PY' || { echo "FAIL: report of --period auto"; exit 1; }
+import json
+report = json.load(open("report.json"))
+plan = json.load(open("plan.json"))
+assert report["period"] == 3 and plan["period"] == 3, report["period"]
+assert report["period_chosen_by"] == "auto" and report["max_overhead"] == 0.2
+# 3 x 3 ms + 1.5 ms wait, filled or not.
+assert abs(report["chosen"]["period_s"] - 0.0105) < 1e-12, report["chosen"]["period_s"]
+syncs = sum(len(layer["sync_iterations"]) for layer in plan["layers"])
+assert syncs == 3 + report["chosen"]["extra_syncs"], (syncs, report["chosen"]["extra_syncs"])
+print("ok report: H = 3, period 10.5 ms, extra syncs", report["chosen"]["extra_syncs"])
+PY
+  run simulate --profile profile.json --plan plan.json | grep -q "reproduces" ||
+    { echo "FAIL: the filled plan does not reproduce its prediction"; exit 1; }
+  echo "ok: --period auto"
+}
+
 # An output that is a FIFO (like /dev/null, not a regular file) is written into, not replaced.
 fifo_output() {
   mkfifo out.fifo
@@ -129,6 +155,6 @@ fifo_output() {
 }
 
 case "$case_name" in
-  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output) "$case_name" "$@" ;;
+  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period) "$case_name" "$@" ;;
   *) echo "cli_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac
