@@ -39,23 +39,24 @@ std::string percent_text(double fraction) {
   return buffer;
 }
 
-// The chosen plan, one row per iteration: how many layers sync, the output-most and input-most of
-// them (backprop order), and the iteration's wait.
+// The chosen plan, one row per iteration: how many layers sync (of which extra, from bubble
+// filling), the output-most and input-most of them (backprop order), and the iteration's wait.
 void print_assignment(std::ostream& out, const BackpropTimes& times, const Assignment& assignment,
-                      const PeriodTiming& timing) {
+                      const Assignment& planned, const PeriodTiming& timing) {
   std::vector<std::vector<std::string>> table = {
-      {"iteration", "layers", "first_synced (backprop order)", "last_synced", "wait_s"}};
+      {"iteration", "syncs", "extra", "first_synced (backprop order)", "last_synced", "wait_s"}};
   for (int h = 0; h < assignment.period(); ++h) {
     const std::vector<int>& layers = assignment.iterations[h];
     if (layers.empty()) {  // a run of iterations without syncs is one row, "first-last"
       int last = h;
       while (last + 1 < assignment.period() && assignment.iterations[last + 1].empty()) ++last;
       table.push_back({last == h ? std::to_string(h) : std::to_string(h) + "-" + std::to_string(last),
-                       "0", "-", "-", seconds_text(0.0)});
+                       "0", "0", "-", "-", seconds_text(0.0)});
       h = last;
       continue;
     }
-    table.push_back({std::to_string(h), std::to_string(layers.size()), times.names[layers.front()],
+    table.push_back({std::to_string(h), std::to_string(layers.size()),
+                     std::to_string(layers.size() - planned.iterations[h].size()), times.names[layers.front()],
                      times.names[layers.back()], seconds_text(timing.wait_s[h])});
   }
   print_table(out, table);
@@ -124,6 +125,7 @@ int run_plan(const PlanOptions& options) {
   const double lower_bound = best_lower_bound_s(times, period);
 
   PlanCandidate chosen = algorithm.plan(times, period, options.search);
+  const Assignment planned = chosen.assignment;
   const int extra_syncs = options.fill_bubbles ? fill_bubbles(times, chosen.assignment) : 0;
   const PeriodTiming chosen_timing = time_assignment(times, chosen.assignment);
   Plan plan = plan_from_assignment(chosen.assignment, profile, times, chosen.algorithm);
@@ -158,7 +160,7 @@ int run_plan(const PlanOptions& options) {
               << (times.size() + extra_syncs) << " syncs per period for " << times.size() << " layers)\n";
 
   std::cout << '\n';
-  print_assignment(std::cout, times, chosen.assignment, chosen_timing);
+  print_assignment(std::cout, times, chosen.assignment, planned, chosen_timing);
 
   OutputFiles outputs;
   outputs.add_json(options.output_path, plan_to_json(plan));

@@ -14,7 +14,7 @@ mkdir -p out
 run() { echo "\$ $*"; "$@"; echo; }
 run build/bin/syncplan import dreamddp --bp "$data/bp.json" --comm "$data/comm.json" --model gpt2 --workers 8 \
   -o out/gpt2-profile.json
-run build/bin/syncplan plan --profile out/gpt2-profile.json --period 10 -o out/gpt2-plan-H10.json \
+run build/bin/syncplan plan --profile out/gpt2-profile.json --period 10 --fill-bubbles -o out/gpt2-plan-H10.json \
   --report out/gpt2-report-H10.json
 run build/bin/syncplan simulate --profile out/gpt2-profile.json --plan out/gpt2-plan-H10.json \
   --trace out/gpt2-plan-H10.trace.json
