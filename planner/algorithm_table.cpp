@@ -3,14 +3,25 @@
 
 #include "core/errors.hpp"
 
+#include <algorithm>
 #include <array>
 
 namespace syncplan {
 
 namespace {
 
-PlanCandidate plan_plsgd_even(const BackpropTimes& times, int period, const SearchOptions&) {
-  return {"plsgd-even", plsgd_even_assignment(times.size(), period)};
+// Adds the pinned layers to every iteration of a plan made without them.
+PlanCandidate with_pins(PlanCandidate candidate, const std::vector<bool>& every_iteration) {
+  for (auto& layers : candidate.assignment.iterations) {
+    for (int j = 0; j < static_cast<int>(every_iteration.size()); ++j)
+      if (every_iteration[j] && !std::binary_search(layers.begin(), layers.end(), j))
+        layers.insert(std::upper_bound(layers.begin(), layers.end(), j), j);
+  }
+  return candidate;
+}
+
+PlanCandidate plan_plsgd_even(const BackpropTimes& times, int period, const SearchOptions& search) {
+  return with_pins({"plsgd-even", plsgd_even_assignment(times.size(), period)}, search.every_iteration);
 }
 
 PlanCandidate plan_wfbp(const BackpropTimes& times, int period, const SearchOptions&) {
@@ -21,9 +32,13 @@ constexpr std::array<PlanAlgorithm, 6> kAlgorithms = {{
     {"plsgd-even", "contiguous groups of ceil(L/H) layers in backprop order", plan_plsgd_even},
     {"wfbp", "every layer in every iteration (S-SGD with overlap)", plan_wfbp},
     {"dreamddp", "DreamDDP's depth-first search over contiguous groups",
-     [](const BackpropTimes& times, int period, const SearchOptions&) { return plan_dreamddp(times, period); }},
+     [](const BackpropTimes& times, int period, const SearchOptions& search) {
+       return with_pins(plan_dreamddp(times, period), search.every_iteration);
+     }},
     {"dp", "exact optimum over contiguous groups (dynamic programming)",
-     [](const BackpropTimes& times, int period, const SearchOptions&) { return plan_dp(times, period); }},
+     [](const BackpropTimes& times, int period, const SearchOptions& search) {
+       return plan_dp(times, period, search.every_iteration);
+     }},
     {"search", "free assignment: local search from the dp plan, never worse than dp", plan_search},
     {"best", "the best plan of dp, dreamddp, plsgd-even and search", plan_best},
 }};
@@ -82,12 +97,14 @@ bool is_strategy_name(const std::string& name) {
 
 StrategyResult run_strategy(const std::string& name, const BackpropTimes& times, int period,
                             const SearchOptions& search) {
-  if (const Strategy* strategy = find_simulator_strategy(name)) return strategy->run(times, period);
+  // Planning algorithms first: plsgd-even and wfbp are also simulator strategies, but only the
+  // planner's versions honor --every-iteration (the assignments are otherwise the same).
   for (const PlanAlgorithm& algorithm : kAlgorithms) {
     if (name != algorithm.name) continue;
     Assignment assignment = algorithm.plan(times, period, search).assignment;
     return {time_assignment(times, assignment), std::move(assignment)};
   }
+  if (const Strategy* strategy = find_simulator_strategy(name)) return strategy->run(times, period);
   throw InputError("--strategy: unknown '" + name + "' (choose from " + strategy_names_text() + ")");
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct SearchOptions {
   double time_limit_s = 1.0;  ///< stop improving after this long (s); the plan so far is kept
   int rounds = 30;            ///< perturbation rounds after the first descent
   std::uint64_t seed = 1;     ///< the same seed gives the same plan when the time limit is not hit
+  /// Layers (by backprop index) that sync in every iteration (`--every-iteration`); every
+  /// algorithm honors it: dp and search plan around them, the others get them added.
+  std::vector<bool> every_iteration;
 };
 
 /// One planning algorithm: its `--algorithm` name, a summary, and the function that plans a
@@ -49,6 +53,9 @@ const PlanAlgorithm& find_plan_algorithm(const std::string& name);
 PlanCandidate plan_dreamddp(const BackpropTimes& times, int period);
 /// Exact optimum over contiguous groups in backprop order (docs/time-model.md, "dp").
 PlanCandidate plan_dp(const BackpropTimes& times, int period);
+/// The same with the layers marked in `every_iteration` (backprop index) synced in every iteration
+/// and the groups made of the others (docs/time-model.md section 10).
+PlanCandidate plan_dp(const BackpropTimes& times, int period, const std::vector<bool>& every_iteration);
 
 /// Free assignment (docs/time-model.md section 7): any layer to any iteration, starting from dp's
 /// plan and keeping only strict improvements, so never worse than dp. Deterministic for a seed

@@ -11,6 +11,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <regex>
 
 namespace syncplan::cli {
 
@@ -21,6 +22,7 @@ struct PlanOptions {
   std::string period;
   SearchOptions search;
   bool fill_bubbles = false;
+  std::string every_iteration;  // regular expression on layer names; empty: none pinned
   double max_overhead = -1;  // with --period auto: planned wait / compute at most this (fraction)
 };
 
@@ -98,7 +100,24 @@ int auto_period(const BackpropTimes& times, const PlanAlgorithm& algorithm, cons
                    " at H = " + std::to_string(best_period) + ")");
 }
 
-int run_plan(const PlanOptions& options) {
+// The layers (backprop index) whose names match --every-iteration (std::regex_search, ECMAScript).
+std::vector<bool> pinned_layers(const BackpropTimes& times, const std::string& pattern) {
+  if (pattern.empty()) return {};
+  std::regex expression;
+  try {
+    expression = std::regex(pattern);
+  } catch (const std::regex_error& e) {
+    throw InputError("--every-iteration: invalid regular expression '" + pattern + "' (" + e.what() + ")");
+  }
+  std::vector<bool> pinned(times.size(), false);
+  bool any = false;
+  for (std::size_t j = 0; j < times.size(); ++j) any |= pinned[j] = std::regex_search(times.names[j], expression);
+  if (!any) throw InputError("--every-iteration: '" + pattern + "' matches no layer of the profile");
+  return pinned;
+}
+
+int run_plan(const PlanOptions& options_in) {
+  PlanOptions options = options_in;
   const bool automatic = options.period == "auto";
   if (!automatic && options.max_overhead >= 0)
     throw InputError("--max-overhead: only with --period auto");
@@ -109,6 +128,7 @@ int run_plan(const PlanOptions& options) {
 
   const Profile profile = read_profile_file(options.profile_path);
   const BackpropTimes times = backprop_times(profile, options.profile_path);
+  options.search.every_iteration = pinned_layers(times, options.every_iteration);
   const int period = automatic ? auto_period(times, algorithm, options) : fixed_period;
 
   struct Row {
@@ -155,6 +175,12 @@ int run_plan(const PlanOptions& options) {
             << (chosen.algorithm != algorithm.name ? " (via --algorithm " + std::string(algorithm.name) + ")" : "")
             << ", period " << seconds_text(chosen_timing.period_s) << " s, gap to lower bound "
             << percent_text(gap) << '\n';
+  Json pinned_names = Json::array();
+  for (std::size_t j = 0; j < options.search.every_iteration.size(); ++j)
+    if (options.search.every_iteration[j]) pinned_names.push_back(times.names[j]);
+  if (!pinned_names.empty())
+    std::cout << "every iteration (--every-iteration '" << options.every_iteration << "'): " << pinned_names.size()
+              << " layers synced in all " << period << " iterations\n";
   if (options.fill_bubbles)
     std::cout << "bubble filling: " << extra_syncs << " extra syncs in idle link time, period unchanged ("
               << (times.size() + extra_syncs) << " syncs per period for " << times.size() << " layers)\n";
@@ -179,6 +205,7 @@ int run_plan(const PlanOptions& options) {
                             {"gap_to_lower_bound", gap},
                             {"extra_syncs", extra_syncs}};
     report["period_chosen_by"] = automatic ? "auto" : "--period";
+    report["every_iteration"] = pinned_names;
     if (automatic) report["max_overhead"] = options.max_overhead;
     outputs.add_json(options.report_path, report);
   }
@@ -201,6 +228,9 @@ void add_plan_command(CLI::App& app, Action& action) {
                    "--max-overhead of compute")->required();
   plan->add_option("--max-overhead", options->max_overhead,
                    "with --period auto: the largest planned wait as a fraction of compute (e.g. 0.05)");
+  plan->add_option("--every-iteration", options->every_iteration,
+                   "regular expression (ECMAScript, matched anywhere in the name): layers to sync in every "
+                   "iteration, e.g. 'ln_|wpe' (default: none)");
   plan->add_flag("--fill-bubbles", options->fill_bubbles,
                  "add extra syncs in idle link time that delay nothing (period unchanged; default: off)");
   plan->add_option("--algorithm", options->algorithm,

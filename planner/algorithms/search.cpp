@@ -95,7 +95,8 @@ constexpr double kRelativeGain = 1e-12;
 // First-improvement descent over relocations and swaps until no move gains; false when stopped by
 // the deadline.
 bool descend(SearchState& state, const BackpropTimes& times, int period, double min_gain_s,
-             std::chrono::steady_clock::time_point deadline) {
+             std::chrono::steady_clock::time_point deadline, const std::vector<bool>& pinned) {
+  const auto is_pinned = [&](int j) { return j < static_cast<int>(pinned.size()) && pinned[j]; };
   const int layer_count = static_cast<int>(times.size());
   std::vector<int> scratch_a, scratch_b;
   bool improved = true;
@@ -103,7 +104,7 @@ bool descend(SearchState& state, const BackpropTimes& times, int period, double 
     improved = false;
     if (std::chrono::steady_clock::now() > deadline) return false;
     for (int j = 0; j < layer_count; ++j)
-      for (int to = 0; to < period; ++to) {
+      for (int to = 0; to < period && !is_pinned(j); ++to) {
         if (to == state.iteration_of(j)) continue;
         if (state.relocation_gain_s(j, to, scratch_a, scratch_b) < -min_gain_s) {
           state.relocate(j, to);
@@ -112,8 +113,8 @@ bool descend(SearchState& state, const BackpropTimes& times, int period, double 
       }
     if (improved) continue;
     for (int j = 0; j < layer_count; ++j)
-      for (int k = j + 1; k < layer_count; ++k) {
-        if (state.iteration_of(j) == state.iteration_of(k)) continue;
+      for (int k = j + 1; k < layer_count && !is_pinned(j); ++k) {
+        if (is_pinned(k) || state.iteration_of(j) == state.iteration_of(k)) continue;
         if (state.swap_gain_s(j, k, scratch_a, scratch_b) < -min_gain_s) {
           state.swap(j, k);
           improved = true;
@@ -131,10 +132,10 @@ PlanCandidate plan_search(const BackpropTimes& times, int period, const SearchOp
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(options.time_limit_s));
   const double min_gain_s = kRelativeGain * std::max(1e-30, period * times.compute_s() + times.sync_total_s());
-  SearchState best(times, plan_dp(times, period).assignment);
+  SearchState best(times, plan_dp(times, period, options.every_iteration).assignment);
   if (period == 1 || times.size() < 2) return {"search", best.assignment()};
   SearchState current = best;
-  bool in_time = descend(current, times, period, min_gain_s, deadline);
+  bool in_time = descend(current, times, period, min_gain_s, deadline, options.every_iteration);
   if (current.total_wait_s() < best.total_wait_s() - min_gain_s) best = current;
 
   // Iterated local search: perturb the best plan by a few random relocations, descend again; stop
@@ -149,9 +150,10 @@ PlanCandidate plan_search(const BackpropTimes& times, int period, const SearchOp
     for (int kick = 0; kick < kicks; ++kick) {
       const int j = static_cast<int>(random() % layer_count);
       const int to = static_cast<int>(random() % period);
-      if (to != current.iteration_of(j)) current.relocate(j, to);
+      const bool pinned = j < static_cast<int>(options.every_iteration.size()) && options.every_iteration[j];
+      if (!pinned && to != current.iteration_of(j)) current.relocate(j, to);
     }
-    in_time = descend(current, times, period, min_gain_s, deadline);
+    in_time = descend(current, times, period, min_gain_s, deadline, options.every_iteration);
     if (current.total_wait_s() < best.total_wait_s() - min_gain_s) best = current;
   }
   return {"search", best.assignment()};

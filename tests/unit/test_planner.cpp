@@ -9,6 +9,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
+
 using namespace syncplan;
 using syncplan::test::backprop_times_of;
 using syncplan::test::exactly;
@@ -285,4 +287,34 @@ TEST_CASE("search: a non-contiguous plan beats dp by hand", "[planner][search]")
   other.seed = 7;
   REQUIRE(plan_search(times, 2, {}).assignment.iterations == search.assignment.iterations);
   REQUIRE(time_assignment(times, plan_search(times, 2, other).assignment).period_s == exactly(8));
+}
+
+TEST_CASE("every-iteration pins: dp and search plan around pinned layers", "[planner][pins]") {
+  // b = (1, 1, 1), c = (1, 0.5, 1), layer 1 pinned, H = 2: B = (1, 2, 3), B_L = 3; free {0, 2}.
+  //   {0} | {2}: iteration {0, 1}: 1->2, 2->2.5: 0; iteration {1, 2}: 2->2.5, 3->4: 1  -> 1
+  //   {0, 2} | none: {0, 1, 2}: 1->2, 2->2.5, 3->4: 1; {1} alone: 2->2.5: 0              -> 1
+  //   So the least total wait is 1, period 2 x 3 + 1 = 7, and layer 1 syncs in both iterations.
+  const BackpropTimes times = backprop_times_of({1, 1, 1}, {1, 0.5, 1});
+  const std::vector<bool> pins = {false, true, false};
+  const PlanCandidate dp = plan_dp(times, 2, pins);
+  REQUIRE(time_assignment(times, dp.assignment).period_s == exactly(7));
+  for (const auto& layers : dp.assignment.iterations) REQUIRE(std::count(layers.begin(), layers.end(), 1) == 1);
+  SearchOptions options;
+  options.every_iteration = pins;
+  const PlanCandidate search = plan_search(times, 2, options);
+  REQUIRE(time_assignment(times, search.assignment).period_s == exactly(7));
+  for (const auto& layers : search.assignment.iterations) REQUIRE(std::count(layers.begin(), layers.end(), 1) == 1);
+  // Every algorithm honors the pins, including those that do not plan around them.
+  for (const char* name : {"plsgd-even", "dreamddp", "best"}) {
+    INFO(name);
+    const StrategyResult result = run_strategy(name, times, 2, options);
+    for (const auto& layers : result.assignment->iterations)
+      REQUIRE(std::count(layers.begin(), layers.end(), 1) == 1);
+  }
+  // Without pins dp may sync layer 1 once: b and c as above give {0} | {1, 2}: 1->2: 0;
+  // 2->2.5, 3->4: 1 -> also 7, but layer 1 appears in one iteration only.
+  const PlanCandidate unpinned = plan_dp(times, 2);
+  int syncs_of_1 = 0;
+  for (const auto& layers : unpinned.assignment.iterations) syncs_of_1 += std::count(layers.begin(), layers.end(), 1);
+  REQUIRE(syncs_of_1 == 1);
 }
