@@ -57,16 +57,10 @@ double slowdown_factor(const Json& value, const std::string& where) {
 
 Cluster cluster_from_json(const Json& document, const std::string& origin) {
   ObjectReader top(document, origin);
-  const std::string format = top.required_string("format");
-  if (format != kClusterFormat)
-    throw InputError(origin + ": field 'format': expected \"" + kClusterFormat + "\", got \"" + format + "\"");
+  top.require_format(kClusterFormat);
   Cluster cluster;
   cluster.name = top.optional_string("name");
-  const std::int64_t workers = top.required_integer("workers", 1);
-  if (workers > kMaxWorkers)
-    throw InputError(origin + ": field 'workers': at most " + std::to_string(kMaxWorkers) + ", got " +
-                     std::to_string(workers));
-  cluster.workers = static_cast<int>(workers);
+  cluster.workers = static_cast<int>(top.required_integer("workers", 1, kMaxWorkers));
   const std::int64_t per_node = top.optional_integer("workers_per_node", 1).value_or(cluster.workers);
   if (per_node > cluster.workers || cluster.workers % per_node != 0)
     throw InputError(origin + ": field 'workers_per_node': " + std::to_string(per_node) +

@@ -310,6 +310,20 @@ std::int64_t ObjectReader::required_integer(const std::string& key, std::int64_t
   return *whole;
 }
 
+std::int64_t ObjectReader::required_integer(const std::string& key, std::int64_t minimum, std::int64_t maximum) {
+  const std::int64_t whole = required_integer(key, minimum);
+  if (whole > maximum)
+    throw InputError(where_ + ": field '" + key + "': at most " + std::to_string(maximum) + ", got " +
+                     std::to_string(whole));
+  return whole;
+}
+
+void ObjectReader::require_format(const char* expected) {
+  const std::string format = required_string("format");
+  if (format != expected)
+    throw InputError(where_ + ": field 'format': expected \"" + expected + "\", got \"" + format + "\"");
+}
+
 std::optional<std::int64_t> ObjectReader::optional_integer(const std::string& key,
                                                            std::int64_t minimum) {
   if (!has(key) || object_.at(key).is_null()) {

@@ -64,6 +64,10 @@ class ObjectReader {
   std::optional<std::string> optional_string(const std::string& key);
   /// A whole number >= minimum; throws naming the field otherwise.
   std::int64_t required_integer(const std::string& key, std::int64_t minimum);
+  /// A whole number in [minimum, maximum]; throws "field 'K': at most MAX, got N" above it.
+  std::int64_t required_integer(const std::string& key, std::int64_t minimum, std::int64_t maximum);
+  /// Reads "format" and throws "WHERE: field 'format': expected "F", got "G"" unless it is `expected`.
+  void require_format(const char* expected);
   std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t minimum);
   /// A finite number >= 0 in seconds, or null/absent.
   std::optional<double> optional_seconds(const std::string& key);

@@ -39,15 +39,10 @@ PlanPrediction prediction_from_json(const Json& value, const std::string& where,
 
 Plan plan_from_json(const Json& document, const std::string& origin, const Profile& profile) {
   ObjectReader top(document, origin);
-  const std::string format = top.required_string("format");
-  if (format != kPlanFormat)
-    throw InputError(origin + ": field 'format': expected \"" + kPlanFormat + "\", got \"" + format + "\"");
+  top.require_format(kPlanFormat);
   Plan plan;
   plan.model = top.optional_string("model");
-  const std::int64_t period = top.required_integer("period", 1);
-  if (period > kMaxPeriod)
-    throw InputError(origin + ": field 'period': at most " + std::to_string(kMaxPeriod) + ", got " +
-                     std::to_string(period));
+  const std::int64_t period = top.required_integer("period", 1, kMaxPeriod);
   plan.period = static_cast<int>(period);
   plan.algorithm = top.required_string("algorithm");
   const Json& layers = top.required("layers");

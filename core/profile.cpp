@@ -42,10 +42,7 @@ void validate_profile(const Profile& profile, const std::string& origin) {
 
 Profile profile_from_json(const Json& document, const std::string& origin) {
   ObjectReader top(document, origin);
-  const std::string format = top.required_string("format");
-  if (format != kProfileFormat)
-    throw InputError(origin + ": field 'format': expected \"" + kProfileFormat + "\", got \"" +
-                     format + "\"");
+  top.require_format(kProfileFormat);
   Profile profile;
   profile.model = top.optional_string("model");
   profile.source = top.required_string("source");

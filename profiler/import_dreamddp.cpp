@@ -81,10 +81,7 @@ Profile import_dreamddp(const std::string& bp_path, const std::string& comm_path
 Plan import_dreamddp_schedule(const std::string& schedule_path, const Profile& profile) {
   const Json document = read_json_file(schedule_path);
   ObjectReader top(document, schedule_path);
-  const std::int64_t period = top.required_integer("H", 1);
-  if (period > kMaxPeriod)
-    throw InputError(schedule_path + ": field 'H': at most " + std::to_string(kMaxPeriod) + ", got " +
-                     std::to_string(period));
+  const std::int64_t period = top.required_integer("H", 1, kMaxPeriod);
   const Json& schedule = top.required("schedule");
   top.reject_unknown_keys();
   if (!schedule.is_object())
