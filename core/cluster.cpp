@@ -34,7 +34,9 @@ bool Cluster::identical_workers() const {
 
 namespace {
 
-constexpr int kMaxWorkers = 1 << 20;
+// Larger clusters cost seconds and gigabytes just to build the topology; real data-parallel jobs
+// stay well below.
+constexpr int kMaxWorkers = 1 << 16;
 
 LinkSpec link_from_json(const Json& value, const std::string& where) {
   ObjectReader reader(value, where);
@@ -96,7 +98,7 @@ Cluster cluster_from_json(const Json& document, const std::string& origin) {
       cluster.compute_slowdown.assign(cluster.workers, 1.0);
       for (const auto& item : slowdown->items()) {
         const std::string& key = item.key();
-        const bool number = !key.empty() && key.size() <= 9 &&
+        const bool number = !key.empty() && key.size() <= 9 && (key == "0" || key[0] != '0') &&
                             key.find_first_not_of("0123456789") == std::string::npos;
         if (!number || std::stoi(key) >= cluster.workers)
           throw InputError(where + ": key '" + key + "' is not a worker index in 0.." +

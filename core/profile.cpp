@@ -28,6 +28,15 @@ void validate_profile(const Profile& profile, const std::string& origin) {
         {"backward_s", &layer.backward_s},
         {"update_s", &layer.update_s},
         {"sync_s", &layer.sync_s}};
+    if (layer.tied_to) {
+      const std::string where = origin + ": layer '" + layer.name + "': field 'tied_to'";
+      const auto target = profile.find(*layer.tied_to);
+      if (!target) throw InputError(where + ": '" + *layer.tied_to + "' is not a layer of the profile");
+      if (*layer.tied_to == layer.name) throw InputError(where + ": a layer cannot be tied to itself");
+      if (profile.layers[*target].tied_to)
+        throw InputError(where + ": '" + *layer.tied_to + "' is itself tied to '" + *profile.layers[*target].tied_to +
+                         "'; tie every sharer to the owner");
+    }
     for (const auto& [field, value] : times) {
       if (!value->has_value()) continue;
       if (!std::isfinite(**value))
@@ -68,6 +77,7 @@ Profile profile_from_json(const Json& document, const std::string& origin) {
     layer.backward_s = reader.optional_seconds("backward_s");
     layer.update_s = reader.optional_seconds("update_s");
     layer.sync_s = reader.optional_seconds("sync_s");
+    layer.tied_to = reader.optional_string("tied_to");
     reader.reject_unknown_keys();
     profile.layers.push_back(std::move(layer));
   }
@@ -102,6 +112,7 @@ Json profile_to_json(const Profile& profile) {
     item["backward_s"] = optional_to_json(layer.backward_s);
     item["update_s"] = optional_to_json(layer.update_s);
     item["sync_s"] = optional_to_json(layer.sync_s);
+    if (layer.tied_to) item["tied_to"] = *layer.tied_to;
     layers.push_back(std::move(item));
   }
   document["layers"] = std::move(layers);

@@ -21,6 +21,8 @@ struct LayerProfile {
   std::optional<double> backward_s;        ///< backward compute time of one iteration (s)
   std::optional<double> update_s;          ///< optimizer update time of one iteration (s)
   std::optional<double> sync_s;            ///< one all-reduce of its parameters across `workers` (s)
+  std::optional<std::string> tied_to;      ///< another layer whose parameters this one shares (GPT-2's
+                                           ///< lm_head -> transformer.wte): synced once, with that layer
 };
 
 /// A whole profile: layers in forward order (input-most first); backprop visits them in reverse.

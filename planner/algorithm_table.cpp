@@ -105,6 +105,8 @@ StrategyResult run_strategy(const std::string& name, const BackpropTimes& times,
     return {time_assignment(times, assignment), std::move(assignment)};
   }
   if (const Strategy* strategy = find_simulator_strategy(name)) return strategy->run(times, period);
+  if (name == "ddp" || name == "mgwfbp")
+    throw InputError("--strategy " + name + ": runs only in the discrete-event simulator (add --cluster CLUSTER.json)");
   throw InputError("--strategy: unknown '" + name + "' (choose from " + strategy_names_text() + ")");
 }
 

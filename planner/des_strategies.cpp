@@ -47,9 +47,10 @@ SyncProgram des_program(const std::string& name, const DesStrategyContext& conte
   if (name == "mgwfbp") {
     // Measured per-layer times say nothing about the start-up cost a merge saves: MG-WFBP's rule
     // needs the cost model.
+    const auto bytes = required_param_bytes(context.layers, name);
     if (context.sync_time != SyncTimeSource::kModel)
       throw InputError("--strategy mgwfbp: needs the cluster's cost model (--sync-time model)");
-    return mgwfbp_program(times, required_param_bytes(context.layers, name), period,
+    return mgwfbp_program(times, bytes, period,
                           [&](double bytes) { return context.model.time_s(bytes); });
   }
   if (!is_strategy_name(name))

@@ -74,6 +74,17 @@ Profile import_dreamddp(const std::string& bp_path, const std::string& comm_path
     layer.sync_s = sync_by_name.at(name);
     profile.layers.push_back(std::move(layer));
   }
+  for (const std::string& tie : options.tied) {
+    const auto equals = tie.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == tie.size())
+      throw InputError("--tied: expected LAYER=OWNER, got '" + tie + "'");
+    const std::string member = tie.substr(0, equals), owner = tie.substr(equals + 1);
+    const auto index = profile.find(member);
+    if (!index) throw InputError("--tied: '" + member + "' is not a layer of " + bp_path);
+    if (profile.layers[*index].tied_to)
+      throw InputError("--tied: '" + member + "' is tied twice");
+    profile.layers[*index].tied_to = owner;
+  }
   validate_profile(profile, bp_path);
   return profile;
 }

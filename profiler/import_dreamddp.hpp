@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace syncplan {
 
@@ -22,6 +23,8 @@ struct DreamddpImportOptions {
   std::optional<std::string> model;       ///< profile's `model`; std::nullopt when not given
   std::optional<std::int64_t> workers;    ///< worker count the all-reduce times were measured at
   NonfinitePolicy nonfinite = NonfinitePolicy::kError;
+  /// Tied parameters, "A=B": layer A shares B's parameters (GPT-2: lm_head=transformer.wte).
+  std::vector<std::string> tied;
 };
 
 /// Reads DreamDDP's backward-time file `bp_path` and all-reduce-time file `comm_path` (flat JSON

@@ -17,6 +17,23 @@ double PeriodTiming::total_wait_s() const {
   return std::accumulate(wait_s.begin(), wait_s.end(), 0.0);
 }
 
+TieGroups tie_groups(const Profile& profile) {
+  const std::size_t count = profile.layers.size();
+  const auto backprop_index = [&](std::size_t forward) { return static_cast<int>(count - 1 - forward); };
+  TieGroups ties;
+  ties.owner.resize(count);
+  ties.carrier.resize(count);
+  for (std::size_t j = 0; j < count; ++j) ties.owner[j] = ties.carrier[j] = static_cast<int>(j);
+  for (std::size_t i = 0; i < count; ++i)
+    if (profile.layers[i].tied_to)
+      if (const auto owner = profile.find(*profile.layers[i].tied_to))
+        ties.owner[backprop_index(i)] = backprop_index(*owner);
+  for (std::size_t j = 0; j < count; ++j)
+    ties.carrier[ties.owner[j]] = std::max(ties.carrier[ties.owner[j]], static_cast<int>(j));
+  for (std::size_t j = 0; j < count; ++j) ties.carrier[j] = ties.carrier[ties.owner[j]];
+  return ties;
+}
+
 BackpropTimes backprop_times(const Profile& profile, const std::string& origin) {
   BackpropTimes times;
   const std::size_t count = profile.layers.size();
@@ -36,6 +53,12 @@ BackpropTimes backprop_times(const Profile& profile, const std::string& origin) 
     times.forward_total_s += layer.forward_s.value_or(0.0);
     times.update_total_s += layer.update_s.value_or(0.0);
   }
+  // The owner's all-reduce moves to its tie group's carrier; the other members sync nothing.
+  const TieGroups ties = tie_groups(profile);
+  times.carrier = ties.carrier;
+  const std::vector<double> own_sync(times.sync_s);
+  for (std::size_t j = 0; j < count; ++j)
+    times.sync_s[j] = ties.carrier[j] == static_cast<int>(j) ? own_sync[ties.owner[j]] : 0.0;
   if (!std::isfinite(times.backprop_s() + times.forward_total_s + times.update_total_s + times.sync_total_s()))
     throw InputError(origin + ": field 'layers': the times add up to more than a double can hold");
   return times;
@@ -83,6 +106,14 @@ Assignment assignment_from_plan(const Plan& plan, const BackpropTimes& times) {
     for (const int h : plan.layers[i].sync_iterations)
       assignment.iterations.at(h).push_back(static_cast<int>(times.backprop_index(i)));
   for (auto& layers : assignment.iterations) std::sort(layers.begin(), layers.end());
+  for (std::size_t i = 0; i < plan.layers.size(); ++i) {
+    const std::size_t j = times.backprop_index(i);
+    if (times.carrier.empty() || times.carrier[j] == static_cast<int>(j)) continue;
+    const std::size_t carrier_forward = times.size() - 1 - times.carrier[j];
+    if (plan.layers[i].sync_iterations != plan.layers[carrier_forward].sync_iterations)
+      throw InputError("plan: layer '" + plan.layers[i].name + "' shares its parameters with '" +
+                       plan.layers[carrier_forward].name + "' (tied_to) and must sync in the same iterations");
+  }
   return assignment;
 }
 
@@ -97,7 +128,8 @@ Plan plan_from_assignment(const Assignment& assignment, const Profile& profile,
   for (int h = 0; h < assignment.period(); ++h)
     for (const int j : assignment.iterations[h]) by_backprop.at(j).push_back(h);
   for (std::size_t i = 0; i < profile.layers.size(); ++i) {
-    const auto& iterations = by_backprop[times.backprop_index(i)];
+    const std::size_t j = times.backprop_index(i);
+    const auto& iterations = by_backprop[times.carrier.empty() ? j : times.carrier[j]];
     SYNCPLAN_CHECK(!iterations.empty());
     plan.layers.push_back(LayerSchedule{profile.layers[i].name, iterations});
   }

@@ -19,6 +19,10 @@ struct BackpropTimes {
   std::vector<double> ready_s;     ///< B_j = b_1 + ... + b_j: when j's gradient is ready (s after backprop starts)
   double forward_total_s = 0;      ///< F: sum of known forward times (s), 0 when unknown
   double update_total_s = 0;       ///< U: sum of known update times (s), 0 when unknown
+  /// Tied parameters (profile `tied_to`): carrier[j] is the layer whose sync averages layer j's
+  /// parameters: the latest-ready layer of j's tie group (its gradient is complete only then), j
+  /// itself when j is not tied. Only carriers have a sync time; the others' c_j is 0.
+  std::vector<int> carrier;
 
   std::size_t size() const { return names.size(); }
   /// B_L: the whole backprop (s).
@@ -30,6 +34,15 @@ struct BackpropTimes {
   /// Backprop index of the layer at forward index `forward_index`.
   std::size_t backprop_index(std::size_t forward_index) const { return size() - 1 - forward_index; }
 };
+
+/// Tied parameters (profile `tied_to`; docs/time-model.md section 11), by backprop index: the
+/// group's owner (the layer others are tied to) and carrier (the group's latest-ready layer, whose
+/// sync averages the shared parameters once). Untied layers are their own owner and carrier.
+struct TieGroups {
+  std::vector<int> owner;
+  std::vector<int> carrier;
+};
+TieGroups tie_groups(const Profile& profile);
 
 /// Builds BackpropTimes from a profile. Every layer needs `backward_s` and `sync_s`; a null one
 /// throws InputError "ORIGIN: layer 'NAME': field 'backward_s' is null; the period model needs it".

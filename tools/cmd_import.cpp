@@ -13,6 +13,7 @@ namespace {
 
 struct DreamddpOptions {
   std::string bp_path, comm_path, output_path, model, nonfinite = "error";
+  std::vector<std::string> tied;
   long long workers = 0;
 };
 
@@ -26,6 +27,7 @@ int run_import_dreamddp(const DreamddpOptions& options) {
   if (!options.model.empty()) import_options.model = options.model;
   if (options.workers > 0) import_options.workers = options.workers;
   import_options.nonfinite = options.nonfinite == "zero" ? NonfinitePolicy::kZero : NonfinitePolicy::kError;
+  import_options.tied = options.tied;
   const Profile profile = import_dreamddp(options.bp_path, options.comm_path, import_options);
   write_json_file_atomic(options.output_path, profile_to_json(profile));
   std::cout << "imported " << profile.layers.size() << " layers into " << options.output_path << '\n';
@@ -66,6 +68,9 @@ void add_import_commands(CLI::App& app, Action& action) {
                             "NaN/Infinity in a time: 'error' names the layer, 'zero' uses 0 s with a "
                             "warning (default: error)")
       ->check(CLI::IsMember({"error", "zero"}));
+  from_dreamddp->add_option("--tied", dreamddp->tied,
+                            "LAYER=OWNER: LAYER shares OWNER's parameters and is synced once with it "
+                            "(GPT-2: lm_head=transformer.wte); repeatable (default: none)");
   from_dreamddp->add_option("-o,--output", dreamddp->output_path, "profile to write (JSON)")->required();
   from_dreamddp->callback([&action, dreamddp] { action = [dreamddp] { return run_import_dreamddp(*dreamddp); }; });
 

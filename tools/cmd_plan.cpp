@@ -23,6 +23,7 @@ struct PlanOptions {
   SearchOptions search;
   bool fill_bubbles = false;
   std::string every_iteration;  // regular expression on layer names; empty: none pinned
+  std::string seed_text = "1";
   double max_overhead = -1;  // with --period auto: planned wait / compute at most this (fraction)
 };
 
@@ -118,6 +119,14 @@ std::vector<bool> pinned_layers(const BackpropTimes& times, const std::string& p
 
 int run_plan(const PlanOptions& options_in) {
   PlanOptions options = options_in;
+  if (!(options.search.time_limit_s > 0 && options.search.time_limit_s <= 86400))
+    throw InputError("--time-limit-s: must be in (0, 86400] seconds");
+  if (options.search.rounds < 0) throw InputError("--search-rounds: must be >= 0");
+  if (options.seed_text.empty() || options.seed_text.size() > 19 ||
+      options.seed_text.find_first_not_of("0123456789") != std::string::npos)
+    throw InputError("--seed: expected a whole number from 0 to 10^19 - 1, got '" + options.seed_text + "'");
+  options.search.seed = std::stoull(options.seed_text);
+  if (options.max_overhead > 100) throw InputError("--max-overhead: at most 100 (a fraction of compute)");
   const bool automatic = options.period == "auto";
   if (!automatic && options.max_overhead >= 0)
     throw InputError("--max-overhead: only with --period auto");
@@ -221,7 +230,7 @@ void add_plan_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<PlanOptions>();
   CLI::App* plan = app.add_subcommand(
       "plan", "Plan which layers sync in which iteration of a period; prints a table comparing "
-              "ssgd, wfbp, flsgd, plsgd-even, dreamddp and dp (seconds per period)");
+              "ssgd, wfbp, flsgd, plsgd-even, dreamddp, dp and search (seconds per period)");
   plan->add_option("--profile", options->profile_path, "syncplan.profile/v1 file")->required();
   plan->add_option("--period", options->period,
                    "H: iterations per period, 1..10000, or 'auto': the smallest H whose planned wait is at most "
@@ -234,14 +243,12 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_flag("--fill-bubbles", options->fill_bubbles,
                  "add extra syncs in idle link time that delay nothing (period unchanged; default: off)");
   plan->add_option("--algorithm", options->algorithm,
-                   "plsgd-even, wfbp, dreamddp, dp or best (default: best, the lowest period found)");
+                   "plsgd-even, wfbp, dreamddp, dp, search or best (default: best, the lowest period found)");
   plan->add_option("--time-limit-s", options->search.time_limit_s,
-                   "search: stop improving after this many seconds (default: 1)")
-      ->check(CLI::PositiveNumber);
+                   "search: stop improving after this many seconds, in (0, 86400] (default: 1)");
   plan->add_option("--search-rounds", options->search.rounds,
-                   "search: random perturbation rounds after the first descent (default: 30)")
-      ->check(CLI::NonNegativeNumber);
-  plan->add_option("--seed", options->search.seed, "search: random seed (default: 1)");
+                   "search: random perturbation rounds after the first descent, >= 0 (default: 30)");
+  plan->add_option("--seed", options->seed_text, "search: random seed, a whole number >= 0 (default: 1)");
   plan->add_option("-o,--output", options->output_path, "plan to write (syncplan.plan/v1 JSON)")->required();
   plan->add_option("--report", options->report_path,
                    "also write a JSON report: strategies' period_s, lower_bound_period_s, chosen plan");

@@ -236,8 +236,8 @@ int run_simulate_des(const SimulateOptions& options) {
     document["worker_exposed_comm_s"] = result.worker_exposed_comm_s;
     document["comm_busy_s"] = result.comm_busy_s;
     document["overlap_fraction"] = result.overlap_fraction();
-    Json bytes = Json::object();
-    for (const auto& [link, carried] : result.link_bytes) bytes[link] = carried;
+    Json bytes = Json::array();  // an array: an object's key lookups would make this quadratic
+    for (const auto& [link, carried] : result.link_bytes) bytes.push_back(Json{{"link", link}, {"bytes", carried}});
     document["link_bytes"] = std::move(bytes);
     outputs.add_json(options.output_path, document);
   }
@@ -256,13 +256,14 @@ void add_simulate_command(CLI::App& app, Action& action) {
   CLI::Option* plan = simulate->add_option("--plan", options->plan_path, "syncplan.plan/v1 file to time");
   CLI::Option* strategy = simulate->add_option(
       "--strategy", options->strategy,
-      "strategy to time: ssgd, wfbp, flsgd, plsgd-even, dreamddp, dp, best, and with --cluster ddp "
+      "strategy to time: ssgd, wfbp, flsgd, plsgd-even, dreamddp, dp, search, best, and with --cluster ddp "
       "and mgwfbp (needs --period)");
   CLI::Option* period = simulate->add_option("--period", options->period, "H: iterations per period, 1..10000");
   plan->excludes(strategy);
   plan->excludes(period);
   simulate->add_option("-o,--output", options->output_path,
-                       "write a JSON result: period_s, iteration_s, iteration_wait_s (s)");
+                       "write a JSON result (s): period_s, iteration_s, iteration_wait_s; with --cluster also per-worker "
+                       "times, exposed communication, overlap and bytes per link (docs/formats.md)");
   simulate->add_option("--trace", options->trace_path,
                        "write a Chrome trace (microseconds; opens in Perfetto): compute and link streams");
   simulate->add_option("--cluster", options->cluster_path,

@@ -88,6 +88,9 @@ class SearchState {
   std::vector<int> where_;
 };
 
+// A day: longer limits would overflow the clock's nanosecond count (and nan means none given).
+constexpr double kLongestSearch_s = 86400;
+
 // A move must gain more than this (relative to the period's compute) to count: guards against
 // cycling on rounding noise.
 constexpr double kRelativeGain = 1e-12;
@@ -130,7 +133,7 @@ PlanCandidate plan_search(const BackpropTimes& times, int period, const SearchOp
   require_valid_period(period);
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(options.time_limit_s));
+                            std::chrono::duration<double>(std::clamp(options.time_limit_s, 0.0, kLongestSearch_s)));
   const double min_gain_s = kRelativeGain * std::max(1e-30, period * times.compute_s() + times.sync_total_s());
   SearchState best(times, plan_dp(times, period, options.every_iteration).assignment);
   if (period == 1 || times.size() < 2) return {"search", best.assignment()};

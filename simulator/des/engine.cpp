@@ -6,6 +6,7 @@
 #include "core/errors.hpp"
 #include "core/units.hpp"
 #include "simulator/des/event_queue.hpp"
+#include "simulator/period_model.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -40,6 +41,15 @@ DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTime
     layers.update_s.push_back(layer.update_s.value_or(0.0));
     layers.sync_s.push_back(layer.sync_s.value_or(kUnknown));
     layers.param_bytes.push_back(layer.param_bytes ? static_cast<double>(*layer.param_bytes) : kUnknown);
+  }
+  // Tied parameters are all-reduced once, by the tie group's carrier (docs/time-model.md 11).
+  const TieGroups ties = tie_groups(profile);
+  const std::vector<double> own_sync(layers.sync_s), own_bytes(layers.param_bytes);
+  for (std::size_t j = 0; j < layers.size(); ++j) {
+    const bool carrier = ties.carrier[j] == static_cast<int>(j);
+    layers.synced.push_back(carrier);
+    layers.sync_s[j] = carrier ? own_sync[ties.owner[j]] : 0.0;
+    layers.param_bytes[j] = carrier ? own_bytes[ties.owner[j]] : 0.0;
   }
   return layers;
 }
@@ -248,6 +258,9 @@ class Engine {
     if (state.created) return state;
     state.created = true;
     for (const SyncOp& op : program_.iterations[i % program_.period()]) {
+      // An all-reduce of tied layers only: their parameters are synced by their carrier's.
+      if (std::none_of(op.layers.begin(), op.layers.end(), [&](int j) { return layers_.synced.empty() || layers_.synced[j]; }))
+        continue;
       Collective collective;
       collective.iteration = i;
       collective.op = &op;

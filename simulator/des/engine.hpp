@@ -24,6 +24,7 @@ struct DesLayers {
   std::vector<double> update_s;      ///< 0 when unknown
   std::vector<double> sync_s;        ///< measured all-reduce time; NaN when unknown
   std::vector<double> param_bytes;   ///< NaN when unknown
+  std::vector<bool> synced;          ///< false for a tied layer whose parameters another layer's sync carries
   std::size_t size() const { return names.size(); }
 };
 

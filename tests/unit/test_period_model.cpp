@@ -3,6 +3,7 @@
 #include "simulator/period_model.hpp"
 
 #include "core/errors.hpp"
+#include "simulator/strategy_table.hpp"
 #include "test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -25,9 +26,9 @@ TEST_CASE("period model: backprop order is the reverse of the profile's forward 
   //   F + B_L + U = 7.25; sum c = 3.5.
   Profile profile;
   profile.source = "estimated:hand";
-  LayerProfile embed{"embed", {}, {}, 0.25, 3.0, 0.125, 0.5};
-  LayerProfile mid{"mid", {}, {}, 0.5, 2.0, std::nullopt, 1.0};
-  LayerProfile head{"head", {}, {}, std::nullopt, 1.0, 0.375, 2.0};
+  LayerProfile embed{"embed", {}, {}, 0.25, 3.0, 0.125, 0.5, {}};
+  LayerProfile mid{"mid", {}, {}, 0.5, 2.0, std::nullopt, 1.0, {}};
+  LayerProfile head{"head", {}, {}, std::nullopt, 1.0, 0.375, 2.0, {}};
   profile.layers = {embed, mid, head};
 
   const BackpropTimes times = backprop_times(profile, "model.json");
@@ -290,4 +291,46 @@ TEST_CASE("period model: an index out of range or out of order is an internal er
   REQUIRE_THROWS_AS(time_assignment(times, assignment_of({{-1}})), InternalError);
   REQUIRE_THROWS_AS(time_assignment(times, assignment_of({{1, 0}})), InternalError);
   REQUIRE_THROWS_AS(time_assignment(times, assignment_of({{0, 0}})), InternalError);
+}
+
+TEST_CASE("tied parameters: synced once, by the group's latest-ready layer", "[period][tied]") {
+  // Backprop order j1 (output-most, e.g. lm_head) .. j3 (input-most, e.g. the embedding);
+  // b = (1, 1, 1), c = (2, 0.5, 2); j1 tied to j3 (they share one weight). B = (1, 2, 3), B_L = 3.
+  // The shared weight's gradient is complete only after j3's backward, so its one all-reduce
+  // (c of the owner j3 = 2) is carried by j3; j1 syncs nothing of its own (c = 0).
+  Profile profile = backprop_profile({1, 1, 1}, {2, 0.5, 2});
+  profile.layers[2].tied_to = "j3";  // forward order: j3, j2, j1
+  validate_profile(profile, "hand.json");
+  const BackpropTimes times = backprop_times(profile, "hand.json");
+  REQUIRE(times.carrier == std::vector<int>{2, 1, 2});
+  REQUIRE(times.sync_s == std::vector<double>{0, 0.5, 2});
+  // wfbp, H = 1: j1 at 1 -> 1 (nothing), j2 2 -> 2.5, j3 3 -> 5: wait 2, period 3 + 2 = 5
+  // (untied it would be 1 -> 3, 3 -> 3.5, 3.5 -> 5.5: wait 2.5, period 5.5).
+  REQUIRE(run_wfbp(times, 1).timing.period_s == exactly(5));
+  REQUIRE(run_wfbp(backprop_times_of({1, 1, 1}, {2, 0.5, 2}), 1).timing.period_s == exactly(5.5));
+  // ssgd syncs 0 + 0.5 + 2 = 2.5 per iteration: 3 + 2.5 = 5.5.
+  REQUIRE(run_ssgd(times, 1).timing.period_s == exactly(5.5));
+
+  // A plan writes j1 with j3's iterations, and a plan that splits them is refused.
+  const Assignment assignment = test::assignment_of({{0, 1}, {2}});
+  const Plan plan = plan_from_assignment(assignment, profile, times, "hand");
+  REQUIRE(plan.layers[0].name == "j3");
+  REQUIRE(plan.layers[2].name == "j1");
+  REQUIRE(plan.layers[2].sync_iterations == plan.layers[0].sync_iterations);
+  Plan split = plan;
+  split.layers[2].sync_iterations = {0};
+  REQUIRE_THROWS_WITH(assignment_from_plan(split, times),
+                      Catch::Contains("'j1'") && Catch::Contains("'j3'") && Catch::Contains("same iterations"));
+}
+
+TEST_CASE("tied parameters: bad ties name the layer", "[period][tied]") {
+  Profile profile = backprop_profile({1, 1, 1}, {1, 1, 1});
+  profile.layers[2].tied_to = "nothing";
+  REQUIRE_THROWS_WITH(validate_profile(profile, "p.json"),
+                      Catch::Contains("p.json") && Catch::Contains("'j1'") && Catch::Contains("'nothing'"));
+  profile.layers[2].tied_to = "j1";
+  REQUIRE_THROWS_WITH(validate_profile(profile, "p.json"), Catch::Contains("itself"));
+  profile.layers[2].tied_to = "j2";
+  profile.layers[1].tied_to = "j3";  // j1 -> j2 -> j3: a chain
+  REQUIRE_THROWS_WITH(validate_profile(profile, "p.json"), Catch::Contains("'j1'") && Catch::Contains("itself tied"));
 }
