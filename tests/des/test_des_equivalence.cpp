@@ -16,7 +16,7 @@
 namespace syncplan {
 namespace {
 
-const std::vector<std::string> kStrategies = {"ssgd", "wfbp", "flsgd", "plsgd-even", "dreamddp", "dp", "best"};
+const std::vector<std::string> kStrategies = {"ssgd", "wfbp", "flsgd", "plsgd-even", "dreamddp", "dp", "search", "best"};
 
 double relative_difference(double a, double b) {
   const double scale = std::max(std::fabs(a), std::fabs(b));
@@ -114,6 +114,19 @@ TEST_CASE("DES equals the period model with forward and update on every layer", 
   document["compute_slowdown"] = Json::array({1.0, 1.0});
   const Cluster cluster = des_test::cluster_of(document);
   for (const int period : {1, 3, 7, 10}) check_equivalence(profile, cluster, period, 1);
+}
+
+TEST_CASE("DES equals the period model with tied parameters", "[des][equivalence][tied]") {
+  // The input-most layer shares its weight with the output-most one (GPT-2's wte and lm_head) and
+  // a middle layer with it too: one sync per group, carried by the latest-ready member, on both
+  // sides; the DES issues nothing for the other members.
+  std::mt19937_64 random(99);
+  Profile profile = random_profile(random, 6);
+  profile.layers.back().tied_to = profile.layers.front().name;
+  profile.layers[3].tied_to = profile.layers.front().name;
+  validate_profile(profile, "tied.json");
+  const Cluster cluster = des_test::cluster_of(des_test::cluster_document(4, 2, 80, 1, 8, 10));
+  for (const int period : {1, 2, 4}) check_equivalence(profile, cluster, period, 2);
 }
 
 TEST_CASE("DES equals the period model on the shared GPT-2 profile", "[des][equivalence][gpt2]") {
