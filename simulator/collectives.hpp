@@ -31,8 +31,9 @@ class AllreduceModel {
   /// T_ring, T_tree or T_hier of docs/collectives.md.
   double time_s(double bytes) const;
 
-  /// The link a measured all-reduce is charged to: the bottleneck of its slowest phase (-1 when
-  /// there is a single worker).
+  /// The bottleneck link of the slowest phase (-1 when there is a single worker): where this
+  /// cluster's all-reduces are limited. (The DES charges measured times to one shared resource of
+  /// its own instead, docs/des.md section 2.)
   int measured_link() const { return measured_link_; }
 
  private:
