@@ -21,6 +21,7 @@ BackpropTimes backprop_times_for_des(const DesStrategyContext& context) {
     times.forward_total_s += layers.forward_s[j];
     times.update_total_s += layers.update_s[j];
   }
+  times.carrier = layers.carrier;
   return times;
 }
 

@@ -74,6 +74,7 @@ Profile import_dreamddp(const std::string& bp_path, const std::string& comm_path
     layer.sync_s = sync_by_name.at(name);
     profile.layers.push_back(std::move(layer));
   }
+  validate_profile(profile, bp_path);
   for (const std::string& tie : options.tied) {
     const auto equals = tie.find('=');
     if (equals == std::string::npos || equals == 0 || equals + 1 == tie.size())
@@ -85,7 +86,7 @@ Profile import_dreamddp(const std::string& bp_path, const std::string& comm_path
       throw InputError("--tied: '" + member + "' is tied twice");
     profile.layers[*index].tied_to = owner;
   }
-  validate_profile(profile, bp_path);
+  if (!options.tied.empty()) validate_profile(profile, "--tied");
   return profile;
 }
 

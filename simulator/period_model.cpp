@@ -98,7 +98,7 @@ PeriodTiming time_assignment(const BackpropTimes& times, const Assignment& assig
   return timing;
 }
 
-Assignment assignment_from_plan(const Plan& plan, const BackpropTimes& times) {
+Assignment assignment_from_plan(const Plan& plan, const BackpropTimes& times, const std::string& origin) {
   SYNCPLAN_CHECK(plan.layers.size() == times.size());
   Assignment assignment;
   assignment.iterations.resize(plan.period);
@@ -111,10 +111,24 @@ Assignment assignment_from_plan(const Plan& plan, const BackpropTimes& times) {
     if (times.carrier.empty() || times.carrier[j] == static_cast<int>(j)) continue;
     const std::size_t carrier_forward = times.size() - 1 - times.carrier[j];
     if (plan.layers[i].sync_iterations != plan.layers[carrier_forward].sync_iterations)
-      throw InputError("plan: layer '" + plan.layers[i].name + "' shares its parameters with '" +
+      throw InputError(origin + ": layer '" + plan.layers[i].name + "' shares its parameters with '" +
                        plan.layers[carrier_forward].name + "' (tied_to) and must sync in the same iterations");
   }
   return assignment;
+}
+
+void align_tied_layers(const BackpropTimes& times, Assignment& assignment) {
+  for (auto& layers : assignment.iterations) {
+    std::vector<int> aligned;
+    for (const int j : layers)
+      if (times.carrier.empty() || times.carrier[j] == j) aligned.push_back(j);
+    for (std::size_t j = 0; j < times.carrier.size(); ++j)
+      if (times.carrier[j] != static_cast<int>(j) &&
+          std::binary_search(layers.begin(), layers.end(), times.carrier[j]))
+        aligned.push_back(static_cast<int>(j));
+    std::sort(aligned.begin(), aligned.end());
+    layers = std::move(aligned);
+  }
 }
 
 Plan plan_from_assignment(const Assignment& assignment, const Profile& profile,

@@ -85,7 +85,13 @@ double iteration_wait_s(const BackpropTimes& times, std::span<const int> layers)
 PeriodTiming time_assignment(const BackpropTimes& times, const Assignment& assignment);
 
 /// Converts a plan (checked against the same profile) to an assignment, and back.
-Assignment assignment_from_plan(const Plan& plan, const BackpropTimes& times);
+/// Tied layers (times.carrier) must sync in their carrier's iterations: otherwise throws
+/// InputError naming `origin` (the plan file) and both layers.
+Assignment assignment_from_plan(const Plan& plan, const BackpropTimes& times, const std::string& origin = "plan");
+
+/// Moves every tied layer to its carrier's iterations (where its parameters are synced), so that
+/// an assignment from any planner lists tied layers where they really sync (docs/time-model.md 11).
+void align_tied_layers(const BackpropTimes& times, Assignment& assignment);
 /// `layers` of the result follow `profile`'s order; `predicted` is left empty.
 Plan plan_from_assignment(const Assignment& assignment, const Profile& profile,
                           const BackpropTimes& times, const std::string& algorithm);

@@ -40,7 +40,7 @@ int run_import_schedule(const ScheduleOptions& options) {
   const Profile profile = read_profile_file(options.profile_path);
   const BackpropTimes times = backprop_times(profile, options.profile_path);
   Plan plan = import_dreamddp_schedule(options.schedule_path, profile);
-  const PeriodTiming timing = time_assignment(times, assignment_from_plan(plan, times));
+  const PeriodTiming timing = time_assignment(times, assignment_from_plan(plan, times, options.schedule_path));
   plan.predicted = prediction_from_timing(timing, best_lower_bound_s(times, plan.period));
   write_json_file_atomic(options.output_path, plan_to_json(plan));
   std::cout << "imported a schedule of period H = " << plan.period << " into " << options.output_path

@@ -154,6 +154,7 @@ int run_plan(const PlanOptions& options_in) {
   const double lower_bound = best_lower_bound_s(times, period);
 
   PlanCandidate chosen = algorithm.plan(times, period, options.search);
+  align_tied_layers(times, chosen.assignment);
   const Assignment planned = chosen.assignment;
   const int extra_syncs = options.fill_bubbles ? fill_bubbles(times, chosen.assignment) : 0;
   const PeriodTiming chosen_timing = time_assignment(times, chosen.assignment);

@@ -67,7 +67,7 @@ int run_simulate(const SimulateOptions& options) {
   std::optional<Plan> plan;
   if (!options.plan_path.empty()) {
     plan = read_plan_file(options.plan_path, profile);
-    timing = time_assignment(times, assignment_from_plan(*plan, times));
+    timing = time_assignment(times, assignment_from_plan(*plan, times, options.plan_path));
     what = "plan " + options.plan_path + " (" + plan->algorithm + ")";
   } else {
     timing = run_strategy(options.strategy, times, period).timing;
@@ -162,7 +162,7 @@ int run_simulate_des(const SimulateOptions& options) {
   std::string what;
   if (!options.plan_path.empty()) {
     const Plan plan = read_plan_file(options.plan_path, profile);
-    assignment = assignment_from_plan(plan, times);
+    assignment = assignment_from_plan(plan, times, options.plan_path);
     program = program_from_assignment(*assignment);
     what = "plan " + options.plan_path + " (" + plan.algorithm + ")";
   } else {

@@ -44,6 +44,7 @@ DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTime
   }
   // Tied parameters are all-reduced once, by the tie group's carrier (docs/time-model.md 11).
   const TieGroups ties = tie_groups(profile);
+  layers.carrier = ties.carrier;
   const std::vector<double> own_sync(layers.sync_s), own_bytes(layers.param_bytes);
   for (std::size_t j = 0; j < layers.size(); ++j) {
     const bool carrier = ties.carrier[j] == static_cast<int>(j);

@@ -25,6 +25,7 @@ struct DesLayers {
   std::vector<double> sync_s;        ///< measured all-reduce time; NaN when unknown
   std::vector<double> param_bytes;   ///< NaN when unknown
   std::vector<bool> synced;          ///< false for a tied layer whose parameters another layer's sync carries
+  std::vector<int> carrier;          ///< the layer whose sync carries this one's parameters (itself when untied)
   std::size_t size() const { return names.size(); }
 };
 

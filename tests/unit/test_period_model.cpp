@@ -311,6 +311,12 @@ TEST_CASE("tied parameters: synced once, by the group's latest-ready layer", "[p
   // ssgd syncs 0 + 0.5 + 2 = 2.5 per iteration: 3 + 2.5 = 5.5.
   REQUIRE(run_ssgd(times, 1).timing.period_s == exactly(5.5));
 
+  // A planner may leave j1 (c = 0) anywhere; align_tied_layers lists it where j3 syncs.
+  Assignment loose = test::assignment_of({{0, 1}, {2}});
+  align_tied_layers(times, loose);
+  REQUIRE(loose.iterations == std::vector<std::vector<int>>{{1}, {0, 2}});
+  REQUIRE(time_assignment(times, loose).period_s == time_assignment(times, test::assignment_of({{0, 1}, {2}})).period_s);
+
   // A plan writes j1 with j3's iterations, and a plan that splits them is refused.
   const Assignment assignment = test::assignment_of({{0, 1}, {2}});
   const Plan plan = plan_from_assignment(assignment, profile, times, "hand");
@@ -319,8 +325,8 @@ TEST_CASE("tied parameters: synced once, by the group's latest-ready layer", "[p
   REQUIRE(plan.layers[2].sync_iterations == plan.layers[0].sync_iterations);
   Plan split = plan;
   split.layers[2].sync_iterations = {0};
-  REQUIRE_THROWS_WITH(assignment_from_plan(split, times),
-                      Catch::Contains("'j1'") && Catch::Contains("'j3'") && Catch::Contains("same iterations"));
+  REQUIRE_THROWS_WITH(assignment_from_plan(split, times, "split.json"),
+                      Catch::Contains("split.json") && Catch::Contains("'j1'") && Catch::Contains("'j3'") && Catch::Contains("same iterations"));
 }
 
 TEST_CASE("tied parameters: bad ties name the layer", "[period][tied]") {
