@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
 
 namespace syncplan {
 
@@ -35,6 +36,53 @@ PlanPrediction prediction_from_json(const Json& value, const std::string& where,
   return prediction;
 }
 
+// The `buckets` block: H iterations, each a list of buckets, each a non-empty list of layer names
+// that are profile layers syncing in that iteration, none twice per iteration.
+PlanBuckets buckets_from_json(const Json& value, const std::string& where, const Plan& plan,
+                              const Profile& profile) {
+  ObjectReader reader(value, where);
+  PlanBuckets buckets;
+  buckets.alpha_s = read_nonnegative_number(reader.required("alpha_s"), where + ": field 'alpha_s'");
+  const Json& iterations = reader.required("iterations");
+  reader.reject_unknown_keys();
+  const std::string field = where + ": field 'iterations'";
+  if (!iterations.is_array()) throw InputError(field + ": expected an array, got " + json_type_name(iterations));
+  if (iterations.size() != static_cast<std::size_t>(plan.period))
+    throw InputError(field + ": expected " + std::to_string(plan.period) + " entries (one per iteration), got " +
+                     std::to_string(iterations.size()));
+  std::map<std::string, const LayerSchedule*> schedules;
+  for (const LayerSchedule& layer : plan.layers) schedules.emplace(layer.name, &layer);
+  for (int h = 0; h < plan.period; ++h) {
+    const std::string at = where + ": iterations[" + std::to_string(h) + "]";
+    const Json& list = iterations[h];
+    if (!list.is_array()) throw InputError(at + ": expected an array of buckets, got " + json_type_name(list));
+    std::set<std::string> seen;
+    std::vector<std::vector<std::string>> iteration;
+    for (const Json& bucket : list) {
+      if (!bucket.is_array() || bucket.empty())
+        throw InputError(at + ": each bucket must be a non-empty array of layer names, got " +
+                         (bucket.is_array() ? std::string("an empty array") : json_type_name(bucket)));
+      std::vector<std::string> names;
+      for (const Json& name : bucket) {
+        if (!name.is_string() || is_nonfinite_token(name))
+          throw InputError(at + ": expected layer names (strings), got " + json_type_name(name));
+        const std::string text = name.get<std::string>();
+        if (!profile.find(text)) throw InputError(at + ": layer '" + text + "': not a layer of the profile");
+        const auto& syncs = schedules.at(text)->sync_iterations;
+        if (!std::binary_search(syncs.begin(), syncs.end(), h))
+          throw InputError(at + ": layer '" + text + "': in a bucket of iteration " + std::to_string(h) +
+                           " but its sync_iterations do not include it");
+        if (!seen.insert(text).second)
+          throw InputError(at + ": layer '" + text + "': in more than one bucket of the iteration");
+        names.push_back(text);
+      }
+      iteration.push_back(std::move(names));
+    }
+    buckets.iterations.push_back(std::move(iteration));
+  }
+  return buckets;
+}
+
 }  // namespace
 
 Plan plan_from_json(const Json& document, const std::string& origin, const Profile& profile) {
@@ -50,6 +98,7 @@ Plan plan_from_json(const Json& document, const std::string& origin, const Profi
     throw InputError(origin + ": field 'layers': expected an array, got " + json_type_name(layers));
   if (const Json* predicted = top.optional("predicted"))
     plan.predicted = prediction_from_json(*predicted, origin + ": field 'predicted'", plan.period);
+  const Json* buckets = top.optional("buckets");
   top.reject_unknown_keys();
 
   if (plan.model && profile.model && *plan.model != *profile.model)
@@ -99,6 +148,7 @@ Plan plan_from_json(const Json& document, const std::string& origin, const Profi
       throw InputError(origin + ": layer '" + layer.name + "': in the profile but missing from the plan");
     plan.layers.push_back(std::move(it->second));
   }
+  if (buckets) plan.buckets = buckets_from_json(*buckets, origin + ": field 'buckets'", plan, profile);
   return plan;
 }
 
@@ -126,6 +176,7 @@ Json plan_to_json(const Plan& plan) {
                                             : Json(nullptr);
     document["predicted"] = std::move(predicted);
   }
+  if (plan.buckets) document["buckets"] = Json{{"alpha_s", plan.buckets->alpha_s}, {"iterations", plan.buckets->iterations}};
   return document;
 }
 

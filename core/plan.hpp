@@ -31,6 +31,13 @@ struct PlanPrediction {
   std::optional<double> lower_bound_period_s; ///< lower bound on any plan's period (s)
 };
 
+/// A plan's bucket fusion (docs/formats.md "Plan"): per iteration, its all-reduces in issue
+/// order, each a bucket of layer names in backprop order.
+struct PlanBuckets {
+  double alpha_s = 0;  ///< all-reduce start-up time the fusion assumed (s), >= 0
+  std::vector<std::vector<std::vector<std::string>>> iterations;  ///< H entries
+};
+
 /// A whole plan. `layers` are in the profile's (forward) order, every layer exactly once.
 struct Plan {
   std::optional<std::string> model;       ///< copied from the profile
@@ -38,11 +45,14 @@ struct Plan {
   std::string algorithm;                  ///< the algorithm that produced it, e.g. "dp"
   std::vector<LayerSchedule> layers;      ///< profile order
   std::optional<PlanPrediction> predicted;
+  std::optional<PlanBuckets> buckets;     ///< absent: every layer is its own all-reduce
 };
 
 /// Parses a syncplan.plan/v1 document and checks it against `profile`: every profile layer
 /// exactly once (an unknown, missing or repeated layer is an error naming it), iterations in
 /// [0, period), at least one per layer, no iteration twice. Layers are returned in profile order.
+/// `buckets`, when present, must have H entries naming profile layers that sync in that iteration,
+/// none twice in an iteration (the simulator checks the rest, buckets_from_plan).
 /// Throws InputError naming `origin`, the field and the layer.
 Plan plan_from_json(const Json& document, const std::string& origin, const Profile& profile);
 

@@ -1,9 +1,11 @@
 // SPEC section 5's lower bound, term by term.
 #include "planner/lower_bound.hpp"
 
+#include "simulator/bucket_fusion.hpp"
 #include "simulator/strategy_table.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace syncplan {
 
@@ -37,6 +39,29 @@ double suffix_lower_bound_s(const BackpropTimes& times, int period) {
 
 double best_lower_bound_s(const BackpropTimes& times, int period) {
   return std::max(spec_lower_bound_s(times, period), suffix_lower_bound_s(times, period));
+}
+
+double fused_lower_bound_s(const BackpropTimes& times, int period, double alpha_s) {
+  require_valid_period(period);
+  const double backprop = times.backprop_s();
+  // A bucket holding layer j ends at or after B_j + c_j (fused_sync_s >= each member's c_j).
+  double wait = 0;
+  for (std::size_t j = 0; j < times.size(); ++j) wait = std::max(wait, times.ready_s[j] + times.sync_s[j] - backprop);
+  // Threshold t = B_j: the layers ready at or after t need their excess e_j plus, in each iteration
+  // that syncs any of them, one start-up of at least m_t = their least min(c, alpha); u such
+  // iterations (1 <= u <= H) hide at most u (B_L - t), so the wait is at least
+  // sum e + u (m_t - (B_L - t)), least at u = 1 or u = H.
+  double suffix_excess = 0, least_startup = INFINITY;
+  for (std::size_t j = times.size(); j-- > 0;) {
+    if (has_allreduce(times, static_cast<int>(j))) {
+      suffix_excess += std::max(times.sync_s[j] - alpha_s, 0.0);
+      least_startup = std::min(least_startup, std::min(times.sync_s[j], alpha_s));
+    }
+    if (!std::isfinite(least_startup) || (j > 0 && times.ready_s[j - 1] == times.ready_s[j])) continue;
+    const double per_iteration = least_startup - (backprop - times.ready_s[j]);
+    wait = std::max(wait, suffix_excess + (per_iteration >= 0 ? per_iteration : period * per_iteration));
+  }
+  return std::max(period * times.compute_s() + wait, best_lower_bound_s(excess_sync_times(times, alpha_s), period));
 }
 
 }  // namespace syncplan

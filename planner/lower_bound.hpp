@@ -24,4 +24,13 @@ double suffix_lower_bound_s(const BackpropTimes& times, int period);
 /// The tightest bound this module knows (currently suffix_lower_bound_s), s.
 double best_lower_bound_s(const BackpropTimes& times, int period);
 
+/// The bound for plans whose layers may be fused into buckets with all-reduce start-up time
+/// alpha_s (s), docs/time-model.md section 12: the larger of best_lower_bound_s on the excess times
+/// max(c_j - alpha, 0) (excess_sync_times) and
+///   H (F + B_L + U) + max( max_j (B_j + c_j - B_L),
+///                          max over t of [ sum_{B_j >= t} e_j + u (m_t - (B_L - t)) ], 0 )
+/// with m_t the least min(c_j, alpha) among layers ready at or after t and u = 1 when
+/// m_t >= B_L - t, else H. Holds for fused and unfused plans. Throws InputError when period < 1.
+double fused_lower_bound_s(const BackpropTimes& times, int period, double alpha_s);
+
 }  // namespace syncplan

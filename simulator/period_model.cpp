@@ -17,6 +17,15 @@ double PeriodTiming::total_wait_s() const {
   return std::accumulate(wait_s.begin(), wait_s.end(), 0.0);
 }
 
+void PeriodTiming::add_overlapped_iteration(const BackpropTimes& times, double link_end_s, std::vector<SyncEvent> events) {
+  const double wait = std::max(0.0, link_end_s - times.backprop_s());
+  wait_s.push_back(wait);
+  iteration_s.push_back(times.compute_s() + wait);
+  update_start_s.push_back(times.forward_total_s + times.backprop_s() + wait);
+  period_s += iteration_s.back();
+  syncs.push_back(std::move(events));
+}
+
 TieGroups tie_groups(const Profile& profile) {
   const std::size_t count = profile.layers.size();
   const auto backprop_index = [&](std::size_t forward) { return static_cast<int>(count - 1 - forward); };
@@ -86,14 +95,9 @@ PeriodTiming time_assignment(const BackpropTimes& times, const Assignment& assig
       previous = j;
       const double start = std::max(times.ready_s[j], link_free);
       link_free = start + times.sync_s[j];
-      events.push_back({j, times.forward_total_s + start, times.forward_total_s + link_free});
+      events.push_back({j, times.forward_total_s + start, times.forward_total_s + link_free, {}});
     }
-    const double wait = std::max(0.0, link_free - times.backprop_s());
-    timing.wait_s.push_back(wait);
-    timing.iteration_s.push_back(times.compute_s() + wait);
-    timing.update_start_s.push_back(times.forward_total_s + times.backprop_s() + wait);
-    timing.period_s += timing.iteration_s.back();
-    timing.syncs.push_back(std::move(events));
+    timing.add_overlapped_iteration(times, link_free, std::move(events));
   }
   return timing;
 }

@@ -60,6 +60,7 @@ struct SyncEvent {
   int layer = 0;        ///< backprop index
   double start_s = 0;   ///< when the all-reduce starts (s from iteration start)
   double end_s = 0;     ///< when it ends (s from iteration start)
+  std::vector<int> bucket;  ///< a fused bucket's layers (backprop order; `layer` is its last); empty: one layer
 };
 
 /// The timing of one period, as SPEC section 5 defines it.
@@ -71,6 +72,9 @@ struct PeriodTiming {
   std::vector<double> update_start_s;         ///< H entries: when the optimizer update starts (s from iteration start)
 
   double total_wait_s() const;
+  /// Appends an iteration whose syncs (`events`) overlap backprop and end at `link_end_s` (s after
+  /// backprop starts): wait = max(0, link_end_s - B_L), iteration = F + B_L + U + wait (SPEC 5).
+  void add_overlapped_iteration(const BackpropTimes& times, double link_end_s, std::vector<SyncEvent> events);
 };
 
 /// End of the last sync of `layers` (ascending backprop indices) on a FIFO link that starts each

@@ -38,7 +38,7 @@ PeriodTiming time_unoverlapped(const BackpropTimes& times, const std::vector<boo
     double link_free = sync_start;
     if (syncs) {
       for (int j = 0; j < static_cast<int>(times.size()); ++j) {
-        events.push_back({j, link_free, link_free + times.sync_s[j]});
+        events.push_back({j, link_free, link_free + times.sync_s[j], {}});
         link_free += times.sync_s[j];
       }
     }

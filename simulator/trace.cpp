@@ -51,10 +51,20 @@ Json period_trace(const BackpropTimes& times, const PeriodTiming& timing) {
       events.push_back(complete_event("update", "update", kComputeStream,
                                       iteration_start + timing.update_start_s[h],
                                       times.update_total_s, {{"iteration", iteration}}));
-    for (const SyncEvent& sync : timing.syncs[h])
-      events.push_back(complete_event("all-reduce " + times.names[sync.layer], "sync", kLinkStream,
-                                      iteration_start + sync.start_s, sync.end_s - sync.start_s,
-                                      {{"layer", times.names[sync.layer]}, {"iteration", iteration}}));
+    for (const SyncEvent& sync : timing.syncs[h]) {
+      if (sync.bucket.empty()) {
+        events.push_back(complete_event("all-reduce " + times.names[sync.layer], "sync", kLinkStream,
+                                        iteration_start + sync.start_s, sync.end_s - sync.start_s,
+                                        {{"layer", times.names[sync.layer]}, {"iteration", iteration}}));
+        continue;
+      }
+      Json names = Json::array();
+      for (const int j : sync.bucket) names.push_back(times.names[j]);
+      events.push_back(complete_event("all-reduce bucket of " + std::to_string(sync.bucket.size()) + " layers, " +
+                                          times.names[sync.bucket.front()] + " .. " + times.names[sync.bucket.back()],
+                                      "sync", kLinkStream, iteration_start + sync.start_s, sync.end_s - sync.start_s,
+                                      {{"layers", std::move(names)}, {"iteration", iteration}}));
+    }
     iteration_start += timing.iteration_s[h];
   }
   return Json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};

@@ -2,8 +2,10 @@
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
 #include "planner/algorithm_table.hpp"
+#include "planner/des_strategies.hpp"
 #include "planner/fill.hpp"
 #include "planner/lower_bound.hpp"
+#include "simulator/bucket_fusion.hpp"
 #include "tools/cli_common.hpp"
 
 #include <cmath>
@@ -25,7 +27,29 @@ struct PlanOptions {
   std::string every_iteration;  // regular expression on layer names; empty: none pinned
   std::string seed_text = "1";
   double max_overhead = -1;  // with --period auto: planned wait / compute at most this (fraction)
+  // Per-layer all-reduce times from a cluster (--cluster, --sync-time) instead of the profile.
+  std::string cluster_path, sync_time = "auto";
+  bool sync_time_given = false;
+  // Bucket fusion (--fuse-buckets) and its all-reduce start-up time (--alpha-s; NaN: from --cluster).
+  bool fuse_buckets = false;
+  double alpha_s = std::numeric_limits<double>::quiet_NaN();
 };
+
+// Where the plan's sync times and the fusion's alpha come from.
+struct PlanInputs {
+  Profile profile;
+  BackpropTimes times;
+  std::string sync_times_text;  // for the printout
+  std::optional<double> alpha_s;  // set when --fuse-buckets
+  std::string alpha_text;
+};
+
+// The planned period of `assignment`: fused into buckets when `alpha_s` is set.
+PeriodTiming planned_timing(const BackpropTimes& times, const Assignment& assignment,
+                            const std::optional<double>& alpha_s) {
+  if (!alpha_s) return time_assignment(times, assignment);
+  return time_buckets(times, fuse_buckets(times, assignment, *alpha_s));
+}
 
 std::string ratio_text(double ratio) {
   if (!std::isfinite(ratio)) return "n/a";  // e.g. a profile whose times are all zero
@@ -45,9 +69,10 @@ std::string percent_text(double fraction) {
 // The chosen plan, one row per iteration: how many layers sync (of which extra, from bubble
 // filling), the output-most and input-most of them (backprop order), and the iteration's wait.
 void print_assignment(std::ostream& out, const BackpropTimes& times, const Assignment& assignment,
-                      const Assignment& planned, const PeriodTiming& timing) {
+                      const Assignment& planned, const PeriodTiming& timing, const Buckets* buckets) {
   std::vector<std::vector<std::string>> table = {
       {"iteration", "syncs", "extra", "first_synced (backprop order)", "last_synced", "wait_s"}};
+  if (buckets) table[0].insert(table[0].begin() + 3, "buckets");
   for (int h = 0; h < assignment.period(); ++h) {
     const std::vector<int>& layers = assignment.iterations[h];
     if (layers.empty()) {  // a run of iterations without syncs is one row, "first-last"
@@ -55,12 +80,14 @@ void print_assignment(std::ostream& out, const BackpropTimes& times, const Assig
       while (last + 1 < assignment.period() && assignment.iterations[last + 1].empty()) ++last;
       table.push_back({last == h ? std::to_string(h) : std::to_string(h) + "-" + std::to_string(last),
                        "0", "0", "-", "-", seconds_text(0.0)});
+      if (buckets) table.back().insert(table.back().begin() + 3, "0");
       h = last;
       continue;
     }
     table.push_back({std::to_string(h), std::to_string(layers.size()),
                      std::to_string(layers.size() - planned.iterations[h].size()), times.names[layers.front()],
                      times.names[layers.back()], seconds_text(timing.wait_s[h])});
+    if (buckets) table.back().insert(table.back().begin() + 3, std::to_string(buckets->iterations[h].size()));
   }
   print_table(out, table);
 }
@@ -72,7 +99,8 @@ constexpr double kAutoSearchLimit_s = 0.05;
 
 // --period auto: the smallest H whose planned wait is at most max_overhead of the period's compute
 // (fewer local steps between averages is better for convergence). Prints why.
-int auto_period(const BackpropTimes& times, const PlanAlgorithm& algorithm, const PlanOptions& options) {
+int auto_period(const BackpropTimes& times, const PlanAlgorithm& algorithm, const PlanOptions& options,
+                const std::optional<double>& alpha_s) {
   if (!(options.max_overhead > 0) || !std::isfinite(options.max_overhead))
     throw InputError("--max-overhead: required with --period auto, a fraction > 0 (e.g. 0.05 for 5%)");
   double best_overhead = std::numeric_limits<double>::infinity();
@@ -81,7 +109,7 @@ int auto_period(const BackpropTimes& times, const PlanAlgorithm& algorithm, cons
   SearchOptions search = options.search;
   search.time_limit_s = std::min(search.time_limit_s, kAutoSearchLimit_s);
   for (int period = 1; period <= kAutoMaxPeriod; ++period) {
-    const PeriodTiming timing = time_assignment(times, algorithm.plan(times, period, search).assignment);
+    const PeriodTiming timing = planned_timing(times, algorithm.plan(times, period, search).assignment, alpha_s);
     const double compute = period * times.compute_s();
     const double overhead = compute > 0 ? timing.total_wait_s() / compute : (timing.total_wait_s() > 0 ? INFINITY : 0.0);
     if (overhead <= options.max_overhead) {
@@ -117,6 +145,44 @@ std::vector<bool> pinned_layers(const BackpropTimes& times, const std::string& p
   return pinned;
 }
 
+// Reads the profile, and the cluster when given: the sync times the plan is made for, and the
+// start-up time bucket fusion assumes.
+PlanInputs read_plan_inputs(const PlanOptions& options) {
+  if (options.sync_time_given && options.cluster_path.empty())
+    throw InputError("--sync-time: needs --cluster (without it the profile's sync_s are used)");
+  if (!std::isnan(options.alpha_s) && !(options.alpha_s >= 0 && std::isfinite(options.alpha_s)))
+    throw InputError("--alpha-s: must be a finite number >= 0 (seconds)");
+  if (!std::isnan(options.alpha_s) && !options.fuse_buckets) throw InputError("--alpha-s: only with --fuse-buckets");
+  PlanInputs inputs;
+  inputs.profile = read_profile_file(options.profile_path);
+  if (!options.cluster_path.empty()) {
+    const Cluster cluster = read_cluster_file(options.cluster_path);
+    const SyncTimeSource source = choose_sync_time(options.sync_time, inputs.profile, cluster);
+    const DesLayers layers = des_layers(inputs.profile, options.profile_path, source);
+    const Topology topology(cluster);
+    const AllreduceModel model(cluster, topology);
+    inputs.times = backprop_times_for_des(DesStrategyContext{layers, model, source});
+    inputs.sync_times_text = source == SyncTimeSource::kMeasured
+                                 ? "the profile's sync_s (measured at the cluster's " + std::to_string(cluster.workers) +
+                                       " workers)"
+                                 : "the cost model of " + options.cluster_path + " on param_bytes";
+    if (options.fuse_buckets && std::isnan(options.alpha_s)) {
+      inputs.alpha_s = model.time_s(0);
+      inputs.alpha_text = "the all-reduce start-up of " + options.cluster_path;
+    }
+  } else {
+    inputs.times = backprop_times(inputs.profile, options.profile_path);
+    inputs.sync_times_text = "the profile's sync_s";
+  }
+  if (options.fuse_buckets && !std::isnan(options.alpha_s)) {
+    inputs.alpha_s = options.alpha_s;
+    inputs.alpha_text = "--alpha-s";
+  }
+  if (options.fuse_buckets && !inputs.alpha_s)
+    throw InputError("--fuse-buckets: needs the all-reduce start-up time alpha: give --cluster FILE or --alpha-s S");
+  return inputs;
+}
+
 int run_plan(const PlanOptions& options_in) {
   PlanOptions options = options_in;
   if (!(options.search.time_limit_s > 0 && options.search.time_limit_s <= 86400))
@@ -133,12 +199,13 @@ int run_plan(const PlanOptions& options_in) {
   const int fixed_period = automatic ? 0 : checked_period(options.period);
   const PlanAlgorithm& algorithm = find_plan_algorithm(options.algorithm);
   check_output_paths({{"-o", options.output_path}, {"--report", options.report_path}},
-                     {{"--profile", options.profile_path}});
+                     {{"--profile", options.profile_path}, {"--cluster", options.cluster_path}});
 
-  const Profile profile = read_profile_file(options.profile_path);
-  const BackpropTimes times = backprop_times(profile, options.profile_path);
+  const PlanInputs inputs = read_plan_inputs(options);
+  const Profile& profile = inputs.profile;
+  const BackpropTimes& times = inputs.times;
   options.search.every_iteration = pinned_layers(times, options.every_iteration);
-  const int period = automatic ? auto_period(times, algorithm, options) : fixed_period;
+  const int period = automatic ? auto_period(times, algorithm, options, inputs.alpha_s) : fixed_period;
 
   struct Row {
     std::string name;
@@ -151,19 +218,25 @@ int run_plan(const PlanOptions& options_in) {
   const double flsgd_period = rows.at(2).timing.period_s;
   const double spec_bound = spec_lower_bound_s(times, period);
   const double suffix_bound = suffix_lower_bound_s(times, period);
-  const double lower_bound = best_lower_bound_s(times, period);
+  const double unfused_bound = best_lower_bound_s(times, period);
+  const double lower_bound = inputs.alpha_s ? fused_lower_bound_s(times, period, *inputs.alpha_s) : unfused_bound;
 
   PlanCandidate chosen = algorithm.plan(times, period, options.search);
   align_tied_layers(times, chosen.assignment);
   const Assignment planned = chosen.assignment;
   const int extra_syncs = options.fill_bubbles ? fill_bubbles(times, chosen.assignment) : 0;
-  const PeriodTiming chosen_timing = time_assignment(times, chosen.assignment);
+  const PeriodTiming unfused_timing = time_assignment(times, chosen.assignment);
+  std::optional<Buckets> buckets;
+  if (inputs.alpha_s) buckets = fuse_buckets(times, chosen.assignment, *inputs.alpha_s);
+  const PeriodTiming chosen_timing = buckets ? time_buckets(times, *buckets) : unfused_timing;
   Plan plan = plan_from_assignment(chosen.assignment, profile, times, chosen.algorithm);
   plan.predicted = prediction_from_timing(chosen_timing, lower_bound);
+  if (buckets) plan.buckets = plan_buckets(*buckets, times);
   const double gap = lower_bound > 0 ? chosen_timing.period_s / lower_bound - 1.0 : 0.0;
 
-  std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n'
-            << "period H = " << period << " iterations; times in seconds per period\n\n";
+  std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n';
+  if (!options.cluster_path.empty()) std::cout << "all-reduce times: " << inputs.sync_times_text << '\n';
+  std::cout << "period H = " << period << " iterations; times in seconds per period\n\n";
   std::vector<std::vector<std::string>> table = {
       {"strategy", "period_s", "mean_iteration_s", "total_wait_s", "vs_ssgd", "vs_flsgd"}};
   Json strategies = Json::object();
@@ -179,8 +252,11 @@ int run_plan(const PlanOptions& options_in) {
                                 {"speedup_over_flsgd", finite_or_null(flsgd_period / row.timing.period_s)}};
   }
   print_table(std::cout, table);
-  std::cout << "\nlower bound: " << seconds_text(lower_bound) << " s per period (suffix bound; SPEC section 5's: "
-            << seconds_text(spec_bound) << " s)\n"
+  std::cout << "\nlower bound: " << seconds_text(lower_bound) << " s per period ("
+            << (buckets ? "for fused plans: suffix bound on sync times minus alpha; unfused " + seconds_text(unfused_bound) +
+                              " s, "
+                        : "suffix bound; ")
+            << "SPEC section 5's: " << seconds_text(spec_bound) << " s)\n"
             << "chosen: " << chosen.algorithm
             << (chosen.algorithm != algorithm.name ? " (via --algorithm " + std::string(algorithm.name) + ")" : "")
             << ", period " << seconds_text(chosen_timing.period_s) << " s, gap to lower bound "
@@ -191,12 +267,20 @@ int run_plan(const PlanOptions& options_in) {
   if (!pinned_names.empty())
     std::cout << "every iteration (--every-iteration '" << options.every_iteration << "'): " << pinned_names.size()
               << " layers synced in all " << period << " iterations\n";
+  std::size_t unfused_allreduces = 0;
+  for (const auto& layers : chosen.assignment.iterations)
+    for (const int j : layers) unfused_allreduces += has_allreduce(times, j) ? 1 : 0;
+  if (buckets)
+    std::cout << "bucket fusion (alpha " << seconds_text(buckets->alpha_s) << " s, " << inputs.alpha_text
+              << "): " << allreduce_count(*buckets) << " all-reduces per period instead of " << unfused_allreduces
+              << ", period " << seconds_text(chosen_timing.period_s) << " s (unfused "
+              << seconds_text(unfused_timing.period_s) << " s)\n";
   if (options.fill_bubbles)
     std::cout << "bubble filling: " << extra_syncs << " extra syncs in idle link time, period unchanged ("
               << (times.size() + extra_syncs) << " syncs per period for " << times.size() << " layers)\n";
 
   std::cout << '\n';
-  print_assignment(std::cout, times, chosen.assignment, planned, chosen_timing);
+  print_assignment(std::cout, times, chosen.assignment, planned, chosen_timing, buckets ? &*buckets : nullptr);
 
   OutputFiles outputs;
   outputs.add_json(options.output_path, plan_to_json(plan));
@@ -214,6 +298,16 @@ int run_plan(const PlanOptions& options_in) {
                             {"period_s", chosen_timing.period_s},
                             {"gap_to_lower_bound", gap},
                             {"extra_syncs", extra_syncs}};
+    if (buckets)
+      report["chosen"]["buckets"] = Json{{"alpha_s", buckets->alpha_s},
+                                         {"allreduces", allreduce_count(*buckets)},
+                                         {"unfused_allreduces", unfused_allreduces},
+                                         {"unfused_period_s", unfused_timing.period_s},
+                                         {"unfused_lower_bound_period_s", unfused_bound}};
+    if (!options.cluster_path.empty()) {
+      report["cluster"] = options.cluster_path;
+      report["sync_times"] = inputs.sync_times_text;
+    }
     report["period_chosen_by"] = automatic ? "auto" : "--period";
     report["every_iteration"] = pinned_names;
     if (automatic) report["max_overhead"] = options.max_overhead;
@@ -250,10 +344,23 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_option("--search-rounds", options->search.rounds,
                    "search: random perturbation rounds after the first descent, >= 0 (default: 30)");
   plan->add_option("--seed", options->seed_text, "search: random seed, a whole number >= 0 (default: 1)");
+  plan->add_option("--cluster", options->cluster_path,
+                   "syncplan.cluster/v1 file: plan for its all-reduce times (see --sync-time) and take bucket "
+                   "fusion's alpha from it (default: the profile's sync_s)");
+  CLI::Option* sync_time = plan->add_option("--sync-time", options->sync_time, kSyncTimeHelp)
+                               ->check(CLI::IsMember({"auto", "measured", "model"}));
+  plan->add_flag("--fuse-buckets", options->fuse_buckets,
+                 "group the layers of each iteration into buckets, one all-reduce each, where the start-up time "
+                 "saved exceeds the delay (alpha-beta model; needs --cluster or --alpha-s; default: off)");
+  plan->add_option("--alpha-s", options->alpha_s,
+                   "with --fuse-buckets: all-reduce start-up time alpha in seconds (default: from --cluster)");
   plan->add_option("-o,--output", options->output_path, "plan to write (syncplan.plan/v1 JSON)")->required();
   plan->add_option("--report", options->report_path,
                    "also write a JSON report: strategies' period_s, lower_bound_period_s, chosen plan");
-  plan->callback([&action, options] { action = [options] { return run_plan(*options); }; });
+  plan->callback([&action, options, sync_time] {
+    options->sync_time_given = sync_time->count() > 0;
+    action = [options] { return run_plan(*options); };
+  });
 }
 
 }  // namespace syncplan::cli

@@ -5,6 +5,7 @@
 #include "planner/algorithm_table.hpp"
 #include "planner/des_strategies.hpp"
 #include "planner/lower_bound.hpp"
+#include "simulator/bucket_fusion.hpp"
 #include "simulator/trace.hpp"
 #include "tools/cli_common.hpp"
 
@@ -65,16 +66,23 @@ int run_simulate(const SimulateOptions& options) {
   PeriodTiming timing;
   std::string what;
   std::optional<Plan> plan;
+  std::optional<Buckets> buckets;
   if (!options.plan_path.empty()) {
     plan = read_plan_file(options.plan_path, profile);
-    timing = time_assignment(times, assignment_from_plan(*plan, times, options.plan_path));
+    const Assignment assignment = assignment_from_plan(*plan, times, options.plan_path);
+    if (plan->buckets) buckets = buckets_from_plan(*plan->buckets, assignment, times, options.plan_path);
+    timing = buckets ? time_buckets(times, *buckets) : time_assignment(times, assignment);
     what = "plan " + options.plan_path + " (" + plan->algorithm + ")";
+    if (buckets)
+      what += ", " + std::to_string(allreduce_count(*buckets)) + " fused all-reduces (alpha " +
+              seconds_text(buckets->alpha_s) + " s)";
   } else {
     timing = run_strategy(options.strategy, times, period).timing;
     what = "strategy " + options.strategy;
   }
   const int h_count = static_cast<int>(timing.iteration_s.size());
-  const double lower_bound = best_lower_bound_s(times, h_count);
+  const double lower_bound =
+      buckets ? fused_lower_bound_s(times, h_count, buckets->alpha_s) : best_lower_bound_s(times, h_count);
 
   std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n'
             << what << ", period H = " << h_count << '\n'
@@ -146,10 +154,7 @@ int run_simulate_des(const SimulateOptions& options) {
   const Profile profile = read_profile_file(options.profile_path);
   const Cluster cluster = read_cluster_file(options.cluster_path);
   // Measured all-reduce times hold for the worker count they were measured at (SPEC section 3).
-  SyncTimeSource source = SyncTimeSource::kModel;
-  if (options.sync_time == "measured") source = SyncTimeSource::kMeasured;
-  else if (options.sync_time == "auto" && profile.workers && *profile.workers == cluster.workers)
-    source = SyncTimeSource::kMeasured;
+  const SyncTimeSource source = choose_sync_time(options.sync_time, profile, cluster);
   const DesLayers layers = des_layers(profile, options.profile_path, source);
   const Topology topology(cluster);
   const AllreduceModel model(cluster, topology);
@@ -159,12 +164,19 @@ int run_simulate_des(const SimulateOptions& options) {
 
   SyncProgram program;
   std::optional<Assignment> assignment;
+  std::optional<Buckets> buckets;
   std::string what;
   if (!options.plan_path.empty()) {
     const Plan plan = read_plan_file(options.plan_path, profile);
     assignment = assignment_from_plan(plan, times, options.plan_path);
-    program = program_from_assignment(*assignment);
+    if (plan.buckets) {
+      buckets = buckets_from_plan(*plan.buckets, *assignment, times, options.plan_path);
+      // The cost model charges one start-up per all-reduce itself; measured times need the plan's.
+      if (source == SyncTimeSource::kModel) buckets->alpha_s = model.time_s(0);
+    }
+    program = buckets ? program_from_buckets(*buckets) : program_from_assignment(*assignment);
     what = "plan " + options.plan_path + " (" + plan.algorithm + ")";
+    if (buckets) what += ", " + std::to_string(allreduce_count(*buckets)) + " fused all-reduces";
   } else {
     const int period = checked_period(options.period);
     program = des_program(options.strategy, context, times, period);
@@ -176,6 +188,7 @@ int run_simulate_des(const SimulateOptions& options) {
   des_options.comm_streams = static_cast<int>(options.comm_streams);
   des_options.sync_time = source;
   des_options.trace_workers = options.trace_path.empty() ? 0 : static_cast<int>(options.trace_workers);
+  if (buckets && source == SyncTimeSource::kMeasured) des_options.bucket_alpha_s = buckets->alpha_s;
   const DesResult result = run_des(layers, cluster, topology, model, program, des_options);
   if (!std::isfinite(result.total_s) || !std::isfinite(result.comm_busy_s))
     throw InputError(options.cluster_path + ": the simulated time is not a finite number: times, bandwidths or "
@@ -193,7 +206,7 @@ int run_simulate_des(const SimulateOptions& options) {
             << "  exposed_comm_s " << seconds_text(result.exposed_comm_s()) << "  comm_busy_s "
             << seconds_text(result.comm_busy_s) << "  overlap " << seconds_text(result.overlap_fraction()) << '\n';
   if (assignment) {
-    const PeriodTiming period_model = time_assignment(times, *assignment);
+    const PeriodTiming period_model = buckets ? time_buckets(times, *buckets) : time_assignment(times, *assignment);
     std::cout << "period model (one worker, same all-reduce times): period_s " << seconds_text(period_model.period_s)
               << "; DES mean per period " << seconds_text(result.total_s / count * program.period()) << '\n';
   }
@@ -271,10 +284,7 @@ void add_simulate_command(CLI::App& app, Action& action) {
                        "(without it: the period model of one worker)");
   CLI::Option* iterations = simulate->add_option("--iterations", options->iterations,
                        "with --cluster: iterations to simulate, 1..100000, periods repeating (default: one period)");
-  simulate->add_option("--sync-time", options->sync_time,
-                       "with --cluster: all-reduce times from the profile's sync_s ('measured'), the cluster's "
-                       "cost model on param_bytes ('model'), or 'auto': measured when the profile's workers "
-                       "equal the cluster's (default: auto)")
+  simulate->add_option("--sync-time", options->sync_time, kSyncTimeHelp)
       ->check(CLI::IsMember({"auto", "measured", "model"}));
   simulate->add_option("--comm-streams", options->comm_streams,
                        "with --cluster: communication streams per worker, 1..64 (default: 1)");

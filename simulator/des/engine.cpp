@@ -5,6 +5,7 @@
 
 #include "core/errors.hpp"
 #include "core/units.hpp"
+#include "simulator/bucket_fusion.hpp"
 #include "simulator/des/event_queue.hpp"
 #include "simulator/period_model.hpp"
 
@@ -56,10 +57,15 @@ DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTime
 }
 
 double des_allreduce_s(const DesLayers& layers, const AllreduceModel& model, SyncTimeSource source,
-                       const std::vector<int>& bucket) {
-  double sum = 0;
-  for (const int j : bucket) sum += source == SyncTimeSource::kMeasured ? layers.sync_s[j] : layers.param_bytes[j];
-  return source == SyncTimeSource::kMeasured ? sum : model.time_s(sum);
+                       const std::vector<int>& bucket, double bucket_alpha_s) {
+  if (source == SyncTimeSource::kMeasured) {
+    std::vector<double> member_sync_s;
+    for (const int j : bucket) member_sync_s.push_back(layers.sync_s[j]);
+    return fused_sync_s(member_sync_s, bucket_alpha_s);
+  }
+  double bytes = 0;
+  for (const int j : bucket) bytes += layers.param_bytes[j];
+  return model.time_s(bytes);
 }
 
 double DesResult::exposed_comm_s() const {
@@ -266,13 +272,14 @@ class Engine {
       collective.iteration = i;
       collective.op = &op;
       collective.stream = static_cast<int>(next_stream_++ % streams_.size());
-      double bytes = 0, measured = 0;
+      double bytes = 0;
+      member_sync_s_.clear();
       for (const int j : op.layers) {
         bytes += layers_.param_bytes[j];
-        measured += options_.sync_time == SyncTimeSource::kMeasured ? layers_.sync_s[j] : 0.0;
+        if (options_.sync_time == SyncTimeSource::kMeasured) member_sync_s_.push_back(layers_.sync_s[j]);
       }
       collective.bytes = bytes;
-      collective.measured_s = measured;
+      collective.measured_s = fused_sync_s(member_sync_s_, options_.bucket_alpha_s);
       const int id = static_cast<int>(collectives_.size());
       collectives_.push_back(collective);
       streams_[collective.stream].push_back(id);
@@ -472,6 +479,7 @@ class Engine {
   int measured_link_ = 0;
   std::vector<double> link_bytes_;
   double allreduced_bytes_ = 0;
+  std::vector<double> member_sync_s_;  // scratch: the measured times of one bucket's layers
   std::vector<std::deque<int>> streams_;
   std::vector<bool> stream_busy_;
   std::uint64_t next_stream_ = 0;
@@ -495,6 +503,8 @@ DesResult run_des(const DesLayers& layers, const Cluster& cluster, const Topolog
                   const AllreduceModel& model, const SyncProgram& program, const DesOptions& options) {
   SYNCPLAN_CHECK(topology.workers() == cluster.workers);
   if (options.iterations < 1) throw InputError("--iterations: must be >= 1, got " + std::to_string(options.iterations));
+  if (!(options.bucket_alpha_s >= 0) || !std::isfinite(options.bucket_alpha_s))
+    throw InputError("bucket alpha_s: must be a finite number >= 0 s, got " + format_exact(options.bucket_alpha_s));
   if (options.comm_streams < 1)
     throw InputError("--comm-streams: must be >= 1, got " + std::to_string(options.comm_streams));
   SYNCPLAN_CHECK(program.period() >= 1);

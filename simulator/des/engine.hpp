@@ -31,7 +31,7 @@ struct DesLayers {
 
 /// Where each all-reduce's time comes from (docs/des.md).
 enum class SyncTimeSource {
-  kMeasured,  ///< the profile's sync_s (bucket: the sum of its layers')
+  kMeasured,  ///< the profile's sync_s (bucket: fused_sync_s of its layers' with DesOptions::bucket_alpha_s)
   kModel,     ///< the cluster's cost model on param_bytes (docs/collectives.md)
 };
 
@@ -45,6 +45,9 @@ struct DesOptions {
   int comm_streams = 1;        ///< communication streams per worker; all-reduces go round-robin, >= 1
   SyncTimeSource sync_time = SyncTimeSource::kMeasured;
   int trace_workers = 0;       ///< record the timelines of this many workers (0: no trace)
+  /// kMeasured: the start-up time one all-reduce of a multi-layer bucket saves per extra layer (s),
+  /// as the plan's bucket fusion assumed (docs/time-model.md section 12); 0: a bucket costs the sum.
+  double bucket_alpha_s = 0;
 };
 
 /// One recorded timeline event (Chrome trace "X" event), microseconds in the trace writer.
@@ -94,9 +97,10 @@ DesResult run_des(const DesLayers& layers, const Cluster& cluster, const SyncPro
 /// layer(s), bytes and iteration (docs/formats.md "Timeline").
 Json des_trace_json(const DesResult& result, const DesLayers& layers);
 
-/// The time of one all-reduce of `layers` (backprop indices) alone on the cluster, as the engine
-/// charges it (s).
+/// The time of one all-reduce of `bucket` (backprop indices) alone on the cluster, as the engine
+/// charges it (s): the cost model on the summed bytes, or fused_sync_s of the measured times with
+/// start-up `bucket_alpha_s`.
 double des_allreduce_s(const DesLayers& layers, const AllreduceModel& model, SyncTimeSource source,
-                       const std::vector<int>& bucket);
+                       const std::vector<int>& bucket, double bucket_alpha_s = 0);
 
 }  // namespace syncplan

@@ -16,6 +16,15 @@ SyncProgram program_from_assignment(const Assignment& assignment) {
   return program;
 }
 
+SyncProgram program_from_buckets(const Buckets& buckets) {
+  SyncProgram program;
+  program.iterations.resize(buckets.period());
+  for (int h = 0; h < buckets.period(); ++h)
+    for (const std::vector<int>& bucket : buckets.iterations[h])
+      program.iterations[h].push_back({bucket, IssuePoint::kGradientReady});
+  return program;
+}
+
 namespace {
 SyncProgram all_layers_at(std::size_t layer_count, int period, IssuePoint issue, bool every_iteration) {
   require_valid_period(period);

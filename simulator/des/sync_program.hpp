@@ -3,6 +3,7 @@
 #pragma once
 
 #include "core/profile.hpp"
+#include "simulator/bucket_fusion.hpp"
 #include "simulator/period_model.hpp"
 
 #include <functional>
@@ -34,6 +35,10 @@ struct SyncProgram {
 /// Every layer of S_h as its own all-reduce, issued when its gradient is ready (the period model's
 /// semantics, SPEC section 5): wfbp, plsgd-even, dreamddp, dp and plans.
 SyncProgram program_from_assignment(const Assignment& assignment);
+
+/// A plan's buckets (bucket fusion, docs/time-model.md section 12): one all-reduce per bucket,
+/// issued when the gradient of its last layer is ready.
+SyncProgram program_from_buckets(const Buckets& buckets);
 
 /// S-SGD without overlap: every layer after backprop, every iteration.
 SyncProgram ssgd_program(std::size_t layer_count, int period);

@@ -8,12 +8,15 @@
 #   nonfinite_zero                    import --nonfinite zero turns NaN/Infinity into 0 s, with a warning
 #   gpt2_example SHARED_DATA_DIR      the README's GPT-2 example against expected.json (77: no data)
 #   fifo_output                       -o into a FIFO writes through it and leaves it a FIFO
+#   auto_period                       --period auto --max-overhead chooses the smallest H
+#   fused_buckets                     plan --fuse-buckets: buckets, bound, period model and DES agree
 set -euo pipefail
 
 case_name="$1" syncplan="$2" python="$3" workdir="$4"
 shift 4
 here="$(cd "$(dirname "$0")" && pwd)"
 data="$here/data"
+repo_data="$here/../../data"
 check() { "$python" "$here/check_json.py" "$@"; }
 run() { echo "\$ syncplan ${*}"; "$syncplan" "$@"; }
 rm -rf "$workdir" && mkdir -p "$workdir" && cd "$workdir"
@@ -141,6 +144,53 @@ PY
   echo "ok: --period auto"
 }
 
+# Bucket fusion (docs/time-model.md 12) on the tiny profile, H = 1 (every layer in the one
+# iteration), alpha = 0.4 ms. Backprop: head ready 1 (c 3), hidden 2 (c 1), embed 3 (c 0.5) ms.
+#   unfused         head 1->4, hidden 4->5, embed 5->5.5                              end 5.5
+#   {head}{hidden embed}  head 1->4; bucket at 4: 0.4 + 0.6 + 0.1 = 1.1 -> 5.1           end 5.1 (best)
+#   {head hidden}{embed}  at 2: 0.4 + 2.6 + 0.6 = 3.6 -> 5.6; embed -> 6.1                end 6.1
+#   one bucket            at 3: 0.4 + 2.6 + 0.6 + 0.1 = 3.7 -> 6.7                       end 6.7
+# Period 3 + 2.1 = 5.1 ms. Bound (excess e = 2.6, 0.6, 0.1 ms): max_j (B_j + c_j - B_L) = 1;
+# t = 1: 3.3 + (0.4 - 2) = 1.7 (u = H = 1); so 3 + 1.7 = 4.7 ms (the bound on e alone: 4.3).
+# The DES on 2 workers with the measured times fuses the same way: 5.1 ms.
+fused_buckets() {
+  run import dreamddp --bp "$data/tiny_bp.json" --comm "$data/tiny_comm.json" --model tiny --workers 2 \
+    -o profile.json
+  run plan --profile profile.json --period 1 --algorithm wfbp --fuse-buckets --alpha-s 0.0004 -o plan.json \
+    --report report.json | tee plan.txt
+  grep -q "2 all-reduces per period instead of 3" plan.txt || { echo "FAIL: fusion summary"; exit 1; }
+  run simulate --profile profile.json --plan plan.json -o result.json --trace trace.json | tee simulate.txt
+  grep -q "reproduces the plan's predicted figures" simulate.txt || { echo "FAIL: not reproduced"; exit 1; }
+  run simulate --profile profile.json --plan plan.json --cluster "$data/cluster_2workers.json" -o des.json
+  "$python" - <<'PY' || { echo "FAIL: fused plan figures"; exit 1; }
+import json
+plan, report = json.load(open("plan.json")), json.load(open("report.json"))
+result, des, trace = json.load(open("result.json")), json.load(open("des.json")), json.load(open("trace.json"))
+close = lambda a, b: abs(a - b) <= 1e-12
+assert plan["buckets"]["iterations"] == [[["head"], ["hidden", "embed"]]], plan["buckets"]
+assert plan["buckets"]["alpha_s"] == 0.0004
+assert close(plan["predicted"]["period_s"], 0.0051), plan["predicted"]
+assert close(plan["predicted"]["lower_bound_period_s"], 0.0047), plan["predicted"]
+assert close(report["chosen"]["buckets"]["unfused_period_s"], 0.0055), report["chosen"]
+assert report["chosen"]["buckets"]["allreduces"] == 2 and report["chosen"]["buckets"]["unfused_allreduces"] == 3
+assert close(result["period_s"], 0.0051) and close(des["total_s"], 0.0051), (result["period_s"], des["total_s"])
+buckets = [e for e in trace["traceEvents"] if e.get("cat") == "sync" and "layers" in e["args"]]
+assert len(buckets) == 1 and buckets[0]["args"]["layers"] == ["hidden", "embed"], buckets
+assert close(buckets[0]["ts"], 4000) and close(buckets[0]["dur"], 1100), buckets[0]
+print("ok: buckets, 5.1 ms predicted = period model = DES, bound 4.7 ms")
+PY
+  # Sync times from a cluster's cost model (tiny_profile.json has param_bytes; 2 != 8 workers, so
+  # auto picks the model): T(n) = 7e-4 + 1.4e-9 n (tests/des/cli_simulate_des.sh), wfbp H = 1:
+  # F 0.6 + embed ready 3.6 -> 4.30056, U 0.3: 4.60056 ms. Fusion keeps layers apart (no gain).
+  run plan --profile "$data/tiny_profile.json" --cluster "$repo_data/clusters/8nodes-1gpu-10gbps.json" --period 1 \
+    --algorithm wfbp --fuse-buckets -o model-plan.json | tee model-plan.txt
+  grep -q "all-reduce times: the cost model of" model-plan.txt || { echo "FAIL: sync times not from the model"; exit 1; }
+  grep -q "alpha 0.000700 s" model-plan.txt || { echo "FAIL: alpha not from the cluster"; exit 1; }
+  "$python" -c 'import json; p = json.load(open("model-plan.json"))["predicted"]["period_s"]; assert abs(p - 4.60056e-3) < 1e-12, p' ||
+    { echo "FAIL: cost-model plan period"; exit 1; }
+  echo "ok: fused buckets"
+}
+
 # An output that is a FIFO (like /dev/null, not a regular file) is written into, not replaced.
 fifo_output() {
   mkfifo out.fifo
@@ -155,6 +205,6 @@ fifo_output() {
 }
 
 case "$case_name" in
-  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period) "$case_name" "$@" ;;
+  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | fused_buckets) "$case_name" "$@" ;;
   *) echo "cli_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac

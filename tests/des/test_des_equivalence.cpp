@@ -6,6 +6,7 @@
 
 #include "planner/algorithm_table.hpp"
 #include "planner/des_strategies.hpp"
+#include "simulator/bucket_fusion.hpp"
 #include "profiler/import_dreamddp.hpp"
 
 #include <cmath>
@@ -79,6 +80,34 @@ void check_equivalence(const Profile& profile, const Cluster& cluster, int perio
   }
 }
 
+// Fused plans (docs/time-model.md 12): dp's plan fused into buckets with start-up alpha, timed by
+// the DES (one SyncOp per bucket; measured times fused with bucket_alpha_s, or the cost model on
+// the bucket's bytes) and by time_buckets on the DES's own per-layer times.
+// Returns how many buckets hold more than one layer.
+int check_fused_equivalence(const Profile& profile, const Cluster& cluster, int period, SyncTimeSource source,
+                            double measured_alpha_s) {
+  const DesLayers layers = des_layers(profile, "profile.json", source);
+  const Topology topology(cluster);
+  const AllreduceModel model(cluster, topology);
+  const BackpropTimes times = backprop_times_for_des(DesStrategyContext{layers, model, source});
+  const double alpha = source == SyncTimeSource::kModel ? model.time_s(0) : measured_alpha_s;
+  const Buckets buckets = fuse_buckets(times, plan_search(times, period, {}).assignment, alpha);
+  const PeriodTiming expected = time_buckets(times, buckets);
+  DesOptions options;
+  options.iterations = period;
+  options.sync_time = source;
+  options.bucket_alpha_s = source == SyncTimeSource::kMeasured ? alpha : 0.0;
+  const DesResult result = run_des(layers, cluster, topology, model, program_from_buckets(buckets), options);
+  INFO("H = " << period << ", alpha " << alpha << ", " << allreduce_count(buckets) << " buckets; DES total "
+              << result.total_s << ", period model " << expected.period_s);
+  REQUIRE(relative_difference(result.total_s, expected.period_s) <= 1e-9);
+  for (int i = 0; i < period; ++i) REQUIRE(relative_difference(result.iteration_s[i], expected.iteration_s[i]) <= 1e-9);
+  int multi = 0;
+  for (const auto& iteration : buckets.iterations)
+    for (const auto& bucket : iteration) multi += bucket.size() > 1 ? 1 : 0;
+  return multi;
+}
+
 std::filesystem::path shared_data_root() {
   const char* root = std::getenv("SYNCPLAN_SHARED_DATA");
   if (root != nullptr && *root != '\0') return root;
@@ -127,6 +156,25 @@ TEST_CASE("DES equals the period model with tied parameters", "[des][equivalence
   validate_profile(profile, "tied.json");
   const Cluster cluster = des_test::cluster_of(des_test::cluster_document(4, 2, 80, 1, 8, 10));
   for (const int period : {1, 2, 4}) check_equivalence(profile, cluster, period, 2);
+}
+
+TEST_CASE("DES equals the period model on fused plans", "[des][equivalence][buckets]") {
+  std::mt19937_64 random(20261129);
+  const Cluster cluster = des_test::cluster_of(des_test::cluster_document(4, 2, 80, 1, 8, 10));
+  std::uniform_real_distribution<double> alpha_of(0, 4e-3);
+  std::uniform_int_distribution<std::int64_t> bytes_of(0, 4'000'000);
+  int fused = 0, multi = 0;
+  for (const int count : {2, 5, 13, 30}) {
+    Profile profile = random_profile(random, count);
+    for (LayerProfile& layer : profile.layers) layer.param_bytes = bytes_of(random);
+    for (const int period : {1, 3, 6}) {
+      multi += check_fused_equivalence(profile, cluster, period, SyncTimeSource::kMeasured, alpha_of(random));
+      multi += check_fused_equivalence(profile, cluster, period, SyncTimeSource::kModel, 0);
+      ++fused;
+    }
+  }
+  REQUIRE(fused == 12);
+  REQUIRE(multi > 10);  // the cases do fuse layers
 }
 
 TEST_CASE("DES equals the period model on the shared GPT-2 profile", "[des][equivalence][gpt2]") {

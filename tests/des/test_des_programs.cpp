@@ -8,11 +8,11 @@
 namespace syncplan {
 namespace {
 
-using Buckets = std::vector<std::vector<int>>;
+using BucketList = std::vector<std::vector<int>>;
 
 // The buckets of iteration h, checking that every op is issued when its gradient is ready.
-Buckets buckets_of(const SyncProgram& program, int h) {
-  Buckets buckets;
+BucketList buckets_of(const SyncProgram& program, int h) {
+  BucketList buckets;
   for (const SyncOp& op : program.iterations.at(h)) {
     REQUIRE(op.issue == IssuePoint::kGradientReady);
     buckets.push_back(op.layers);
@@ -43,18 +43,18 @@ TEST_CASE("ddp buckets by hand: first bucket cap, cap, a big layer alone, no spl
   const std::vector<double> bytes = {4, 4, 4, 10, 30, 5, 20, 1};
   const SyncProgram program = ddp_program(bytes, 3, 25, 10);
   REQUIRE(program.period() == 3);
-  const Buckets expected = {{0, 1, 2}, {3, 4}, {5, 6}, {7}};
+  const BucketList expected = {{0, 1, 2}, {3, 4}, {5, 6}, {7}};
   for (int h = 0; h < 3; ++h) REQUIRE(buckets_of(program, h) == expected);
 
   SECTION("the first layer larger than the first bucket's cap is a bucket of its own") {
     // j0 50 >= 10 closes {0}; j1 3, j2 25 >= 25 closes {1, 2}; j3 1: {3}.
-    REQUIRE(buckets_of(ddp_program({50, 3, 22, 1}, 1, 25, 10), 0) == Buckets{{0}, {1, 2}, {3}});
+    REQUIRE(buckets_of(ddp_program({50, 3, 22, 1}, 1, 25, 10), 0) == BucketList{{0}, {1, 2}, {3}});
   }
   SECTION("everything fits one bucket") {
-    REQUIRE(buckets_of(ddp_program({1, 2, 3}, 1, 25, 10), 0) == Buckets{{0, 1, 2}});
+    REQUIRE(buckets_of(ddp_program({1, 2, 3}, 1, 25, 10), 0) == BucketList{{0, 1, 2}});
   }
   SECTION("every layer larger than the cap: one bucket each, none split") {
-    REQUIRE(buckets_of(ddp_program({40, 30, 26}, 1, 25, 10), 0) == Buckets{{0}, {1}, {2}});
+    REQUIRE(buckets_of(ddp_program({40, 30, 26}, 1, 25, 10), 0) == BucketList{{0}, {1}, {2}});
   }
   SECTION("through des_program: the context's caps, first cap never above the cap") {
     const DesLayers layers = des_test::backprop_layers({1, 1, 1, 1, 1, 1, 1, 1}, {}, 0, 0, bytes);
@@ -69,7 +69,7 @@ TEST_CASE("ddp buckets by hand: first bucket cap, cap, a big layer alone, no spl
     context.bucket_cap_bytes = 9;
     context.first_bucket_bytes = 100;
     REQUIRE(buckets_of(des_program("ddp", context, times, 1), 0) ==
-            Buckets{{0, 1, 2}, {3}, {4}, {5, 6}, {7}});
+            BucketList{{0, 1, 2}, {3}, {4}, {5, 6}, {7}});
   }
 }
 
@@ -91,15 +91,15 @@ TEST_CASE("mgwfbp by hand: merges when start-up dominates, not across a big gap"
     //     merged from 3e-6: 3e-6 + 2.3e-5 = 2.6e-5 <= 4.5e-5: merge.
     const SyncProgram program = mgwfbp_program(times_of({1e-6, 1e-6, 1e-6}), bytes, 2, allreduce_s);
     REQUIRE(program.period() == 2);
-    REQUIRE(buckets_of(program, 0) == Buckets{{0, 1, 2}});
-    REQUIRE(buckets_of(program, 1) == Buckets{{0, 1, 2}});
+    REQUIRE(buckets_of(program, 0) == BucketList{{0, 1, 2}});
+    REQUIRE(buckets_of(program, 1) == BucketList{{0, 1, 2}});
   }
   SECTION("a 1 s gap before the last gradient: no merge across it") {
     // b = 1e-6, 1e-6, 1: ready at 1e-6, 2e-6, 1.000002. j1 merges as above.
     // j2: bucket {0,1} ends 2.4e-5; separately j2 starts at max(1.000002, 2.4e-5): ends
     //     1.000002 + 2.1e-5 = 1.000023; merged: 1.000002 + 2.3e-5 = 1.000025 > 1.000023: no merge.
     const SyncProgram program = mgwfbp_program(times_of({1e-6, 1e-6, 1}), bytes, 1, allreduce_s);
-    REQUIRE(buckets_of(program, 0) == Buckets{{0, 1}, {2}});
+    REQUIRE(buckets_of(program, 0) == BucketList{{0, 1}, {2}});
   }
   SECTION("a gap after the first gradient: the first layer stays alone") {
     // ready at 1e-6, 1.000001, 1.000002. j1: {0} ends 2.2e-5; separately 1.000001 + 2.1e-5 =
@@ -107,13 +107,13 @@ TEST_CASE("mgwfbp by hand: merges when start-up dominates, not across a big gap"
     // j2: {1} ends 1.000001 + 2.1e-5 = 1.000022 (link free since 2.2e-5); separately
     //     1.000022 + 2.1e-5 = 1.000043; merged max(1.000002, 2.2e-5) + 2.2e-5 = 1.000024: merge.
     const SyncProgram program = mgwfbp_program(times_of({1e-6, 1, 1e-6}), bytes, 1, allreduce_s);
-    REQUIRE(buckets_of(program, 0) == Buckets{{0}, {1, 2}});
+    REQUIRE(buckets_of(program, 0) == BucketList{{0}, {1, 2}});
   }
   SECTION("through des_program: needs the cost model") {
     const DesLayers layers = des_test::backprop_layers({1e-6, 1e-6, 1}, {1, 1, 1}, 0, 0, bytes);
     DesStrategyContext context{layers, model, SyncTimeSource::kModel};
     const BackpropTimes times = backprop_times_for_des(context);
-    REQUIRE(buckets_of(des_program("mgwfbp", context, times, 1), 0) == Buckets{{0, 1}, {2}});
+    REQUIRE(buckets_of(des_program("mgwfbp", context, times, 1), 0) == BucketList{{0, 1}, {2}});
     DesStrategyContext measured{layers, model, SyncTimeSource::kMeasured};
     REQUIRE_THROWS_AS(des_program("mgwfbp", measured, times, 1), InputError);
     REQUIRE_THROWS_WITH(des_program("mgwfbp", measured, times, 1), Catch::Matchers::Contains("--sync-time"));
@@ -141,8 +141,8 @@ TEST_CASE("ssgd, flsgd and plan programs: issue points and iterations", "[des][p
   assignment.iterations = {{0, 2}, {1}, {}};
   const SyncProgram plan = program_from_assignment(assignment);
   REQUIRE(plan.period() == 3);
-  REQUIRE(buckets_of(plan, 0) == Buckets{{0}, {2}});
-  REQUIRE(buckets_of(plan, 1) == Buckets{{1}});
+  REQUIRE(buckets_of(plan, 0) == BucketList{{0}, {2}});
+  REQUIRE(buckets_of(plan, 1) == BucketList{{1}});
   REQUIRE(plan.iterations[2].empty());
   REQUIRE_THROWS_AS(ssgd_program(3, 0), InputError);
 }

@@ -433,10 +433,10 @@ TEST_CASE("json: profile_to_json then profile_from_json gives the same profile",
   profile.workers = 4;
   // Values without a short decimal form must survive exactly.
   profile.layers.push_back({"a.weight", 123456789012LL, 493827156048LL, 0.1, 1.0 / 3.0,
-                            std::nullopt, 7.69e-05});
-  profile.layers.push_back({"b", std::nullopt, 0, std::nullopt, 0.0, 1e-300, 0.0504});
+                            std::nullopt, 7.69e-05, std::nullopt});
+  profile.layers.push_back({"b", std::nullopt, 0, std::nullopt, 0.0, 1e-300, 0.0504, std::nullopt});
   profile.layers.push_back({"c \"quoted\" \\ name", 1, std::nullopt, 2.5e-7, 3.0, 4.0,
-                            std::nullopt});
+                            std::nullopt, std::nullopt});
 
   const Json document = profile_to_json(profile);
   REQUIRE(document["format"] == kProfileFormat);

@@ -1,0 +1,70 @@
+// Bucket fusion: the layers that sync in one iteration grouped into buckets, one all-reduce each,
+// under the alpha-beta model (docs/time-model.md section 12).
+#pragma once
+
+#include "core/plan.hpp"
+#include "simulator/period_model.hpp"
+
+#include <span>
+#include <string>
+#include <vector>
+
+namespace syncplan {
+
+/// The buckets of one period. iterations[h] lists iteration h's all-reduces in issue order; each
+/// bucket holds backprop indices, ascending, and is issued when its last (input-most) layer's
+/// gradient is ready. Only layers with an all-reduce of their own appear (has_allreduce); every
+/// such layer synced in iteration h is in exactly one of h's buckets.
+struct Buckets {
+  double alpha_s = 0;  ///< all-reduce start-up time (alpha of the alpha-beta model), s; >= 0
+  std::vector<std::vector<std::vector<int>>> iterations;  ///< H entries
+  int period() const { return static_cast<int>(iterations.size()); }
+};
+
+/// True when layer j (backprop index) runs an all-reduce of its own: it carries its tie group
+/// (times.carrier) and its sync time is > 0. Tied layers and layers without a sync time are averaged
+/// with their carrier or not at all, and belong to no bucket.
+bool has_allreduce(const BackpropTimes& times, int j);
+
+/// Time of one all-reduce of a bucket whose members alone take `member_sync_s` (s each), with
+/// start-up time `alpha_s` (docs/time-model.md section 12):
+///   max_j min(c_j, alpha) + sum_j max(c_j - alpha, 0).
+/// When every c_j >= alpha this is sum c - (k-1) alpha (k start-ups become one); a single member
+/// costs exactly c_j; the result never exceeds sum c. Empty: 0.
+double fused_sync_s(std::span<const double> member_sync_s, double alpha_s);
+
+/// Each all-reduce layer of every iteration in a bucket of its own (no fusion), with `alpha_s`.
+Buckets unfused_buckets(const BackpropTimes& times, const Assignment& assignment, double alpha_s);
+
+/// Bucket fusion: for each iteration, the partition of its all-reduce layers into buckets that are
+/// contiguous in backprop order and make the link finish earliest, by dynamic programming over
+/// the last bucket's first layer, O(m^2) for m layers in the iteration. Layers are fused only when
+/// that strictly lowers the link's end time (the start-up saved exceeds the delay). Never a later
+/// end, so never a longer wait, than unfused_buckets. Throws InputError when alpha_s is negative or
+/// not finite.
+Buckets fuse_buckets(const BackpropTimes& times, const Assignment& assignment, double alpha_s);
+
+/// Times a period whose iterations sync `buckets` under SPEC section 5's rules, a bucket taking
+/// fused_sync_s: it starts at max(its last layer ready, link free). syncs[h] holds one SyncEvent
+/// per bucket (layer: its last layer; bucket: all of them). Throws InternalError on bad indices.
+PeriodTiming time_buckets(const BackpropTimes& times, const Buckets& buckets);
+
+/// Number of all-reduces (buckets) in a period.
+std::size_t allreduce_count(const Buckets& buckets);
+
+/// The plan's `buckets` block for `buckets` (layer names, issue order).
+PlanBuckets plan_buckets(const Buckets& buckets, const BackpropTimes& times);
+
+/// A plan's `buckets` block as Buckets, checked against the plan's assignment: every all-reduce
+/// layer synced in an iteration is in exactly one of its buckets, no other layer is, and buckets
+/// are contiguous runs of the iteration's all-reduce layers in issue order. Throws InputError
+/// naming `origin`, the iteration and the layer.
+Buckets buckets_from_plan(const PlanBuckets& plan_buckets, const Assignment& assignment,
+                          const BackpropTimes& times, const std::string& origin);
+
+/// `times` with each sync time c_j replaced by max(c_j - alpha_s, 0): a bucket costs at least the
+/// sum of these over its layers and starts after all of them are ready, so any lower bound of the
+/// unfused model on these times holds for fused plans too (docs/time-model.md section 12).
+BackpropTimes excess_sync_times(const BackpropTimes& times, double alpha_s);
+
+}  // namespace syncplan
