@@ -110,6 +110,19 @@ gpt2_example() {
       --and golden "gpt2-report-H$period.json" "$folder/expected.json" "H$period"
       --and reproduces "gpt2-plan-H$period.json" "gpt2-result-H$period.json" --and)
   done
+  # The README's bucket-fusion example: fewer all-reduces, a shorter period, reproduced by simulate.
+  run plan --profile gpt2-profile.json --period 10 --cluster "$here/../../data/clusters/8nodes-1gpu-10gbps.json" \
+    --fuse-buckets -o gpt2-plan-fused.json --report gpt2-report-fused.json
+  run simulate --profile gpt2-profile.json --plan gpt2-plan-fused.json | grep -q "reproduces the plan's predicted" ||
+    { echo "FAIL: simulate --plan did not reproduce the fused plan"; exit 1; }
+  "$python" - <<'PY' || { echo "FAIL: fused GPT-2 plan"; exit 1; }
+import json
+chosen = json.load(open("gpt2-report-fused.json"))["chosen"]
+buckets = chosen["buckets"]
+assert buckets["alpha_s"] == 7e-4 and buckets["allreduces"] < buckets["unfused_allreduces"] == 125, buckets
+assert chosen["period_s"] <= buckets["unfused_period_s"], chosen
+print("ok: fused GPT-2 plan,", buckets["allreduces"], "all-reduces, period", chosen["period_s"])
+PY
   run import dreamddp-schedule "$folder/dreamddp_schedule_H10.json" --profile gpt2-profile.json \
     -o dreamddp-plan-H10.json
   run simulate --profile gpt2-profile.json --plan dreamddp-plan-H10.json -o dreamddp-result-H10.json
