@@ -129,7 +129,7 @@ Json parse_json_text(const std::string& text, const std::string& origin) {
   }
 }
 
-Json read_json_file(const std::string& path) {
+std::string read_text_file(const std::string& path) {
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec))
     throw InputError(path + ": cannot read file (it is a directory)");
@@ -141,8 +141,10 @@ Json read_json_file(const std::string& path) {
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) throw InputError(path + ": cannot read file (read error)");
-  return parse_json_text(buffer.str(), path);
+  return buffer.str();
 }
+
+Json read_json_file(const std::string& path) { return parse_json_text(read_text_file(path), path); }
 
 bool is_nonfinite_token(const Json& value) {
   return value.is_string() && value.get_ref<const std::string&>().rfind(kNonfinitePrefix, 0) == 0;

@@ -14,6 +14,10 @@ namespace syncplan {
 
 using Json = nlohmann::ordered_json;
 
+/// Reads a whole regular file as text. Throws InputError "PATH: cannot read file (...)" when it is
+/// missing, a directory, or not a regular file (a FIFO or a device would block or never end).
+std::string read_text_file(const std::string& path);
+
 /// Reads and parses a JSON file. The bare tokens NaN, Infinity and -Infinity that Python's json
 /// module writes are accepted and become values that NumberReader reports as non-finite, so that
 /// the error can name the layer instead of a byte offset.

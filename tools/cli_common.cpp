@@ -86,10 +86,4 @@ int checked_period(const std::string& text) {
   return static_cast<int>(std::stol(significant));
 }
 
-SyncTimeSource choose_sync_time(const std::string& sync_time, const Profile& profile, const Cluster& cluster) {
-  if (sync_time == "measured") return SyncTimeSource::kMeasured;
-  if (sync_time == "auto" && profile.workers && *profile.workers == cluster.workers) return SyncTimeSource::kMeasured;
-  return SyncTimeSource::kModel;
-}
-
 }  // namespace syncplan::cli

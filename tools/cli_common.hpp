@@ -1,9 +1,7 @@
 // Pieces shared by the syncplan subcommands: registration, output checks, table printing.
 #pragma once
 
-#include "core/cluster.hpp"
 #include "core/profile.hpp"
-#include "simulator/des/engine.hpp"
 #include "simulator/period_model.hpp"
 
 #include <CLI/CLI.hpp>
@@ -23,6 +21,10 @@ void add_import_commands(CLI::App& app, Action& action);
 void add_plan_command(CLI::App& app, Action& action);
 /// Registers `syncplan simulate`.
 void add_simulate_command(CLI::App& app, Action& action);
+/// Registers `syncplan profile` (tools/cmd_profile.cpp).
+void add_profile_command(CLI::App& app, Action& action);
+/// Registers `syncplan profile-link` (tools/cmd_profile_link.cpp).
+void add_profile_link_command(CLI::App& app, Action& action);
 
 /// An option and the path given to it, e.g. {"-o", "plan.json"}; an empty path is "not given".
 struct NamedPath {
@@ -47,15 +49,5 @@ void print_table(std::ostream& out, const std::vector<std::vector<std::string>>&
 /// Reads the --period text as H: a whole number in [1, kMaxPeriod]. Throws InputError
 /// "--period: ..." quoting the text otherwise (also when it is too large for any integer type).
 int checked_period(const std::string& text);
-
-/// The --sync-time choice ("auto", "measured" or "model") for `profile` on `cluster`: "auto" takes
-/// the profile's measured sync_s when it was measured at the cluster's worker count (SPEC section
-/// 3), the cluster's cost model otherwise.
-SyncTimeSource choose_sync_time(const std::string& sync_time, const Profile& profile, const Cluster& cluster);
-
-/// The --sync-time help text shared by `plan` and `simulate`.
-inline constexpr const char* kSyncTimeHelp =
-    "with --cluster: all-reduce times from the profile's sync_s ('measured'), the cluster's cost model on "
-    "param_bytes ('model'), or 'auto': measured when the profile's workers equal the cluster's (default: auto)";
 
 }  // namespace syncplan::cli

@@ -2,6 +2,8 @@
 #include "core/json_io.hpp"
 #include "planner/lower_bound.hpp"
 #include "profiler/import_dreamddp.hpp"
+#include "profiler/import_torch_trace.hpp"
+#include "profiler/import_nccl_tests.hpp"
 #include "tools/cli_common.hpp"
 
 #include <iostream>
@@ -20,6 +22,28 @@ struct DreamddpOptions {
 struct ScheduleOptions {
   std::string schedule_path, profile_path, output_path;
 };
+
+struct TorchTraceOptions {
+  std::string trace_path, output_path, model, missing_backward = "error";
+};
+
+int run_import_torch_trace(const TorchTraceOptions& options) {
+  check_output_paths({{"-o", options.output_path}}, {{"trace", options.trace_path}});
+  TorchTraceImportOptions import_options;
+  if (!options.model.empty()) import_options.model = options.model;
+  import_options.missing_backward = options.missing_backward == "null"   ? MissingBackwardPolicy::kNull
+                                    : options.missing_backward == "zero" ? MissingBackwardPolicy::kZero
+                                                                         : MissingBackwardPolicy::kError;
+  const TorchTraceImport imported = import_torch_trace(options.trace_path, import_options);
+  write_json_file_atomic(options.output_path, profile_to_json(imported.profile));
+  std::cout << "imported " << imported.profile.layers.size() << " layers (" << convention_name(imported.convention)
+            << "; backward from " << backward_name(imported.backward) << "), medians of " << imported.iterations
+            << " iteration(s)";
+  if (imported.incomplete_iterations > 0)
+    std::cout << " (" << imported.incomplete_iterations << " incomplete iteration(s) left out)";
+  std::cout << " into " << options.output_path << '\n';
+  return 0;
+}
 
 int run_import_dreamddp(const DreamddpOptions& options) {
   check_output_paths({{"-o", options.output_path}}, {{"--bp", options.bp_path}, {"--comm", options.comm_path}});
@@ -45,6 +69,32 @@ int run_import_schedule(const ScheduleOptions& options) {
   write_json_file_atomic(options.output_path, plan_to_json(plan));
   std::cout << "imported a schedule of period H = " << plan.period << " into " << options.output_path
             << "; predicted period " << seconds_text(timing.period_s) << " s\n";
+  return 0;
+}
+
+struct NcclTestsOptions {
+  std::string log_path, output_path, fit = "relative";
+  int workers = 0;  // 0: from the log
+  bool in_place = false;
+};
+
+int run_import_nccl_tests(const NcclTestsOptions& options) {
+  check_output_paths({{"-o", options.output_path}}, {{"LOG", options.log_path}});
+  NcclTestsImportOptions import_options;
+  if (options.workers > 0) import_options.workers = options.workers;
+  import_options.in_place = options.in_place;
+  import_options.fit_errors = options.fit == "absolute" ? FitErrors::kAbsolute : FitErrors::kRelative;
+  const NcclTestsImport imported = import_nccl_tests(options.log_path, import_options);
+  for (const std::string& warning : imported.warnings) std::cerr << "warning: " << warning << '\n';
+  write_json_file_atomic(options.output_path, link_to_json(imported.link));
+  std::cout << "imported " << imported.link.samples.size() << " sizes of an all-reduce across "
+            << imported.link.workers << " ranks (" << imported.format << ", "
+            << (options.in_place ? "in-place" : "out-of-place") << " times) into " << options.output_path << '\n'
+            << "alpha-beta fit: "
+            << describe_fit({imported.link.alpha_s, imported.link.beta_s_per_byte, imported.link.r_squared,
+                             imported.through_origin},
+                            import_options.fit_errors)
+            << '\n';
   return 0;
 }
 
@@ -82,6 +132,41 @@ void add_import_commands(CLI::App& app, Action& action) {
   from_schedule->add_option("--profile", schedule->profile_path, "profile the schedule is for")->required();
   from_schedule->add_option("-o,--output", schedule->output_path, "plan to write (JSON)")->required();
   from_schedule->callback([&action, schedule] { action = [schedule] { return run_import_schedule(*schedule); }; });
+
+  auto torch_trace = std::make_shared<TorchTraceOptions>();
+  CLI::App* from_torch = import->add_subcommand(
+      "torch-trace", "A PyTorch profiler Chrome trace (JSON) into a syncplan.profile/v1: forward_s and backward_s "
+                     "(s, medians over iterations) per leaf module, from 'syncplan.forward:NAME' / "
+                     "'syncplan.backward:NAME' ranges (tools/torch_profile.py --trace) or nn.Module events; "
+                     "docs/torch.md");
+  from_torch->add_option("trace", torch_trace->trace_path, "Chrome trace: {\"traceEvents\": [...]} or an array")
+      ->required();
+  from_torch->add_option("--model", torch_trace->model, "model name written into the profile (default: none)");
+  from_torch->add_option("--missing-backward", torch_trace->missing_backward,
+                         "a layer with forward but no backward events: 'error' names it, 'null' writes backward_s "
+                         "null (unknown), 'zero' writes 0 s (default: error)")
+      ->check(CLI::IsMember({"error", "null", "zero"}));
+  from_torch->add_option("-o,--output", torch_trace->output_path, "profile to write (JSON)")->required();
+  from_torch->callback([&action, torch_trace] { action = [torch_trace] { return run_import_torch_trace(*torch_trace); }; });
+
+  auto nccl_tests = std::make_shared<NcclTestsOptions>();
+  CLI::App* from_nccl_tests = import->add_subcommand(
+      "nccl-tests", "NVIDIA nccl-tests all_reduce_perf output (the printed table, or the -J JSON file) into a "
+                    "syncplan.link/v1 alpha-beta fit (docs/link.md)");
+  from_nccl_tests->add_option("log", nccl_tests->log_path, "all_reduce_perf's output: text log or -J JSON")->required();
+  from_nccl_tests->add_option("--workers", nccl_tests->workers,
+                              "ranks of the run, when the log has no '#  Rank' lines (default: from the log)")
+      ->check(CLI::Range(1, 1 << 16));
+  from_nccl_tests->add_flag("--in-place", nccl_tests->in_place,
+                            "fit the in-place times instead of the out-of-place ones (default: out-of-place)");
+  from_nccl_tests->add_option("--fit", nccl_tests->fit,
+                              "least squares on relative or absolute time errors (docs/link.md; default: relative)")
+      ->check(CLI::IsMember({"relative", "absolute"}));
+  from_nccl_tests->add_option("-o,--output", nccl_tests->output_path, "link fit to write (syncplan.link/v1 JSON)")
+      ->required();
+  from_nccl_tests->callback([&action, nccl_tests] {
+    action = [nccl_tests] { return run_import_nccl_tests(*nccl_tests); };
+  });
 }
 
 }  // namespace syncplan::cli

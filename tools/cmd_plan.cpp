@@ -2,11 +2,11 @@
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
 #include "planner/algorithm_table.hpp"
-#include "planner/des_strategies.hpp"
 #include "planner/fill.hpp"
 #include "planner/lower_bound.hpp"
 #include "simulator/bucket_fusion.hpp"
 #include "tools/cli_common.hpp"
+#include "tools/sync_times.hpp"
 
 #include <cmath>
 #include <cstdio>
@@ -27,9 +27,8 @@ struct PlanOptions {
   std::string every_iteration;  // regular expression on layer names; empty: none pinned
   std::string seed_text = "1";
   double max_overhead = -1;  // with --period auto: planned wait / compute at most this (fraction)
-  // Per-layer all-reduce times from a cluster (--cluster, --sync-time) instead of the profile.
-  std::string cluster_path, sync_time = "auto";
-  bool sync_time_given = false;
+  // Per-layer all-reduce times from a cluster or a link fit instead of the profile.
+  SyncTimeOptions sync;
   // Bucket fusion (--fuse-buckets) and its all-reduce start-up time (--alpha-s; NaN: from --cluster).
   bool fuse_buckets = false;
   double alpha_s = std::numeric_limits<double>::quiet_NaN();
@@ -145,41 +144,23 @@ std::vector<bool> pinned_layers(const BackpropTimes& times, const std::string& p
   return pinned;
 }
 
-// Reads the profile, and the cluster when given: the sync times the plan is made for, and the
-// start-up time bucket fusion assumes.
+// Reads the profile, and the cluster or link fit when given: the sync times the plan is made for,
+// and the start-up time bucket fusion assumes.
 PlanInputs read_plan_inputs(const PlanOptions& options) {
-  if (options.sync_time_given && options.cluster_path.empty())
-    throw InputError("--sync-time: needs --cluster (without it the profile's sync_s are used)");
   if (!std::isnan(options.alpha_s) && !(options.alpha_s >= 0 && std::isfinite(options.alpha_s)))
     throw InputError("--alpha-s: must be a finite number >= 0 (seconds)");
   if (!std::isnan(options.alpha_s) && !options.fuse_buckets) throw InputError("--alpha-s: only with --fuse-buckets");
+  SyncTimes choice = read_sync_times(options.profile_path, options.sync);
   PlanInputs inputs;
-  inputs.profile = read_profile_file(options.profile_path);
-  if (!options.cluster_path.empty()) {
-    const Cluster cluster = read_cluster_file(options.cluster_path);
-    const SyncTimeSource source = choose_sync_time(options.sync_time, inputs.profile, cluster);
-    const DesLayers layers = des_layers(inputs.profile, options.profile_path, source);
-    const Topology topology(cluster);
-    const AllreduceModel model(cluster, topology);
-    inputs.times = backprop_times_for_des(DesStrategyContext{layers, model, source});
-    inputs.sync_times_text = source == SyncTimeSource::kMeasured
-                                 ? "the profile's sync_s (measured at the cluster's " + std::to_string(cluster.workers) +
-                                       " workers)"
-                                 : "the cost model of " + options.cluster_path + " on param_bytes";
-    if (options.fuse_buckets && std::isnan(options.alpha_s)) {
-      inputs.alpha_s = model.time_s(0);
-      inputs.alpha_text = "the all-reduce start-up of " + options.cluster_path;
-    }
-  } else {
-    inputs.times = backprop_times(inputs.profile, options.profile_path);
-    inputs.sync_times_text = "the profile's sync_s";
-  }
-  if (options.fuse_buckets && !std::isnan(options.alpha_s)) {
-    inputs.alpha_s = options.alpha_s;
-    inputs.alpha_text = "--alpha-s";
+  inputs.times = sync_backprop_times(choice, options.profile_path);
+  inputs.sync_times_text = choice.text;
+  if (options.fuse_buckets) {
+    inputs.alpha_s = std::isnan(options.alpha_s) ? choice.alpha_s : options.alpha_s;
+    inputs.alpha_text = std::isnan(options.alpha_s) ? choice.alpha_text : "--alpha-s";
   }
   if (options.fuse_buckets && !inputs.alpha_s)
-    throw InputError("--fuse-buckets: needs the all-reduce start-up time alpha: give --cluster FILE or --alpha-s S");
+    throw InputError("--fuse-buckets: needs the all-reduce start-up time alpha: give --cluster, --link or --alpha-s");
+  inputs.profile = std::move(choice.profile);
   return inputs;
 }
 
@@ -199,7 +180,8 @@ int run_plan(const PlanOptions& options_in) {
   const int fixed_period = automatic ? 0 : checked_period(options.period);
   const PlanAlgorithm& algorithm = find_plan_algorithm(options.algorithm);
   check_output_paths({{"-o", options.output_path}, {"--report", options.report_path}},
-                     {{"--profile", options.profile_path}, {"--cluster", options.cluster_path}});
+                     {{"--profile", options.profile_path}, {"--cluster", options.sync.cluster_path},
+                      {"--link", options.sync.link_path}});
 
   const PlanInputs inputs = read_plan_inputs(options);
   const Profile& profile = inputs.profile;
@@ -235,7 +217,8 @@ int run_plan(const PlanOptions& options_in) {
   const double gap = lower_bound > 0 ? chosen_timing.period_s / lower_bound - 1.0 : 0.0;
 
   std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n';
-  if (!options.cluster_path.empty()) std::cout << "all-reduce times: " << inputs.sync_times_text << '\n';
+  if (!options.sync.cluster_path.empty() || !options.sync.link_path.empty())
+    std::cout << "all-reduce times: " << inputs.sync_times_text << '\n';
   std::cout << "period H = " << period << " iterations; times in seconds per period\n\n";
   std::vector<std::vector<std::string>> table = {
       {"strategy", "period_s", "mean_iteration_s", "total_wait_s", "vs_ssgd", "vs_flsgd"}};
@@ -304,10 +287,9 @@ int run_plan(const PlanOptions& options_in) {
                                          {"unfused_allreduces", unfused_allreduces},
                                          {"unfused_period_s", unfused_timing.period_s},
                                          {"unfused_lower_bound_period_s", unfused_bound}};
-    if (!options.cluster_path.empty()) {
-      report["cluster"] = options.cluster_path;
-      report["sync_times"] = inputs.sync_times_text;
-    }
+    if (!options.sync.cluster_path.empty()) report["cluster"] = options.sync.cluster_path;
+    if (!options.sync.link_path.empty()) report["link"] = options.sync.link_path;
+    report["sync_times"] = inputs.sync_times_text;
     report["period_chosen_by"] = automatic ? "auto" : "--period";
     report["every_iteration"] = pinned_names;
     if (automatic) report["max_overhead"] = options.max_overhead;
@@ -344,21 +326,22 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_option("--search-rounds", options->search.rounds,
                    "search: random perturbation rounds after the first descent, >= 0 (default: 30)");
   plan->add_option("--seed", options->seed_text, "search: random seed, a whole number >= 0 (default: 1)");
-  plan->add_option("--cluster", options->cluster_path,
+  plan->add_option("--cluster", options->sync.cluster_path,
                    "syncplan.cluster/v1 file: plan for its all-reduce times (see --sync-time) and take bucket "
                    "fusion's alpha from it (default: the profile's sync_s)");
-  CLI::Option* sync_time = plan->add_option("--sync-time", options->sync_time, kSyncTimeHelp)
+  plan->add_option("--link", options->sync.link_path, kLinkHelp);
+  CLI::Option* sync_time = plan->add_option("--sync-time", options->sync.sync_time, kSyncTimeHelp)
                                ->check(CLI::IsMember({"auto", "measured", "model"}));
   plan->add_flag("--fuse-buckets", options->fuse_buckets,
                  "group the layers of each iteration into buckets, one all-reduce each, where the start-up time "
-                 "saved exceeds the delay (alpha-beta model; needs --cluster or --alpha-s; default: off)");
+                 "saved exceeds the delay (alpha-beta model; needs --cluster, --link or --alpha-s; default: off)");
   plan->add_option("--alpha-s", options->alpha_s,
-                   "with --fuse-buckets: all-reduce start-up time alpha in seconds (default: from --cluster)");
+                   "with --fuse-buckets: all-reduce start-up time alpha in seconds (default: from --link or --cluster)");
   plan->add_option("-o,--output", options->output_path, "plan to write (syncplan.plan/v1 JSON)")->required();
   plan->add_option("--report", options->report_path,
                    "also write a JSON report: strategies' period_s, lower_bound_period_s, chosen plan");
   plan->callback([&action, options, sync_time] {
-    options->sync_time_given = sync_time->count() > 0;
+    options->sync.sync_time_given = sync_time->count() > 0;
     action = [options] { return run_plan(*options); };
   });
 }

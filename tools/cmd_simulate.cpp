@@ -8,6 +8,7 @@
 #include "simulator/bucket_fusion.hpp"
 #include "simulator/trace.hpp"
 #include "tools/cli_common.hpp"
+#include "tools/sync_times.hpp"
 
 #include <cmath>
 #include <iostream>
@@ -20,8 +21,8 @@ namespace {
 struct SimulateOptions {
   std::string profile_path, plan_path, strategy, output_path, trace_path;
   std::string period;  // empty: not given
-  // The DES (with --cluster).
-  std::string cluster_path, sync_time = "auto";
+  // All-reduce times from a cluster or a link fit; the DES with --cluster.
+  SyncTimeOptions sync;
   long long iterations = 0;
   bool iterations_given = false;  // set after parsing: without it, one period
   long long comm_streams = 1;
@@ -55,12 +56,13 @@ int run_simulate(const SimulateOptions& options) {
   const int period = options.plan_path.empty() ? checked_period(options.period) : 0;
   check_output_paths({{"-o", options.output_path}, {"--trace", options.trace_path}},
                      {{"--profile", options.profile_path}, {"--plan", options.plan_path},
-                      {"--cluster", options.cluster_path}});
-  if (!options.cluster_path.empty()) return run_simulate_des(options);
+                      {"--cluster", options.sync.cluster_path}, {"--link", options.sync.link_path}});
+  if (!options.sync.cluster_path.empty()) return run_simulate_des(options);
   if (options.iterations_given || options.comm_streams != 1)
     throw InputError("--iterations/--comm-streams: need --cluster (the period model times one period)");
 
-  const Profile profile = read_profile_file(options.profile_path);
+  const SyncTimes choice = read_sync_times(options.profile_path, options.sync);
+  const Profile& profile = choice.profile;
   const BackpropTimes times = backprop_times(profile, options.profile_path);
 
   PeriodTiming timing;
@@ -84,8 +86,9 @@ int run_simulate(const SimulateOptions& options) {
   const double lower_bound =
       buckets ? fused_lower_bound_s(times, h_count, buckets->alpha_s) : best_lower_bound_s(times, h_count);
 
-  std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n'
-            << what << ", period H = " << h_count << '\n'
+  std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n';
+  if (choice.link) std::cout << "all-reduce times: " << choice.text << '\n';
+  std::cout << what << ", period H = " << h_count << '\n'
             << "period_s " << seconds_text(timing.period_s) << "  mean_iteration_s "
             << seconds_text(timing.period_s / h_count) << "  total_wait_s "
             << seconds_text(timing.total_wait_s()) << "  lower_bound_period_s "
@@ -151,10 +154,11 @@ int run_simulate_des(const SimulateOptions& options) {
   if (!(options.bucket_cap_mb > 0) || !std::isfinite(options.bucket_cap_mb))
     throw InputError("--bucket-cap-mb: must be a number > 0");
 
-  const Profile profile = read_profile_file(options.profile_path);
-  const Cluster cluster = read_cluster_file(options.cluster_path);
   // Measured all-reduce times hold for the worker count they were measured at (SPEC section 3).
-  const SyncTimeSource source = choose_sync_time(options.sync_time, profile, cluster);
+  const SyncTimes choice = read_sync_times(options.profile_path, options.sync);
+  const Profile& profile = choice.profile;
+  const Cluster& cluster = *choice.cluster;
+  const SyncTimeSource source = choice.source;
   const DesLayers layers = des_layers(profile, options.profile_path, source);
   const Topology topology(cluster);
   const AllreduceModel model(cluster, topology);
@@ -191,14 +195,14 @@ int run_simulate_des(const SimulateOptions& options) {
   if (buckets && source == SyncTimeSource::kMeasured) des_options.bucket_alpha_s = buckets->alpha_s;
   const DesResult result = run_des(layers, cluster, topology, model, program, des_options);
   if (!std::isfinite(result.total_s) || !std::isfinite(result.comm_busy_s))
-    throw InputError(options.cluster_path + ": the simulated time is not a finite number: times, bandwidths or "
+    throw InputError(options.sync.cluster_path + ": the simulated time is not a finite number: times, bandwidths or "
                      "slowdowns are out of any meaningful range");
 
   const int count = static_cast<int>(result.iteration_s.size());
   std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n'
-            << "cluster: " << cluster_text(cluster, options.cluster_path) << '\n'
+            << "cluster: " << cluster_text(cluster, options.sync.cluster_path) << '\n'
             << what << ", period H = " << program.period() << ", " << count << " iterations, all-reduce times from "
-            << (source == SyncTimeSource::kMeasured ? "the profile's sync_s" : "the cost model") << '\n'
+            << choice.text << '\n'
             << "simulated " << result.simulated_workers << " of " << result.workers << " workers"
             << (result.simulated_workers == 1 && result.workers > 1 ? " (identical workers: one representative)" : "")
             << ", " << result.events << " events\n\n"
@@ -233,12 +237,13 @@ int run_simulate_des(const SimulateOptions& options) {
     document["engine"] = "des";
     document["model"] = profile.model ? Json(*profile.model) : Json(nullptr);
     document["profile"] = options.profile_path;
-    document["cluster"] = options.cluster_path;
+    document["cluster"] = options.sync.cluster_path;
     if (!options.plan_path.empty()) document["plan"] = options.plan_path;
     else document["strategy"] = options.strategy;
     document["period"] = program.period();
     document["iterations"] = count;
-    document["sync_time"] = source == SyncTimeSource::kMeasured ? "measured" : "model";
+    document["sync_time"] = choice.link_used ? "link" : source == SyncTimeSource::kMeasured ? "measured" : "model";
+    if (choice.link) document["link"] = options.sync.link_path;
     document["workers"] = result.workers;
     document["simulated_workers"] = result.simulated_workers;
     document["total_s"] = result.total_s;
@@ -279,12 +284,13 @@ void add_simulate_command(CLI::App& app, Action& action) {
                        "times, exposed communication, overlap and bytes per link (docs/formats.md)");
   simulate->add_option("--trace", options->trace_path,
                        "write a Chrome trace (microseconds; opens in Perfetto): compute and link streams");
-  simulate->add_option("--cluster", options->cluster_path,
+  simulate->add_option("--cluster", options->sync.cluster_path,
                        "syncplan.cluster/v1 file: run the discrete-event simulator of all its workers "
                        "(without it: the period model of one worker)");
   CLI::Option* iterations = simulate->add_option("--iterations", options->iterations,
                        "with --cluster: iterations to simulate, 1..100000, periods repeating (default: one period)");
-  simulate->add_option("--sync-time", options->sync_time, kSyncTimeHelp)
+  simulate->add_option("--link", options->sync.link_path, kLinkHelp);
+  CLI::Option* sync_time = simulate->add_option("--sync-time", options->sync.sync_time, kSyncTimeHelp)
       ->check(CLI::IsMember({"auto", "measured", "model"}));
   simulate->add_option("--comm-streams", options->comm_streams,
                        "with --cluster: communication streams per worker, 1..64 (default: 1)");
@@ -292,8 +298,9 @@ void add_simulate_command(CLI::App& app, Action& action) {
                        "with --strategy ddp: bucket cap in MiB, as PyTorch DDP's bucket_cap_mb (default: 25)");
   simulate->add_option("--trace-workers", options->trace_workers,
                        "with --cluster and --trace: how many workers' timelines to write (default: 8)");
-  simulate->callback([&action, options, iterations] {
+  simulate->callback([&action, options, iterations, sync_time] {
     options->iterations_given = iterations->count() > 0;
+    options->sync.sync_time_given = sync_time->count() > 0;
     action = [options] { return run_simulate(*options); };
   });
 }

@@ -37,6 +37,8 @@ int main(int argc, char** argv) {
   syncplan::cli::add_import_commands(app, action);
   syncplan::cli::add_plan_command(app, action);
   syncplan::cli::add_simulate_command(app, action);
+  syncplan::cli::add_profile_command(app, action);
+  syncplan::cli::add_profile_link_command(app, action);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

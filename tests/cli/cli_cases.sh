@@ -10,6 +10,7 @@
 #   fifo_output                       -o into a FIFO writes through it and leaves it a FIFO
 #   auto_period                       --period auto --max-overhead chooses the smallest H
 #   fused_buckets                     plan --fuse-buckets: buckets, bound, period model and DES agree
+#   link_fit                          plan/simulate --link: all-reduce times from an alpha-beta fit
 set -euo pipefail
 
 case_name="$1" syncplan="$2" python="$3" workdir="$4"
@@ -204,6 +205,38 @@ PY
   echo "ok: fused buckets"
 }
 
+# --link (SPEC section 7): link_8workers.json fits T(n) = 7e-4 + 1.4e-9 n s at 8 workers, the same
+# as the cost model of data/clusters/8nodes-1gpu-10gbps.json (tests/des/cli_simulate_des.sh), so
+# the tiny profile (workers 2: auto takes the fit) plans to the same wfbp H = 1 period, 4.60056 ms,
+# in the period model and in the DES on that cluster; --fuse-buckets takes alpha = 7e-4 s from it.
+link_fit() {
+  run plan --profile "$data/tiny_profile.json" --link "$data/link_8workers.json" --period 1 --algorithm wfbp \
+    --fuse-buckets -o plan.json --report report.json | tee plan.txt
+  grep -q "all-reduce times: the link fit of" plan.txt || { echo "FAIL: times not from the link fit"; exit 1; }
+  grep -q "alpha 0.000700 s, the link fit's alpha" plan.txt || { echo "FAIL: alpha not from the link fit"; exit 1; }
+  run simulate --profile "$data/tiny_profile.json" --link "$data/link_8workers.json" --plan plan.json | tee sim.txt
+  grep -q "reproduces the plan's predicted figures" sim.txt || { echo "FAIL: not reproduced with --link"; exit 1; }
+  run simulate --profile "$data/tiny_profile.json" --cluster "$repo_data/clusters/8nodes-1gpu-10gbps.json" \
+    --link "$data/link_8workers.json" --plan plan.json -o des.json
+  # --sync-time measured keeps the profile's own sync_s (3, 1, 0.5 ms): F 0.6 + head 1.6 -> 4.6,
+  # hidden -> 5.6, embed -> 6.1, U 0.3: 6.4 ms.
+  run plan --profile "$data/tiny_profile.json" --link "$data/link_8workers.json" --sync-time measured --period 1 \
+    --algorithm wfbp -o measured-plan.json
+  "$python" - <<'PY' || { echo "FAIL: --link figures"; exit 1; }
+import json
+period = json.load(open("plan.json"))["predicted"]["period_s"]
+des = json.load(open("des.json"))
+measured = json.load(open("measured-plan.json"))["predicted"]["period_s"]
+report = json.load(open("report.json"))
+assert abs(period - 4.60056e-3) < 1e-12, period
+assert abs(des["total_s"] - 4.60056e-3) < 1e-12 and des["sync_time"] == "link", (des["total_s"], des["sync_time"])
+assert abs(measured - 6.4e-3) < 1e-12, measured
+assert report["link"].endswith("link_8workers.json") and report["chosen"]["buckets"]["alpha_s"] == 7e-4, report
+print("ok: --link gives 4.60056 ms in the plan, simulate and the DES; measured 6.4 ms")
+PY
+  echo "ok: link fit"
+}
+
 # An output that is a FIFO (like /dev/null, not a regular file) is written into, not replaced.
 fifo_output() {
   mkfifo out.fifo
@@ -218,6 +251,6 @@ fifo_output() {
 }
 
 case "$case_name" in
-  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | fused_buckets) "$case_name" "$@" ;;
+  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | fused_buckets | link_fit) "$case_name" "$@" ;;
   *) echo "cli_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac

@@ -1,0 +1,63 @@
+// Measured link fit (syncplan.link/v1, SPEC section 7, docs/formats.md, docs/link.md): an
+// alpha-beta model of one collective's time at one group size, with the samples it was fitted on.
+#pragma once
+
+#include "core/json_io.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace syncplan {
+
+inline constexpr const char* kLinkFormat = "syncplan.link/v1";
+/// The one collective link fits describe so far (SPEC section 7).
+inline constexpr const char* kAllreduceCollective = "allreduce";
+
+/// One measured point of a sweep: the time of one collective on `size_bytes` bytes per rank.
+struct LinkSample {
+  std::int64_t size_bytes = 0;  ///< bytes per rank (the all-reduce's buffer), >= 0
+  double time_s = 0;            ///< one collective, seconds (max over ranks of the mean), >= 0
+  double algbw_GBps = 0;        ///< size_bytes / time_s, in GB/s (1 GB = 1e9 B), >= 0
+  double busbw_GBps = 0;        ///< algbw x 2(workers-1)/workers for all-reduce, GB/s, >= 0
+};
+
+/// An alpha-beta fit of a collective across `workers` ranks: time(n) = alpha_s + beta_s_per_byte n.
+struct LinkFit {
+  std::string collective = kAllreduceCollective;  ///< "allreduce"
+  int workers = 1;                    ///< ranks in the group it was measured on, >= 1
+  std::string source;                 ///< "measured:mpi", "measured:nccl", "imported:nccl-tests"
+  double alpha_s = 0;                 ///< latency term, seconds, >= 0
+  double beta_s_per_byte = 0;         ///< inverse bandwidth, seconds per byte, >= 0
+  double r_squared = 0;               ///< goodness of the fit on `samples`, in [0, 1] (docs/link.md)
+  std::vector<LinkSample> samples;    ///< at least one, in the order measured
+
+  /// Predicted time of one collective on `size_bytes` bytes per rank: alpha_s + beta_s_per_byte x
+  /// size_bytes (SPEC section 7), in seconds.
+  double time_s(double size_bytes) const { return alpha_s + beta_s_per_byte * size_bytes; }
+};
+
+/// Algorithm bandwidth of one collective on `size_bytes` taking `time_s`: size / time in GB/s
+/// (1 GB = 1e9 B), as nccl-tests' doc/PERFORMANCE.md defines it; 0 when time_s is 0.
+double algbw_GBps(std::int64_t size_bytes, double time_s);
+
+/// All-reduce bus bandwidth: algbw x 2(workers-1)/workers (nccl-tests' doc/PERFORMANCE.md,
+/// SPEC section 7); 0 for one worker. `workers` >= 1.
+double allreduce_busbw_GBps(double algbw_GBps, int workers);
+
+/// The sample of an all-reduce on `size_bytes` that took `time_s` across `workers` ranks, with its
+/// algbw and busbw computed by the two functions above.
+LinkSample allreduce_sample(std::int64_t size_bytes, double time_s, int workers);
+
+/// Parses a syncplan.link/v1 document. Unknown keys, wrong types, a collective other than
+/// "allreduce", workers < 1 (or > 65,536), negative or non-finite numbers, r_squared above 1 and an
+/// empty sample list throw InputError naming `origin` and the field (and the sample index).
+LinkFit link_from_json(const Json& document, const std::string& origin);
+
+/// Reads a link file (read_json_file + link_from_json).
+LinkFit read_link_file(const std::string& path);
+
+/// The syncplan.link/v1 document for `link`.
+Json link_to_json(const LinkFit& link);
+
+}  // namespace syncplan

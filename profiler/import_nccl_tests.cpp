@@ -1,0 +1,439 @@
+// nccl-tests all_reduce_perf importer: the text table (every layout since the first releases,
+// read by its column header) and the -J JSON file, checked and fitted into a link.
+#include "profiler/import_nccl_tests.hpp"
+
+#include "core/errors.hpp"
+#include "core/units.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <regex>
+#include <set>
+#include <sstream>
+
+namespace syncplan {
+
+namespace {
+
+// ---------------------------------------------------------------------------------------------
+// What both formats are read into
+
+/// One half of a result row (out-of-place or in-place). std::nullopt: N/A, nan, or not printed.
+struct Measurement {
+  std::optional<double> time_us;
+  std::optional<double> algbw_GBps;
+  std::optional<double> busbw_GBps;
+  std::optional<double> wrong_elements;  ///< "#wrong"/"nwrong"; nullopt for N/A and old "error" columns
+};
+
+struct ResultRow {
+  std::string where;  ///< "line 14" or "results[3]"
+  std::int64_t size_bytes = 0;
+  std::int64_t count = 0;
+  std::string type, redop;                     ///< redop "" when the layout has no such column
+  std::optional<std::int64_t> root;            ///< absent in layouts before the root column
+  std::optional<Measurement> out_of_place, in_place;
+};
+
+struct ParsedLog {
+  std::string format;                                       ///< "text" or "json"
+  std::vector<std::pair<std::string, std::string>> programs;  ///< (where, program name)
+  std::optional<int> ranks;
+  std::string ranks_where;                                  ///< what the rank count was read from
+  bool cputime = false;                                     ///< times are host-side (-C 1)
+  bool complete = true;                                     ///< the text footer was seen
+  std::vector<ResultRow> rows;
+  std::vector<std::string> warnings;
+};
+
+// Bytes per element of nccl-tests' type names (src/common.cu); others are not size-checked.
+const std::map<std::string, std::int64_t>& type_sizes() {
+  static const std::map<std::string, std::int64_t> sizes = {
+      {"int8", 1},  {"uint8", 1},  {"char", 1},   {"int32", 4},    {"uint32", 4},   {"int", 4},
+      {"int64", 8}, {"uint64", 8}, {"half", 2},   {"float", 4},    {"double", 8},   {"bfloat16", 2},
+      {"f8e4m3", 1}, {"f8e5m2", 1}, {"fp8_e4m3", 1}, {"fp8_e5m2", 1}};
+  return sizes;
+}
+
+std::string trim(const std::string& text) {
+  const auto first = text.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
+
+std::vector<std::string> split_words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> words;
+  for (std::string word; in >> word;) words.push_back(word);
+  return words;
+}
+
+bool all_digits(const std::string& text) {
+  return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+}
+
+std::int64_t parse_whole(const std::string& token, const std::string& where) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), value);
+  if (!all_digits(token) || error != std::errc() || end != token.data() + token.size())
+    throw InputError(where + ": expected a whole number >= 0, got '" + token + "'");
+  return value;
+}
+
+// A printed number: N/A, nan and inf (printf's spelling of a failed measurement) are std::nullopt.
+std::optional<double> parse_measured(const std::string& token, const std::string& where) {
+  if (token == "N/A") return std::nullopt;
+  char* end = nullptr;
+  const double value = std::strtod(token.c_str(), &end);
+  if (token.empty() || end != token.c_str() + token.size())
+    throw InputError(where + ": expected a number or N/A, got '" + token + "'");
+  if (!std::isfinite(value)) return std::nullopt;
+  if (value < 0) throw InputError(where + ": negative value " + token);
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The text table
+
+/// Where one measurement's columns are in a row.
+struct ColumnGroup {
+  std::size_t time = 0, algbw = 0, busbw = 0;
+  std::optional<std::size_t> wrong;  ///< "#wrong" (a count) only; the old "error" column is a deviation
+};
+
+/// The layout of data rows, read from the column header ("# size count type redop root time ...").
+struct Columns {
+  std::string header_where;
+  std::size_t tokens = 0;  ///< words per data row
+  std::size_t size = 0, count = 0, type = 0;
+  std::optional<std::size_t> redop, root;
+  ColumnGroup out_of_place;
+  std::optional<ColumnGroup> in_place;
+  bool cputime = false;
+};
+
+std::optional<std::size_t> find_name(const std::vector<std::string>& names, const std::string& name) {
+  for (std::size_t i = 0; i < names.size(); ++i)
+    if (names[i] == name) return i;
+  return std::nullopt;
+}
+
+// A header is the line naming size, count and algbw; anything else starting with '#' is not one.
+std::optional<Columns> columns_from_header(const std::vector<std::string>& names, const std::string& where) {
+  if (!find_name(names, "size") || !find_name(names, "count") || !find_name(names, "algbw")) return std::nullopt;
+  Columns columns;
+  columns.header_where = where;
+  columns.size = *find_name(names, "size");
+  columns.count = *find_name(names, "count");
+  const auto type = find_name(names, "type");
+  if (!type) throw InputError(where + ": column header without a 'type' column");
+  columns.type = *type;
+  columns.redop = find_name(names, "redop");
+  columns.root = find_name(names, "root");
+  // The timestamp column (-S 1) prints a date and a time: two words under one name.
+  columns.tokens = names.size() + (find_name(names, "timestamp") ? 1 : 0);
+  std::vector<ColumnGroup> groups;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (names[i] != "time" && names[i] != "cputime") continue;
+    columns.cputime = names[i] == "cputime";
+    if (i + 2 >= names.size() || names[i + 1] != "algbw" || names[i + 2] != "busbw")
+      throw InputError(where + ": column header: '" + names[i] + "' is not followed by 'algbw busbw'");
+    ColumnGroup group{i, i + 1, i + 2, std::nullopt};
+    if (i + 3 < names.size() && names[i + 3] == "#wrong") group.wrong = i + 3;
+    groups.push_back(group);
+  }
+  if (groups.empty() || groups.size() > 2)
+    throw InputError(where + ": column header: expected 'time algbw busbw' once or twice (out-of-place, in-place), "
+                     "found it " + std::to_string(groups.size()) + " times");
+  columns.out_of_place = groups[0];
+  if (groups.size() == 2) columns.in_place = groups[1];
+  return columns;
+}
+
+Measurement measurement_from_words(const std::vector<std::string>& words, const ColumnGroup& group,
+                                   const std::string& where) {
+  Measurement measurement;
+  measurement.time_us = parse_measured(words[group.time], where + ": column 'time'");
+  measurement.algbw_GBps = parse_measured(words[group.algbw], where + ": column 'algbw'");
+  measurement.busbw_GBps = parse_measured(words[group.busbw], where + ": column 'busbw'");
+  if (group.wrong) measurement.wrong_elements = parse_measured(words[*group.wrong], where + ": column '#wrong'");
+  return measurement;
+}
+
+ResultRow row_from_words(const std::vector<std::string>& words, const Columns& columns, const std::string& where) {
+  if (words.size() != columns.tokens)
+    throw InputError(where + ": expected " + std::to_string(columns.tokens) + " columns as the header on " +
+                     columns.header_where + " names, got " + std::to_string(words.size()) +
+                     " (a truncated or mixed-up log?)");
+  ResultRow row;
+  row.where = where;
+  row.size_bytes = parse_whole(words[columns.size], where + ": column 'size'");
+  row.count = parse_whole(words[columns.count], where + ": column 'count'");
+  row.type = words[columns.type];
+  if (columns.redop) row.redop = words[*columns.redop];
+  if (columns.root) {
+    const std::string& root = words[*columns.root];
+    char* end = nullptr;
+    const long long value = std::strtoll(root.c_str(), &end, 10);
+    if (root.empty() || end != root.c_str() + root.size())
+      throw InputError(where + ": column 'root': expected a rank or -1, got '" + root + "'");
+    row.root = value;
+  }
+  row.out_of_place = measurement_from_words(words, columns.out_of_place, where);
+  if (columns.in_place) row.in_place = measurement_from_words(words, *columns.in_place, where);
+  return row;
+}
+
+ParsedLog parse_text(const std::string& text, const std::string& path) {
+  // mpirun --tag-output prefixes every line with "[job,rank]<stdout>:".
+  static const std::regex tag_prefix(R"(^\[\d+,\d+\]<std(out|err)>:)");
+  static const std::regex rank_line(R"(^#\s*Rank\s+(\d+)\b)");
+  static const std::regex program_line(R"(^#\s*Collective test starting:\s*(\S+))");
+  ParsedLog log;
+  log.format = "text";
+  log.complete = false;
+  std::optional<Columns> columns;
+  std::set<int> ranks;
+  bool ranks_truncated = false;
+  std::string first_rank_where;
+  std::istringstream in(text);
+  std::string raw;
+  for (int number = 1; std::getline(in, raw); ++number) {
+    const std::string where = path + ": line " + std::to_string(number);
+    const std::string line = trim(std::regex_replace(raw, tag_prefix, "", std::regex_constants::format_first_only));
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      std::smatch match;
+      if (std::regex_search(line, match, program_line)) {
+        log.programs.emplace_back(where, match[1].str());
+      } else if (std::regex_search(line, match, rank_line)) {
+        ranks.insert(std::stoi(match[1].str().substr(0, 9)));
+        if (first_rank_where.empty()) first_rank_where = "line " + std::to_string(number);
+        // The device report is cut at 2,048 bytes per process and then ends in "...".
+        if (line.size() >= 3 && line.compare(line.size() - 3, 3, "...") == 0) ranks_truncated = true;
+      } else if (line.find("Avg bus bandwidth") != std::string::npos) {
+        log.complete = true;
+      } else {
+        std::vector<std::string> names = split_words(line.substr(1));
+        if (auto header = columns_from_header(names, "line " + std::to_string(number))) {
+          columns = std::move(header);
+          log.cputime = columns->cputime;
+        }
+      }
+      continue;
+    }
+    const std::vector<std::string> words = split_words(line);
+    if (!all_digits(words[0])) continue;  // NCCL INFO/WARN lines and other chatter between rows
+    if (!columns) throw InputError(where + ": a data row before the column header ('# size count type ...')");
+    log.rows.push_back(row_from_words(words, *columns, where));
+    log.rows.back().where = "line " + std::to_string(number);
+  }
+  if (!ranks.empty()) {
+    const bool numbered = *ranks.begin() == 0 && *ranks.rbegin() == static_cast<int>(ranks.size()) - 1;
+    if (ranks_truncated || !numbered) {
+      log.warnings.push_back(path + ": the device list (" + first_rank_where +
+                             ") is incomplete; its rank count is not used");
+    } else {
+      log.ranks = static_cast<int>(ranks.size());
+      log.ranks_where = "the " + std::to_string(ranks.size()) + " '# Rank' lines from " + first_rank_where;
+    }
+  }
+  if (!log.rows.empty() && !log.complete)
+    log.warnings.push_back(path + ": no '# Avg bus bandwidth' footer after the table: the log may be cut short; "
+                           "using the " + std::to_string(log.rows.size()) + " rows read");
+  return log;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The -J JSON file: {"version", "args", "config": {"nthreads", "ngpus", "devices": [...]},
+// "results": [{"size", "count", "type", "redop", "root", "out_of_place": {"time", "alg_bw",
+// "bus_bw", "nwrong"}, "in_place": {...}}, ...], ...}. Other keys are left alone: the file is
+// nccl-tests', and it grows keys from release to release.
+
+std::optional<double> json_measured(const Json& object, const std::string& key, const std::string& where) {
+  const auto it = object.find(key);
+  if (it == object.end() || it->is_null()) return std::nullopt;
+  // nccl-tests writes NaN as the string "nan".
+  if (it->is_string() && !is_nonfinite_token(*it)) {
+    const std::string& text = it->get_ref<const std::string&>();
+    if (text == "nan" || text == "-nan" || text == "N/A") return std::nullopt;
+    throw InputError(where + ": field '" + key + "': expected a number, got \"" + text + "\"");
+  }
+  if (is_nonfinite_token(*it)) return std::nullopt;
+  return read_nonnegative_number(*it, where + ": field '" + key + "'");
+}
+
+std::optional<Measurement> json_measurement(const Json& result, const std::string& key, const std::string& where) {
+  const auto it = result.find(key);
+  if (it == result.end() || it->is_null()) return std::nullopt;
+  const std::string inner = where + ": field '" + key + "'";
+  if (!it->is_object()) throw InputError(inner + ": expected an object, got " + json_type_name(*it));
+  Measurement measurement;
+  measurement.time_us = json_measured(*it, it->contains("cpu_time") ? "cpu_time" : "time", inner);
+  measurement.algbw_GBps = json_measured(*it, "alg_bw", inner);
+  measurement.busbw_GBps = json_measured(*it, "bus_bw", inner);
+  measurement.wrong_elements = json_measured(*it, "nwrong", inner);
+  return measurement;
+}
+
+ParsedLog parse_json(const Json& document, const std::string& path) {
+  ParsedLog log;
+  log.format = "json";
+  if (!document.is_object()) throw InputError(path + ": expected a JSON object (nccl-tests -J), got " +
+                                              json_type_name(document));
+  if (const auto args = document.find("args"); args != document.end() && args->is_array() && !args->empty() &&
+                                               (*args)[0].is_string())
+    log.programs.emplace_back(path + ": args[0]", (*args)[0].get<std::string>());
+  if (const auto config = document.find("config"); config != document.end() && config->is_object()) {
+    const auto threads = integer_value(config->value("nthreads", Json()));
+    const auto gpus = integer_value(config->value("ngpus", Json()));
+    const auto devices = config->find("devices");
+    if (threads && gpus && devices != config->end() && devices->is_array() && !devices->empty() && *threads >= 1 &&
+        *gpus >= 1 && *threads * *gpus * static_cast<std::int64_t>(devices->size()) <= (1 << 16)) {
+      // One device entry per process (each lists its first rank only): nthreads x ngpus ranks each.
+      log.ranks = static_cast<int>(*threads * *gpus * static_cast<std::int64_t>(devices->size()));
+      log.ranks_where = "config: nthreads " + std::to_string(*threads) + " x ngpus " + std::to_string(*gpus) +
+                        " x " + std::to_string(devices->size()) + " processes";
+    }
+  }
+  const auto results = document.find("results");
+  if (results == document.end()) throw InputError(path + ": missing field 'results' (not an nccl-tests -J file?)");
+  if (!results->is_array()) throw InputError(path + ": field 'results': expected an array, got " +
+                                             json_type_name(*results));
+  for (std::size_t i = 0; i < results->size(); ++i) {
+    const std::string where = path + ": results[" + std::to_string(i) + "]";
+    ObjectReader reader((*results)[i], where);
+    ResultRow row;
+    row.where = "results[" + std::to_string(i) + "]";
+    row.size_bytes = reader.required_integer("size", 0);
+    row.count = reader.required_integer("count", 0);
+    row.type = reader.required_string("type");
+    row.redop = trim(reader.required_string("redop"));
+    const Json& root = reader.required("root");
+    const std::string root_text = root.is_string() ? trim(root.get<std::string>()) : root.dump();
+    char* end = nullptr;
+    row.root = std::strtoll(root_text.c_str(), &end, 10);
+    if (root_text.empty() || end != root_text.c_str() + root_text.size())
+      throw InputError(where + ": field 'root': expected a rank or -1, got " + root.dump());
+    row.out_of_place = json_measurement((*results)[i], "out_of_place", where);
+    row.in_place = json_measurement((*results)[i], "in_place", where);
+    log.rows.push_back(std::move(row));
+  }
+  return log;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Checks and the fit
+
+// Printed bandwidths have 2 decimals (6 in JSON); 2% more covers older releases' float rounding.
+bool roughly_equal(double printed, double expected) {
+  return std::fabs(printed - expected) <= 0.02 + 0.02 * std::fabs(expected);
+}
+
+std::string number_text(double value) {
+  std::ostringstream out;
+  out << value;
+  return out.str();
+}
+
+void check_program(const std::string& where, const std::string& program) {
+  const std::string name = program.substr(program.find_last_of('/') == std::string::npos ? 0
+                                                                                          : program.find_last_of('/') + 1);
+  // Every nccl-tests program is called <collective>_perf[_mpi]; names it does not use pass here and
+  // the row checks judge them.
+  if (name.find("_perf") != std::string::npos && name.rfind("all_reduce_perf", 0) != 0)
+    throw InputError(where + ": the log is from " + name + ", not all_reduce_perf; a link fit describes all-reduce");
+}
+
+void check_allreduce_row(const ResultRow& row, const std::string& path) {
+  const std::string where = path + ": " + row.where;
+  if (row.redop == "none")
+    throw InputError(where + ": redop 'none': a collective without reduction (all_gather, broadcast, alltoall, ...), "
+                     "not an all-reduce");
+  if (row.root && *row.root != -1)
+    throw InputError(where + ": root " + std::to_string(*row.root) +
+                     ": a rooted collective (reduce, broadcast), not an all-reduce (root -1)");
+  const auto type_size = type_sizes().find(row.type);
+  if (type_size != type_sizes().end() && row.count > 0 && row.size_bytes != row.count * type_size->second)
+    throw InputError(where + ": size " + std::to_string(row.size_bytes) + " bytes is not count " +
+                     std::to_string(row.count) + " x " + std::to_string(type_size->second) + " bytes (" + row.type +
+                     "): the layout of all_gather or reduce_scatter, not an all-reduce");
+}
+
+int resolve_workers(const ParsedLog& log, const NcclTestsImportOptions& options, const std::string& path) {
+  if (log.ranks && options.workers && *log.ranks != *options.workers)
+    throw InputError("--workers " + std::to_string(*options.workers) + ": " + path + " was run on " +
+                     std::to_string(*log.ranks) + " ranks (" + log.ranks_where + ")");
+  if (log.ranks) return *log.ranks;
+  if (options.workers) return *options.workers;
+  throw InputError(path + ": the log does not say how many ranks ran (no '#  Rank' lines" +
+                   std::string(log.format == "json" ? ", no config.devices" : "") + "); give --workers N");
+}
+
+}  // namespace
+
+NcclTestsImport import_nccl_tests(const std::string& path, const NcclTestsImportOptions& options) {
+  const std::string text = read_text_file(path);
+  const auto first = text.find_first_not_of(" \t\r\n");
+  const ParsedLog log = first != std::string::npos && text[first] == '{' ? parse_json(parse_json_text(text, path), path)
+                                                                          : parse_text(text, path);
+  for (const auto& [where, program] : log.programs) check_program(where, program);
+  if (log.rows.empty())
+    throw InputError(path + ": no data rows (expected all_reduce_perf's table: size count type redop root time "
+                     "algbw busbw ...)");
+  const int workers = resolve_workers(log, options, path);
+  const std::string workers_from = log.ranks ? log.ranks_where : "--workers";
+
+  NcclTestsImport result;
+  result.format = log.format;
+  result.warnings = log.warnings;
+  for (const auto& [where, program] : log.programs) result.program = program;
+  std::vector<LinkSample> samples;
+  const char* placement = options.in_place ? "in-place" : "out-of-place";
+  for (const ResultRow& row : log.rows) {
+    check_allreduce_row(row, path);
+    const std::string where = path + ": " + row.where;
+    const std::optional<Measurement>& chosen = options.in_place ? row.in_place : row.out_of_place;
+    if (!chosen) {
+      result.warnings.push_back(where + ": no " + std::string(placement) + " result; row skipped");
+      continue;
+    }
+    const std::string at_size = where + ": size " + std::to_string(row.size_bytes);
+    if (!chosen->time_us || *chosen->time_us <= 0) {
+      result.warnings.push_back(at_size + ": " + placement + " time is " + (chosen->time_us ? "0" : "N/A") +
+                                "; row skipped");
+      continue;
+    }
+    if (chosen->wrong_elements && *chosen->wrong_elements > 0) {
+      result.warnings.push_back(at_size + ": " + number_text(*chosen->wrong_elements) + " wrong elements (" +
+                                placement + "); row skipped");
+      continue;
+    }
+    const double time_s = *chosen->time_us / units::kMicrosecondsPerSecond;
+    const LinkSample sample = allreduce_sample(row.size_bytes, time_s, workers);
+    // Host-side times (-C 1) need not match the bandwidths, which nccl-tests derives from GPU time.
+    if (chosen->algbw_GBps && !log.cputime && !roughly_equal(*chosen->algbw_GBps, sample.algbw_GBps))
+      throw InputError(at_size + ": algbw " + number_text(*chosen->algbw_GBps) + " GB/s is not size / time = " +
+                       number_text(sample.algbw_GBps) + " GB/s (columns out of place?)");
+    if (chosen->algbw_GBps && chosen->busbw_GBps) {
+      const double expected = allreduce_busbw_GBps(*chosen->algbw_GBps, workers);
+      if (!roughly_equal(*chosen->busbw_GBps, expected))
+        throw InputError(at_size + ": busbw " + number_text(*chosen->busbw_GBps) + " GB/s is not algbw x 2(n-1)/n = " +
+                         number_text(expected) + " GB/s for n = " + std::to_string(workers) + " ranks (from " +
+                         workers_from + "): a wrong rank count, or not an all-reduce");
+    }
+    samples.push_back(sample);
+  }
+  if (samples.empty())
+    throw InputError(path + ": no usable rows: all " + std::to_string(log.rows.size()) + " rows lack an " + placement +
+                     " time (N/A) or report wrong elements");
+
+  const AlphaBetaFit fit = fit_alpha_beta(samples, options.fit_errors, path);
+  result.through_origin = fit.through_origin;
+  result.link = fitted_link(std::move(samples), workers, "imported:nccl-tests", fit);
+  return result;
+}
+
+}  // namespace syncplan

@@ -1,0 +1,43 @@
+// Importer for NVIDIA nccl-tests' all_reduce_perf results, the text table and the -J JSON file,
+// into an alpha-beta link fit (syncplan.link/v1; docs/link.md, "Importing nccl-tests").
+#pragma once
+
+#include "core/link.hpp"
+#include "profiler/alpha_beta_fit.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace syncplan {
+
+/// Options of `syncplan import nccl-tests`.
+struct NcclTestsImportOptions {
+  std::optional<int> workers;              ///< --workers: ranks, when the log does not list them
+  bool in_place = false;                   ///< use the in-place columns instead of the out-of-place ones
+  FitErrors fit_errors = FitErrors::kRelative;
+};
+
+/// What an import produced, and what it had to leave out.
+struct NcclTestsImport {
+  LinkFit link;                        ///< source "imported:nccl-tests"
+  std::string format;                  ///< "text" or "json"
+  std::string program;                 ///< the nccl-tests program the log names, or "" when it does not
+  bool through_origin = false;         ///< the fit's alpha was negative and refitted at 0
+  std::vector<std::string> warnings;   ///< one line each: rows skipped, a missing footer
+};
+
+/// Reads an all_reduce_perf result file: JSON when its first non-blank character is '{' (the -J
+/// output), else the text table that all_reduce_perf prints. The rank count comes from the log
+/// ("#  Rank" lines; in JSON nthreads x ngpus x the device list) or from options.workers; both
+/// given must agree. Samples use the out-of-place time (or in-place with options.in_place); rows
+/// whose time is N/A or nan, or that report wrong elements, are skipped with a warning.
+/// Throws InputError naming `path` (and the line or result index) for: an unreadable file, invalid
+/// or truncated JSON, a text row cut short or with the wrong number of columns, a data row before
+/// the column header, a log of another collective (all_gather_perf, ...; or rows whose redop is
+/// none, whose root is not -1, or whose size is not count x type size), algbw not size/time or
+/// busbw not algbw x 2(n-1)/n (loosely, for the printed rounding), no rank count, no usable row,
+/// and the fit's own errors (fit_alpha_beta).
+NcclTestsImport import_nccl_tests(const std::string& path, const NcclTestsImportOptions& options);
+
+}  // namespace syncplan

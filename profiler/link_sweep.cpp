@@ -1,0 +1,71 @@
+// Sweep options, sizes and samples shared by the MPI and NCCL all-reduce sweeps.
+#include "profiler/link_sweep.hpp"
+
+#include "core/errors.hpp"
+
+#include <algorithm>
+#include <string>
+
+namespace syncplan {
+
+namespace {
+constexpr std::int64_t kFloatBytes = 4;  // the sweeps all-reduce float32 buffers, as nccl-tests' default
+}  // namespace
+
+void check_sweep_options(const LinkSweepOptions& options, std::int64_t max_count) {
+  if (options.min_bytes < kFloatBytes)
+    throw InputError("--min-bytes: must be >= 4 (one float), got " + std::to_string(options.min_bytes));
+  if (options.max_bytes < options.min_bytes)
+    throw InputError("--max-bytes: must be >= --min-bytes (" + std::to_string(options.min_bytes) + "), got " +
+                     std::to_string(options.max_bytes));
+  if (options.max_bytes / kFloatBytes > max_count)
+    throw InputError("--max-bytes: at most " + std::to_string(max_count * kFloatBytes) +
+                     " bytes with this backend, got " + std::to_string(options.max_bytes));
+  if (options.step_factor < 2)
+    throw InputError("--step-factor: must be >= 2, got " + std::to_string(options.step_factor));
+  if (options.warmup_iters < 0)
+    throw InputError("--warmup: must be >= 0, got " + std::to_string(options.warmup_iters));
+  if (options.iters < 1) throw InputError("--iters: must be >= 1, got " + std::to_string(options.iters));
+}
+
+std::vector<std::int64_t> sweep_sizes(const LinkSweepOptions& options) {
+  std::vector<std::int64_t> sizes;
+  for (std::int64_t size = options.min_bytes; size <= options.max_bytes;) {
+    const std::int64_t whole = size - size % kFloatBytes;
+    if (sizes.empty() || sizes.back() != whole) sizes.push_back(whole);
+    if (size > options.max_bytes / options.step_factor) break;  // the next size would pass max (or overflow)
+    size *= options.step_factor;
+  }
+  return sizes;
+}
+
+std::vector<SweepPoint> run_sweep(const MpiSession& mpi, const LinkSweepOptions& options,
+                                  const SweepProgress& progress, const MeasureSize& measure) {
+  std::vector<SweepPoint> points;
+  for (const std::int64_t size_bytes : sweep_sizes(options)) {
+    SweepPoint point;
+    point.size_bytes = size_bytes;
+    point.count = size_bytes / kFloatBytes;
+    const RankMeasurement measured = measure(point.count);
+    point.time_s = mpi.max(measured.mean_s);
+    point.wrong_elements = mpi.sum(measured.wrong_elements);
+    points.push_back(point);
+    if (progress) progress(point);
+  }
+  return points;
+}
+
+float expected_allreduce_sum(int ranks) { return static_cast<float>(ranks) * static_cast<float>(ranks + 1) / 2; }
+
+std::int64_t count_wrong(const std::vector<float>& values, std::int64_t count, float expected) {
+  SYNCPLAN_CHECK(count >= 0 && static_cast<std::size_t>(count) <= values.size());
+  return std::count_if(values.begin(), values.begin() + count, [expected](float value) { return value != expected; });
+}
+
+std::vector<LinkSample> sweep_samples(const std::vector<SweepPoint>& points, int workers) {
+  std::vector<LinkSample> samples;
+  for (const SweepPoint& point : points) samples.push_back(allreduce_sample(point.size_bytes, point.time_s, workers));
+  return samples;
+}
+
+}  // namespace syncplan

@@ -1,0 +1,244 @@
+#!/usr/bin/env python3
+"""Writes the nccl-tests sample logs of tests/link/data from known alpha-beta models.
+
+The logs are made up in the formats all_reduce_perf prints (nccl-tests' src/util.cu and older
+src/common.cu); no real log is copied. Every time is alpha + beta x size exactly, then rounded the
+way nccl-tests prints it, so the fit of each log must give back its alpha and beta to the printed
+precision (tests/link/test_import_nccl_tests.cpp checks that):
+
+  allreduce_8gpu.log     2 processes x 4 GPUs = 8 ranks, newest text layout (root, #wrong)
+                         out-of-place alpha 30 us, beta 5e-11 s/B (20 GB/s);
+                         in-place     alpha 30 us, beta 4.9e-11 s/B
+  allreduce_4gpu_old.log 1 process x 4 GPUs, the older layout (no root, 'error' column, no
+                         program line, NCCL INFO lines between rows)
+                         alpha 12 us, beta 2.5e-11 s/B (40 GB/s)
+  allreduce_na.log       2 ranks, -c 0 (#wrong N/A) and 3 rows whose out-of-place columns are N/A
+                         (allreduce_all_na.log: every row's)
+                         alpha 8 us, beta 1/(90 GB/s) s/B
+  allreduce_16gpu.json   the -J JSON file of 2 processes x 8 GPUs = 16 ranks
+                         alpha 45 us, beta 1/(12 GB/s) s/B; one in-place time is "nan"
+and the bad inputs named after their defect. Run it from this folder to rewrite them.
+"""
+
+GB = 1e9
+SIZES = [8 << i for i in range(25)]  # 8 B .. 128 MiB, x2 (-b 8 -e 128M -f 2)
+
+
+def float_str(value, width):
+    """nccl-tests' getFloatStr: as many decimals (2, 1, 0) as fit the width, else exponent."""
+    for fmt in ("%*.2f", "%*.1f", "%*.0f"):
+        text = fmt % (width, value)
+        if len(text) <= width:
+            return text
+    return "%*.1e" % (width, value) if width >= 7 else "%*.0e" % (width, value)
+
+
+def time_us(alpha_us, beta_s_per_byte, size):
+    return alpha_us + beta_s_per_byte * size * 1e6
+
+
+def bandwidths(size, t_us, ranks):
+    algbw = size / (t_us * 1e-6) / GB
+    return algbw, algbw * 2 * (ranks - 1) / ranks
+
+
+def new_group(t_us, size, ranks, wrong="0"):
+    if t_us is None:
+        return "  %7s  %6s  %6s  %6s" % ("N/A", "N/A", "N/A", wrong)
+    algbw, busbw = bandwidths(size, t_us, ranks)
+    return "  %7s  %6s  %6s  %6s" % (float_str(t_us, 7), float_str(algbw, 6), float_str(busbw, 6), wrong)
+
+
+NEW_HEADER = (
+    "#\n"
+    "#                                                              out-of-place                       in-place          \n"
+    "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong\n"
+    "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n")
+
+
+def new_preamble(program, threads, gpus, min_bytes, max_bytes, check, devices):
+    lines = ["# nccl-tests version 2.13.9 nccl-headers=21903 nccl-library=21903",
+             "# Collective test starting: %s" % program,
+             "# nThread %d nGpus %d minBytes %d maxBytes %d step: 2(factor) warmup iters: 5 iters: 20 agg iters: 1 "
+             "validation: %d graph: 0" % (threads, gpus, min_bytes, max_bytes, check),
+             "#",
+             "# Using devices"]
+    for rank, (pid, host, device, bus, name) in enumerate(devices):
+        lines.append("#  Rank %2d Group  0 Pid %6d on %10s device %2d [%s] %s" % (rank, pid, host, device, bus, name))
+    return "\n".join(lines) + "\n"
+
+
+def new_footer(program, busbws):
+    avg = sum(busbws) / len(busbws) if busbws else 0.0
+    return ("# Out of bounds values : 0 OK\n# Avg bus bandwidth    : %g \n#\n# Collective test concluded: %s\n#\n\n"
+            % (avg, program))
+
+
+def h100_devices(hosts, per_host):
+    devices = []
+    for host_index, host in enumerate(hosts):
+        for gpu in range(per_host):
+            devices.append((41000 + 100 * host_index, host, gpu, "0000:%02x:00" % (0x18 + 0x10 * gpu),
+                            "NVIDIA H100 80GB HBM3"))
+    return devices
+
+
+def allreduce_8gpu():
+    ranks, alpha_us = 8, 30.0
+    out = new_preamble("all_reduce_perf", 1, 4, 8, 134217728, 1, h100_devices(["node-a01", "node-a02"], 4))
+    out += NEW_HEADER
+    busbws = []
+    for size in SIZES:
+        t_out = time_us(alpha_us, 5e-11, size)
+        t_in = time_us(alpha_us, 4.9e-11, size)
+        busbws.append(bandwidths(size, t_out, ranks)[1])
+        out += "%12d  %12d  %8s  %6s  %6s" % (size, size // 4, "float", "sum", "%6i" % -1)
+        out += new_group(t_out, size, ranks) + new_group(t_in, size, ranks) + "\n"
+    return out + new_footer("all_reduce_perf", busbws)
+
+
+def allreduce_na(all_na=False):
+    ranks, alpha_us, beta = 2, 8.0, 1 / (90 * GB)
+    devices = [(5150, "gpubox", gpu, "0000:%02x:00" % (0x3b + gpu), "NVIDIA A100-SXM4-80GB") for gpu in range(2)]
+    out = new_preamble("all_reduce_perf", 1, 2, 8, 134217728, 0, devices) + NEW_HEADER
+    for size in SIZES:
+        t = time_us(alpha_us, beta, size)
+        t_out = None if all_na or size in (8, 1024, 1048576) else t  # these rows failed to time
+        out += "%12d  %12d  %8s  %6s  %6s" % (size, size // 4, "float", "sum", "%6i" % -1)
+        out += new_group(t_out, size, ranks, "N/A") + new_group(t, size, ranks, "N/A") + "\n"
+    return out + new_footer("all_reduce_perf", [1.0])
+
+
+def allgather_8gpu():
+    ranks = 8
+    out = new_preamble("all_gather_perf", 1, 8, 8, 1048576, 1, h100_devices(["node-b01"], 8)) + NEW_HEADER
+    for size in [s for s in SIZES if s >= 64 and s <= 1048576]:
+        t = time_us(20.0, 5e-11, size)
+        algbw = size / (t * 1e-6) / GB
+        busbw = algbw * (ranks - 1) / ranks
+        group = "  %7s  %6s  %6s  %6s" % (float_str(t, 7), float_str(algbw, 6), float_str(busbw, 6), "0")
+        out += "%12d  %12d  %8s  %6s  %6s" % (size, size // 4 // ranks, "float", "none", "%6i" % -1) + group + group + "\n"
+    return out + new_footer("all_gather_perf", [1.0])
+
+
+OLD_HEADER = (
+    "#\n"
+    "#                                                     out-of-place                       in-place          \n"
+    "#       size         count    type   redop     time   algbw   busbw  error     time   algbw   busbw  error\n"
+    "#        (B)    (elements)                     (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       \n")
+
+
+def old_preamble(gpus, max_bytes):
+    lines = ["# nThread 1 nGpus %d minBytes 8 maxBytes %d step: 2(factor) warmup iters: 5 iters: 20 validation: 1 "
+             % (gpus, max_bytes), "#", "# Using devices"]
+    for gpu in range(gpus):
+        lines.append("#   Rank %2d Pid   4242 on    dgx-v17 device %2d [0x%02x] Tesla V100-SXM2-32GB"
+                     % (gpu, gpu, 0x15 + 0x1a * gpu))
+    return "\n".join(lines) + "\n"
+
+
+def old_group(t_us, size, ranks, error):
+    algbw, busbw = bandwidths(size, t_us, ranks)
+    return "  %7.2f  %6.2f  %6.2f  %5s" % (t_us, algbw, busbw, error)
+
+
+def allreduce_4gpu_old():
+    ranks, alpha_us, beta = 4, 12.0, 2.5e-11
+    out = old_preamble(4, 33554432) + OLD_HEADER
+    out += "dgx-v17:4242:4242 [0] NCCL INFO Launch mode Parallel\n"
+    for size in SIZES[:23]:  # 8 B .. 32 MiB
+        t = time_us(alpha_us, beta, size)
+        out += "%12d  %12d  %6s  %6s" % (size, size // 4, "float", "sum")
+        out += old_group(t, size, ranks, "1e-07") + old_group(t, size, ranks, "1e-07") + "\n"
+        if size == 65536:
+            out += "dgx-v17:4242:4250 [2] NCCL INFO NET/Plugin : No plugin found (libnccl-net.so), using internal implementation\n"
+    return out + "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 11.2416 \n#\n"
+
+
+def old_layout_rows(redop, count_divisor, ranks, factor):
+    out = ""
+    for size in SIZES[3:12]:
+        t = time_us(15.0, 2.5e-11, size)
+        algbw = size / (t * 1e-6) / GB
+        group = "  %7.2f  %6.2f  %6.2f  %5s" % (t, algbw, algbw * factor, "0e+00")
+        out += "%12d  %12d  %6s  %6s" % (size, size // 4 // count_divisor, "float", redop) + group + group + "\n"
+    return out
+
+
+def allgather_old():
+    return old_preamble(4, 16384) + OLD_HEADER + old_layout_rows("none", 4, 4, 0.75) + \
+        "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.1 \n#\n"
+
+
+def reduce_scatter_old():
+    return old_preamble(4, 16384) + OLD_HEADER + old_layout_rows("sum", 4, 4, 0.75) + \
+        "# Out of bounds values : 0 OK\n# Avg bus bandwidth    : 0.1 \n#\n"
+
+
+def json_number(value):
+    return "\"nan\"" if value is None else "%f" % value
+
+
+def json_group(t_us, size, ranks):
+    if t_us is None:
+        return "{\"time\":\"nan\",\"alg_bw\":\"nan\",\"bus_bw\":\"nan\",\"nwrong\":0.000000}"
+    algbw, busbw = bandwidths(size, t_us, ranks)
+    return "{\"time\":%s,\"alg_bw\":%s,\"bus_bw\":%s,\"nwrong\":0.000000}" % (
+        json_number(t_us), json_number(algbw), json_number(busbw))
+
+
+def allreduce_json(program="./build/all_reduce_perf", ranks=16):
+    alpha_us, beta = 45.0, 1 / (12 * GB)
+    args = [program, "-b", "8", "-e", "128M", "-f", "2", "-g", "8", "-J", "allreduce.json"]
+    devices = ",".join(
+        "{\"rank\":%d,\"group\":0,\"pid\":%d,\"hostname\":\"node-c0%d\",\"device\":0,\"device_hex\":\"0000:18:00\","
+        "\"device_info\":\"NVIDIA H100 80GB HBM3\"}" % (8 * p, 7300 + p, p + 1) for p in range(2))
+    results = []
+    for size in SIZES:
+        t = time_us(alpha_us, beta, size)
+        results.append(
+            "{\"size\":%d,\"count\":%d,\"type\":\"float\",\"redop\":\"sum\",\"root\":\"    -1\",\"out_of_place\":%s,"
+            "\"in_place\":%s,\"actual_iterations\":20,\"experiment_name\":\"\"}"
+            % (size, size // 4, json_group(t, size, ranks), json_group(None if size == 4096 else t, size, ranks)))
+    return ("{\"version\":2,\"start_time\":\"2025-03-04 10:11:12\",\"args\":[%s],\"env\":[\"NCCL_DEBUG=WARN\"],"
+            "\"nccl_version\":22703,\"config\":{\"nthreads\":1,\"ngpus\":8,\"minimum_bytes\":8,"
+            "\"maximum_bytes\":134217728,\"step_factor\":2,\"warmup_iters\":5,\"iterations\":20,"
+            "\"aggregated_iterations\":1,\"validation\":1,\"graph\":0,\"blocking_collectives\":\"false\","
+            "\"per_iter_timing\":\"false\",\"parallel_init\":\"false\",\"devices\":[%s]},\"results\":[%s],"
+            "\"out_of_bounds\":{\"count\":0,\"okay\":\"true\"},\"average_bus_bandwidth\":{\"bandwidth\":9.871234,"
+            "\"okay\":\"unchecked\"},\"errors\":[],\"end_time\":\"2025-03-04 10:12:40\"}"
+            % (",".join("\"%s\"" % a for a in args), devices, ",".join(results)))
+
+
+def write(name, text):
+    with open(name, "w") as out:
+        out.write(text)
+
+
+if __name__ == "__main__":
+    good_8 = allreduce_8gpu()
+    write("allreduce_8gpu.log", good_8)
+    write("allreduce_4gpu_old.log", allreduce_4gpu_old())
+    write("allreduce_na.log", allreduce_na())
+    good_json = allreduce_json()
+    write("allreduce_16gpu.json", good_json + "\n")
+    # Bad inputs, each with one defect.
+    write("allgather_8gpu.log", allgather_8gpu())
+    write("allgather_old.log", allgather_old())
+    write("reduce_scatter_old.log", reduce_scatter_old())
+    write("allgather.json", allreduce_json("./build/all_gather_perf") + "\n")
+    cut = good_8.index("      262144")
+    write("allreduce_truncated.log", good_8[:cut + 40])  # mid-row: the run was killed while printing
+    write("allreduce_truncated.json", good_json[:len(good_json) // 2])
+    table = good_8.index("#\n#   ")
+    write("allreduce_header_only.log", good_8[:good_8.index("           8 ")] +
+          "node-a01:41000:41000 [0] NCCL WARN Cuda failure 'out of memory'\n")
+    write("allreduce_all_na.log", allreduce_na(all_na=True))
+    body = good_8[table:]
+    write("allreduce_no_ranks.log", body)
+    devices8 = "".join(l + "\n" for l in good_8.splitlines() if "  Rank " in l)
+    four = allreduce_4gpu_old()
+    write("allreduce_bad_busbw.log", four.replace("# Using devices\n", "# Using devices\n" + devices8, 1)
+          .replace("".join(l + "\n" for l in four.splitlines() if "   Rank " in l), ""))
+    write("allreduce_bad_number.log", good_8.replace("    82.43", "    8z.43", 1))
+    write("allreduce_extra_column.log", good_8.replace("     float     sum      -1", "     float     sum   sum     -1", 3))

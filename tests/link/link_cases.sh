@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The link commands run as users run them (tests/link/CMakeLists.txt registers each case):
+#
+# usage: link_cases.sh CASE SYNCPLAN PYTHON WORKDIR [MPIEXEC]
+#   import_text       import nccl-tests on allreduce_8gpu.log: 8 ranks, alpha 30 us, beta 5e-11 s/B
+#   import_json       import nccl-tests on allreduce_16gpu.json: 16 ranks, alpha 45 us, beta 1/12e9 s/B
+#   mpi_np2           mpirun -np 2 profile-link --backend mpi, 8 B .. 64 KiB: the file's samples
+#   singleton         profile-link without mpirun: 1 rank, busbw 0, and the note that says so
+#   nccl_no_gpu       --backend nccl without a GPU: exit 2 naming the missing device (77 with a GPU)
+#   nccl_run          mpirun -np 1 profile-link --backend nccl on a GPU (77 without one)
+set -euo pipefail
+
+case_name="$1" syncplan="$2" python="$3" workdir="$4" mpiexec="${5:-mpirun}"
+here="$(cd "$(dirname "$0")" && pwd)"
+data="$here/data"
+rm -rf "$workdir" && mkdir -p "$workdir" && cd "$workdir"
+check() { "$python" "$here/check_link.py" "$@"; }
+run() { echo "\$ ${*}"; "$@"; }
+# Open MPI refuses root without these, and 2 ranks on fewer cores without --oversubscribe.
+mpi() { run "$mpiexec" --allow-run-as-root --oversubscribe "$@"; }
+sizes_8_to_64k="8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536"
+sizes_8_to_128m=$("$python" -c 'print(",".join(str(8 << i) for i in range(25)))')
+has_gpu() { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }
+
+case "$case_name" in
+  import_text)
+    run "$syncplan" import nccl-tests "$data/allreduce_8gpu.log" -o link.json | tee out.txt
+    grep -q "25 sizes of an all-reduce across 8 ranks" out.txt
+    check link.json --workers 8 --source imported:nccl-tests --sizes "$sizes_8_to_128m" --alpha-us 30 --beta 5e-11
+    ;;
+  import_json)
+    run "$syncplan" import nccl-tests "$data/allreduce_16gpu.json" -o link.json
+    check link.json --workers 16 --source imported:nccl-tests --sizes "$sizes_8_to_128m" --alpha-us 45 \
+      --beta 8.333333333333333e-11
+    ;;
+  mpi_np2)
+    mpi -np 2 "$syncplan" profile-link --backend mpi -b 8 -e 64K -w 2 -n 10 -o link.json | tee out.txt
+    grep -q "across 2 ranks, backend mpi" out.txt
+    check link.json --workers 2 --source measured:mpi --sizes "$sizes_8_to_64k"
+    ;;
+  singleton)
+    run "$syncplan" profile-link --backend mpi -b 8 -e 64K -w 2 -n 10 -o link.json | tee out.txt
+    grep -q "note: 1 rank: the all-reduce is a local copy (busbw 0)" out.txt
+    check link.json --workers 1 --source measured:mpi --sizes "$sizes_8_to_64k"
+    "$python" -c 'import json,sys; s=json.load(open("link.json"))["samples"]; sys.exit(any(x["busbw_GBps"] for x in s))'
+    ;;
+  nccl_no_gpu)
+    if has_gpu; then echo "SKIP: a GPU is visible (nccl_run covers it)"; exit 77; fi
+    set +e
+    "$syncplan" profile-link --backend nccl -e 64K -o link.json 2>err.txt
+    rc=$?
+    set -e
+    cat err.txt
+    [[ $rc -eq 2 ]] || { echo "FAIL: exit code $rc, expected 2"; exit 1; }
+    grep -q "backend nccl: rank 0 has no visible CUDA device" err.txt || { echo "FAIL: message"; exit 1; }
+    [[ ! -e link.json ]] || { echo "FAIL: link.json written"; exit 1; }
+    ;;
+  nccl_run)
+    if ! has_gpu; then echo "SKIP: no GPU visible (nvidia-smi -L lists none)"; exit 77; fi
+    mpi -np 1 "$syncplan" profile-link --backend nccl -b 8 -e 64M -o link.json | tee out.txt
+    grep -q "backend nccl" out.txt
+    check link.json --workers 1 --source measured:nccl \
+      --sizes "$("$python" -c 'print(",".join(str(8 << i) for i in range(24)))')"
+    ;;
+  *) echo "link_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
+esac
+echo "ok: $case_name"

@@ -1,0 +1,202 @@
+// `syncplan import nccl-tests` (profiler/import_nccl_tests.hpp, docs/link.md): the sample logs of
+// tests/link/data (made by make_logs.py from known alpha-beta models and printed with nccl-tests'
+// rounding) fit back to their models; every kind of bad log is refused naming file and line.
+#include "profiler/import_nccl_tests.hpp"
+
+#include "core/errors.hpp"
+#include "core/json_io.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <unistd.h>
+
+using namespace syncplan;
+using Catch::Contains;
+
+namespace {
+
+const std::string kData = SYNCPLAN_LINK_TEST_DATA;
+
+NcclTestsImport import_sample(const std::string& name, NcclTestsImportOptions options = {}) {
+  return import_nccl_tests(kData + "/" + name, options);
+}
+
+// A log written by the test, for variations of the samples.
+std::string write_log(const std::string& name, const std::string& text) {
+  const auto folder = std::filesystem::temp_directory_path() / ("syncplan-link-test-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(folder);
+  const std::string path = (folder / name).string();
+  std::ofstream(path) << text;
+  return path;
+}
+
+std::string sample_text(const std::string& name) { return read_text_file(kData + "/" + name); }
+
+// The printed times carry 2 decimals of a microsecond (at least 8 us), so the fit recovers alpha
+// to a few thousandths of a microsecond and beta, ruled by the large sizes, to a few millionths.
+void check_model(const LinkFit& link, double alpha_s, double beta_s_per_byte) {
+  CHECK(link.alpha_s == Approx(alpha_s).margin(0.01e-6));
+  CHECK(link.beta_s_per_byte == Approx(beta_s_per_byte).epsilon(1e-4));
+  CHECK(link.r_squared > 0.99999);
+}
+
+// The written samples are recomputed from size and time: algbw and busbw hold to the last bit.
+void check_samples_consistent(const LinkFit& link) {
+  for (const LinkSample& sample : link.samples) {
+    INFO("size " << sample.size_bytes);
+    CHECK(sample.algbw_GBps == static_cast<double>(sample.size_bytes) / sample.time_s / 1e9);
+    CHECK(sample.busbw_GBps == sample.algbw_GBps * 2.0 * (link.workers - 1) / link.workers);
+  }
+}
+
+// What every good sample's import says about itself.
+void check_import(const NcclTestsImport& imported, const std::string& format, const std::string& program, int workers,
+                  std::size_t samples) {
+  CHECK(imported.format == format);
+  CHECK(imported.program == program);
+  CHECK(imported.warnings.empty());
+  CHECK(imported.link.workers == workers);
+  CHECK(imported.link.source == "imported:nccl-tests");
+  CHECK(imported.link.samples.size() == samples);
+}
+
+}  // namespace
+
+TEST_CASE("text log, newest layout, 8 ranks", "[nccl-tests]") {
+  // allreduce_8gpu.log: out-of-place t = 30 us + 5e-11 s/B x size, in-place 30 us + 4.9e-11 s/B.
+  const NcclTestsImport imported = import_sample("allreduce_8gpu.log");
+  check_import(imported, "text", "all_reduce_perf", 8, 25);
+  CHECK(imported.link.samples.back().size_bytes == 134217728);
+  CHECK(imported.link.samples.back().time_s == Approx(6740.89e-6).epsilon(1e-12));
+  check_model(imported.link, 30e-6, 5e-11);
+  check_samples_consistent(imported.link);
+
+  NcclTestsImportOptions in_place;
+  in_place.in_place = true;
+  check_model(import_sample("allreduce_8gpu.log", in_place).link, 30e-6, 4.9e-11);
+}
+
+TEST_CASE("text log, older layout with NCCL INFO lines, 4 ranks", "[nccl-tests]") {
+  // allreduce_4gpu_old.log: no root column, 'error' deviations, t = 12 us + 2.5e-11 s/B x size.
+  const NcclTestsImport imported = import_sample("allreduce_4gpu_old.log");
+  check_import(imported, "text", "", 4, 23);
+  check_model(imported.link, 12e-6, 2.5e-11);
+  check_samples_consistent(imported.link);
+}
+
+TEST_CASE("rows with N/A times are skipped with a warning", "[nccl-tests]") {
+  // allreduce_na.log: -c 0 (#wrong N/A on every row, which is fine) and out-of-place N/A at 8 B,
+  // 1 KiB and 1 MiB: 25 - 3 = 22 samples of t = 8 us + size / 90 GB/s.
+  const NcclTestsImport imported = import_sample("allreduce_na.log");
+  CHECK(imported.link.workers == 2);
+  REQUIRE(imported.link.samples.size() == 22);
+  REQUIRE(imported.warnings.size() == 3);
+  CHECK_THAT(imported.warnings[0], Contains("allreduce_na.log: line 12: size 8:") && Contains("N/A"));
+  CHECK_THAT(imported.warnings[1], Contains("size 1024:"));
+  CHECK_THAT(imported.warnings[2], Contains("size 1048576:"));
+  for (const LinkSample& sample : imported.link.samples) CHECK(sample.size_bytes != 1024);
+  check_model(imported.link, 8e-6, 1 / 90e9);
+}
+
+TEST_CASE("the -J JSON file, 2 processes x 8 GPUs", "[nccl-tests]") {
+  // allreduce_16gpu.json: nthreads 1 x ngpus 8 x 2 devices = 16 ranks; t = 45 us + size / 12 GB/s;
+  // the in-place time of 4096 B (results[9]) is "nan".
+  const NcclTestsImport imported = import_sample("allreduce_16gpu.json");
+  check_import(imported, "json", "./build/all_reduce_perf", 16, 25);
+  check_model(imported.link, 45e-6, 1 / 12e9);
+  check_samples_consistent(imported.link);
+
+  NcclTestsImportOptions in_place;
+  in_place.in_place = true;
+  const NcclTestsImport in_place_import = import_sample("allreduce_16gpu.json", in_place);
+  CHECK(in_place_import.link.samples.size() == 24);
+  REQUIRE(in_place_import.warnings.size() == 1);
+  CHECK_THAT(in_place_import.warnings[0], Contains("results[9]") && Contains("N/A"));
+}
+
+TEST_CASE("the rank count: from the log, or --workers", "[nccl-tests]") {
+  NcclTestsImportOptions options;
+  CHECK_THROWS_WITH(import_sample("allreduce_no_ranks.log", options),
+                    Contains("allreduce_no_ranks.log") && Contains("--workers"));
+  options.workers = 8;
+  CHECK(import_sample("allreduce_no_ranks.log", options).link.workers == 8);
+  CHECK_THROWS_WITH(import_sample("allreduce_4gpu_old.log", options),
+                    Contains("--workers 8") && Contains("4 ranks"));
+  // busbw = algbw x 2(n-1)/n tells 4 ranks (x 1.5) from 2 (x 1): --workers 2 on a 4-rank table
+  // without device lines is caught by the busbw check.
+  const std::string text = sample_text("allreduce_4gpu_old.log");
+  const std::string no_devices = std::regex_replace(text, std::regex("#   Rank[^\n]*\n"), "");
+  options.workers = 2;
+  CHECK_THROWS_WITH(import_nccl_tests(write_log("no_devices.log", no_devices), options),
+                    Contains("busbw") && Contains("n = 2") && Contains("--workers"));
+}
+
+TEST_CASE("variations nccl-tests prints are read", "[nccl-tests]") {
+  const std::string text = sample_text("allreduce_8gpu.log");
+  SECTION("mpirun --tag-output prefixes") {
+    std::string tagged;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);) tagged += "[1,0]<stdout>:" + line + "\n";
+    check_model(import_nccl_tests(write_log("tagged.log", tagged), {}).link, 30e-6, 5e-11);
+  }
+  SECTION("a row reporting wrong elements is skipped") {
+    // The 2 MiB row's out-of-place #wrong becomes 7.
+    const std::string wrong = std::regex_replace(
+        text, std::regex("(     2097152 .*   134.86   15.55   27.21 )      0"), "$1      7");
+    REQUIRE(wrong != text);
+    const NcclTestsImport imported = import_nccl_tests(write_log("wrong.log", wrong), {});
+    CHECK(imported.link.samples.size() == 24);
+    REQUIRE(imported.warnings.size() == 1);
+    CHECK_THAT(imported.warnings[0], Contains("7 wrong elements"));
+  }
+  SECTION("timestamps (-S 1): a date and a time after the in-place columns") {
+    std::string stamped = std::regex_replace(text, std::regex("#wrong\n"), "#wrong     timestamp\n");
+    stamped = std::regex_replace(stamped, std::regex("(\n +[0-9]+ +[0-9]+ +float[^\n]*)"), "$1  2025-03-04 10:11:12");
+    CHECK(import_nccl_tests(write_log("stamped.log", stamped), {}).link.samples.size() == 25);
+  }
+  SECTION("a missing footer is a warning") {
+    const std::string cut = text.substr(0, text.find("# Out of bounds"));
+    const NcclTestsImport imported = import_nccl_tests(write_log("no_footer.log", cut), {});
+    REQUIRE(imported.warnings.size() == 1);
+    CHECK_THAT(imported.warnings[0], Contains("Avg bus bandwidth") && Contains("cut short"));
+  }
+  SECTION("a data row before the header") {
+    const std::string rows_only = text.substr(text.find("           8 "));
+    CHECK_THROWS_WITH(import_nccl_tests(write_log("rows_only.log", rows_only), {}),
+                      Contains("line 1") && Contains("before the column header"));
+  }
+}
+
+TEST_CASE("bad nccl-tests logs are refused naming file and line", "[nccl-tests]") {
+  struct Case {
+    const char* file;
+    std::vector<const char*> texts;
+  };
+  const std::vector<Case> cases = {
+      {"allgather_8gpu.log", {"line 2", "all_gather_perf"}},
+      {"allgather.json", {"args[0]", "all_gather_perf"}},
+      {"allgather_old.log", {"line 12", "redop 'none'"}},
+      {"reduce_scatter_old.log", {"line 12", "not count 4 x 4 bytes"}},
+      {"allreduce_truncated.log", {"line 33", "expected 13 columns", "line 16", "got 3"}},
+      {"allreduce_extra_column.log", {"line 18", "got 14"}},
+      {"allreduce_truncated.json", {"invalid JSON"}},
+      {"allreduce_header_only.log", {"no data rows"}},
+      {"allreduce_all_na.log", {"no usable rows", "25 rows"}},
+      {"allreduce_bad_busbw.log", {"busbw", "n = 8"}},
+      {"allreduce_bad_number.log", {"line 35", "column 'time'", "8z.43"}},
+  };
+  for (const Case& bad : cases) {
+    INFO(bad.file);
+    try {
+      import_sample(bad.file);
+      FAIL("accepted " << bad.file);
+    } catch (const InputError& e) {
+      const std::string message = e.what();
+      CHECK_THAT(message, Contains(bad.file));
+      for (const char* text : bad.texts) CHECK_THAT(message, Contains(text));
+    }
+  }
+}

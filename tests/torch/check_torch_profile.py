@@ -1,0 +1,223 @@
+#!/usr/bin/env python3
+"""Checks tools/torch_profile.py on the built-in tiny-gpt (run by torch_case.sh with a Python that has torch).
+
+usage: check_torch_profile.py profile|trace|custom --syncplan BIN --workdir DIR
+
+profile: the hook profile is a valid SPEC profile whose layers are tiny-gpt's leaf modules in
+         forward order, whose parameter counts add up to an independent count, and which `syncplan
+         plan` accepts with --cluster (all-reduce times from param_bytes) or once sync_s is filled
+         in (it refuses it alone: sync_s is null, unknown).
+trace:   the --trace output imports with `syncplan import torch-trace` into the same layers in the
+         same order, with forward and backward totals close to the hook-measured ones.
+custom:  a MODULE:CLASS model (tied_embeddings.py) whose second embedding uses only the first one's
+         weight: tied_to, parameter counts by hand, and a measured backward for the tied module.
+Exit code 0 when every check holds, 1 otherwise (the failed checks are printed).
+"""
+
+import argparse
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TORCH_PROFILE = os.path.join(HERE, "..", "..", "tools", "torch_profile.py")
+
+# GPT-2's forward call order, by hand: embeddings and their dropout; per block ln_1, attention
+# (c_attn, softmax -> attn_dropout, c_proj, resid_dropout), ln_2, MLP (c_fc, act, c_proj, dropout);
+# ln_f and the tied lm_head. (HF's registration order differs: c_proj before attn_dropout and
+# mlp.c_proj before mlp.act.)
+BLOCK = ["ln_1", "attn.c_attn", "attn.attn_dropout", "attn.c_proj", "attn.resid_dropout",
+         "ln_2", "mlp.c_fc", "mlp.act", "mlp.c_proj", "mlp.dropout"]
+FORWARD_ORDER = (["transformer.wte", "transformer.wpe", "transformer.drop"]
+                 + [f"transformer.h.{i}.{name}" for i in range(4) for name in BLOCK]
+                 + ["transformer.ln_f", "lm_head"])
+
+# tiny-gpt's parameters by hand (width 128, vocabulary 256, context 64, 4 blocks, MLP 512):
+#   wte 256*128 = 32,768; wpe 64*128 = 8,192; per block ln_1 256 + c_attn 128*384+384 = 49,536
+#   + c_proj 128*128+128 = 16,512 + ln_2 256 + c_fc 128*512+512 = 66,048 + mlp.c_proj 512*128+128
+#   = 65,664 -> 198,272; 4 blocks 793,088; ln_f 256; lm_head 0 of its own (its weight is wte's).
+#   Total 32,768 + 8,192 + 793,088 + 256 = 834,304.
+TOTAL_PARAMS = 834_304
+LAYER_PARAMS = {"transformer.wte": 32_768, "transformer.wpe": 8_192, "transformer.h.0.ln_1": 256,
+                "transformer.h.0.attn.c_attn": 49_536, "transformer.h.0.attn.c_proj": 16_512,
+                "transformer.h.3.mlp.c_fc": 66_048, "transformer.h.3.mlp.c_proj": 65_664,
+                "transformer.h.2.mlp.act": 0, "transformer.ln_f": 256, "lm_head": 0}
+FP32_BYTES = 4
+MILLISECONDS_PER_SECOND = 1e3
+
+# Small and quick: ~10 s per case on two cores, most of it importing torch.
+RUN_ARGS = ["--batch", "2", "--seq", "32", "--iters", "3", "--warmup", "1", "--threads", "1"]
+
+# sync_s for `plan`: ring all-reduce alpha-beta (docs/collectives.md section 3),
+# T = 2(p-1) alpha + 2(p-1)/p * n / B, for p = 8 workers on 10 Gbit/s links with alpha = 5 us.
+BITS_PER_GIGABIT, BITS_PER_BYTE = 1e9, 8
+WORKERS, ALPHA_S, BANDWIDTH_BPS = 8, 5e-6, 10 * BITS_PER_GIGABIT / BITS_PER_BYTE
+
+# The trace's ranges come from other iterations than the hook medians, the profiler records every op
+# inside them (overhead the hook run does not have), torch without Kineto rounds each range to whole
+# microseconds, and CI machines are shared: totals agree within this factor, not closely.
+TOTAL_FACTOR = 3.0
+
+
+class Checks:
+    def __init__(self):
+        self.failures = []
+
+    def check(self, condition, message):
+        if not condition:
+            self.failures.append(message)
+            print("FAIL:", message)
+        return condition
+
+
+def run(command, **kwargs):
+    print("$", " ".join(command), flush=True)
+    result = subprocess.run(command, capture_output=True, text=True, **kwargs)
+    print(result.stdout, end="")
+    print(result.stderr, end="", file=sys.stderr)
+    return result
+
+
+def profile_model(workdir, extra):
+    path = os.path.join(workdir, "profile.json")
+    start = time.monotonic()
+    result = run([sys.executable, TORCH_PROFILE, *RUN_ARGS, *extra, "-o", path])
+    print(f"torch_profile.py took {time.monotonic() - start:.1f} s")
+    if result.returncode != 0:
+        print(f"FAIL: torch_profile.py exited {result.returncode}")
+        sys.exit(1)
+    with open(path) as profile_file:
+        return path, json.load(profile_file)
+
+
+def independent_parameter_count():
+    """sum(p.numel()) over tiny-gpt's parameters() (each Parameter once, so the tied weight once)."""
+    import torch
+    spec = importlib.util.spec_from_file_location("torch_profile", TORCH_PROFILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    model = module.define_tiny_gpt(torch)()
+    return sum(p.numel() for p in model.parameters())
+
+
+def check_profile(checks, workdir, syncplan):
+    path, profile = profile_model(workdir, ["--optimizer", "sgd"])
+    layers = profile["layers"]
+    names = [layer["name"] for layer in layers]
+    checks.check(profile["format"] == "syncplan.profile/v1", f"format {profile['format']}")
+    checks.check(profile["source"].startswith("measured:"), f"source {profile['source']}")
+    checks.check(profile["model"] == "tiny-gpt", f"model {profile['model']}")
+    checks.check(set(profile) == {"format", "model", "source", "workers", "layers"}, f"keys {sorted(profile)}")
+    if not checks.check(names == FORWARD_ORDER, "layers are not tiny-gpt's leaf modules in forward order"):
+        print("got:     ", names, "\nexpected:", FORWARD_ORDER)
+
+    counted = sum(layer["param_count"] for layer in layers)
+    independent = independent_parameter_count()
+    checks.check(independent == TOTAL_PARAMS, f"model.parameters() holds {independent}, by hand {TOTAL_PARAMS}")
+    checks.check(counted == independent, f"param_count sums to {counted}, model.parameters() to {independent}")
+    by_name = {layer["name"]: layer for layer in layers}
+    for name, count in LAYER_PARAMS.items():
+        checks.check(by_name[name]["param_count"] == count, f"{name}: param_count {by_name[name]['param_count']}, "
+                                                            f"by hand {count}")
+    for layer in layers:
+        name = layer["name"]
+        checks.check(layer["param_bytes"] == FP32_BYTES * layer["param_count"], f"{name}: param_bytes")
+        checks.check(layer.get("tied_to") == ("transformer.wte" if name == "lm_head" else None), f"{name}: tied_to")
+        checks.check(layer["sync_s"] is None, f"{name}: sync_s should be null (unknown)")
+        for field in ("forward_s", "backward_s", "update_s"):
+            value = layer[field]
+            checks.check(isinstance(value, float) and value >= 0, f"{name}: {field} {value!r}")
+        if layer["param_count"] == 0:
+            checks.check(layer["update_s"] == 0.0, f"{name}: update_s {layer['update_s']} without parameters")
+        if layer["param_count"] > 10_000:  # the GEMMs do measurable work both ways
+            checks.check(layer["forward_s"] > 0 and layer["backward_s"] > 0, f"{name}: zero time")
+
+    # sync_s is unknown: plan refuses the profile as it is, takes all-reduce times from a cluster's
+    # cost model on param_bytes with --cluster, and accepts it alone once sync_s is filled in.
+    refused = run([syncplan, "plan", "--profile", path, "--period", "2", "-o", os.path.join(workdir, "refused.json")])
+    checks.check(refused.returncode == 2 and "sync_s" in refused.stderr, "plan accepted a profile without sync_s")
+    cluster = os.path.join(HERE, "..", "..", "data", "clusters", "8nodes-1gpu-10gbps.json")
+    clustered = run([syncplan, "plan", "--profile", path, "--period", "2", "--cluster", cluster,
+                     "-o", os.path.join(workdir, "plan-cluster.json")])
+    checks.check(clustered.returncode == 0, f"syncplan plan --cluster exited {clustered.returncode}")
+    for layer in layers:
+        bytes_ = layer["param_bytes"]
+        layer["sync_s"] = (2 * (WORKERS - 1) * ALPHA_S + 2 * (WORKERS - 1) / WORKERS * bytes_ / BANDWIDTH_BPS
+                           if bytes_ > 0 else 0.0)
+    profile["workers"] = WORKERS
+    profile["source"] += "; sync_s estimated:ring-allreduce"
+    filled = os.path.join(workdir, "profile-sync.json")
+    with open(filled, "w") as out:
+        json.dump(profile, out, indent=2)
+    plan_path = os.path.join(workdir, "plan.json")
+    planned = run([syncplan, "plan", "--profile", filled, "--period", "2", "-o", plan_path])
+    if checks.check(planned.returncode == 0, f"syncplan plan exited {planned.returncode}"):
+        with open(plan_path) as plan_file:
+            plan = json.load(plan_file)
+        checks.check([layer["name"] for layer in plan["layers"]] == FORWARD_ORDER, "plan layers differ")
+
+
+def check_trace(checks, workdir, syncplan):
+    trace = os.path.join(workdir, "trace.json")
+    _, profile = profile_model(workdir, ["--trace", trace, "--trace-iters", "2"])
+    imported_path = os.path.join(workdir, "imported.json")
+    result = run([syncplan, "import", "torch-trace", trace, "--model", "tiny-gpt", "-o", imported_path])
+    if not checks.check(result.returncode == 0, f"syncplan import torch-trace exited {result.returncode}"):
+        return
+    with open(imported_path) as imported_file:
+        imported = json.load(imported_file)
+    checks.check(imported["source"] == "imported:torch-trace", f"source {imported['source']}")
+    checks.check([layer["name"] for layer in imported["layers"]] == FORWARD_ORDER,
+                 "imported layers are not tiny-gpt's leaf modules in forward order")
+    for layer in imported["layers"]:
+        for field in ("forward_s", "backward_s"):
+            value = layer[field]
+            checks.check(isinstance(value, (int, float)) and value >= 0, f"{layer['name']}: imported {field} {value!r}")
+    for field in ("forward_s", "backward_s"):
+        hooks = sum(layer[field] for layer in profile["layers"])
+        trace_total = sum(layer[field] or 0 for layer in imported["layers"])
+        ratio = trace_total / hooks if hooks > 0 else float("inf")
+        print(f"{field}: hooks {hooks * MILLISECONDS_PER_SECOND:.3f} ms, trace {trace_total * MILLISECONDS_PER_SECOND:.3f} ms, ratio {ratio:.2f}")
+        checks.check(1 / TOTAL_FACTOR <= ratio <= TOTAL_FACTOR,
+                     f"{field}: trace total / hook total = {ratio:.2f}, outside [1/{TOTAL_FACTOR}, {TOTAL_FACTOR}]")
+
+
+def check_custom_model(checks, workdir, syncplan):
+    model = os.path.join(HERE, "tied_embeddings.py") + ":TiedEmbeddings"
+    _, profile = profile_model(workdir, ["--model", model])
+    layers = {layer["name"]: layer for layer in profile["layers"]}
+    checks.check(list(layers) == ["enc", "dec", "mix"], f"layers {list(layers)}")
+    checks.check(profile["model"] == "TiedEmbeddings", f"model {profile['model']}")
+    # By hand (tied_embeddings.py): enc 800, dec 0 tied to enc, mix 272.
+    for name, count, tied_to in (("enc", 800, None), ("dec", 0, "enc"), ("mix", 272, None)):
+        checks.check(layers[name]["param_count"] == count, f"{name}: param_count {layers[name]['param_count']}")
+        checks.check(layers[name].get("tied_to") == tied_to, f"{name}: tied_to {layers[name].get('tied_to')}")
+    for name, layer in layers.items():
+        checks.check(layer["backward_s"] > 0, f"{name}: backward_s {layer['backward_s']} (its embedding "
+                                              "backward runs, so its span is not empty)")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("mode", choices=["profile", "trace", "custom"])
+    parser.add_argument("--syncplan", required=True)
+    parser.add_argument("--workdir", required=True)
+    args = parser.parse_args()
+    shutil.rmtree(args.workdir, ignore_errors=True)
+    os.makedirs(args.workdir)
+    checks = Checks()
+    modes = {"profile": check_profile, "trace": check_trace, "custom": check_custom_model}
+    modes[args.mode](checks, args.workdir, args.syncplan)
+    if checks.failures:
+        print(f"{len(checks.failures)} check(s) failed")
+        return 1
+    print("ok")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Runs one torch test case (check_torch_profile.py MODE) with the first of the given Pythons that has
+# torch; exits 77 (CTest's skip code) with a message when none has it, so that a machine without
+# python3 or python3-torch skips these tests visibly instead of passing them.
+#
+# usage: torch_case.sh MODE SYNCPLAN WORKDIR PYTHON...
+set -uo pipefail
+if [[ $# -lt 4 ]]; then
+  echo "usage: torch_case.sh MODE SYNCPLAN WORKDIR PYTHON..." >&2
+  exit 1
+fi
+mode=$1 syncplan=$2 workdir=$3
+shift 3
+for python in "$@"; do
+  # find_spec locates torch without importing it (seconds); a broken install then fails the test.
+  if command -v "$python" >/dev/null 2>&1 &&
+     "$python" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)" 2>/dev/null; then
+    exec "$python" "$(dirname "$0")/check_torch_profile.py" "$mode" --syncplan "$syncplan" --workdir "$workdir"
+  fi
+done
+echo "SKIP: none of ($*) has torch; tools/install-deps.sh installs Debian's python3-torch"
+exit 77

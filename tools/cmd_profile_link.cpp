@@ -1,0 +1,221 @@
+// `syncplan profile-link`: an all-reduce sweep under mpirun, printed like nccl-tests and fitted to
+// an alpha-beta link (SPEC section 7, docs/link.md).
+#include "core/errors.hpp"
+#include "core/units.hpp"
+#include "profiler/link_sweep.hpp"
+#include "tools/cli_common.hpp"
+#if SYNCPLAN_HAVE_NCCL
+#include "profiler/link_sweep_nccl.hpp"
+#endif
+
+#include <climits>
+#include <cstdio>
+#include <exception>
+#include <functional>
+#include <iostream>
+#include <memory>
+
+namespace syncplan::cli {
+
+namespace {
+
+struct ProfileLinkOptions {
+  std::string backend = "auto";
+  std::string min_bytes = "8";
+  std::string max_bytes;  // empty: the backend's default
+  int step_factor = 2;
+  int warmup_iters = 5;
+  int iters = 20;
+  std::string fit = "relative";
+  std::string output_path;
+};
+
+// nccl-tests' default sweep for GPUs (-b 8 -e 128M -f 2); a smaller one for CPUs, where 128 MiB
+// all-reduces take seconds.
+constexpr const char* kNcclDefaultMaxBytes = "128M";
+constexpr const char* kMpiDefaultMaxBytes = "16M";
+// Elements per NCCL all-reduce: 2^34 floats (64 GiB), beyond any GPU's memory today.
+constexpr std::int64_t kNcclMaxCount = std::int64_t{1} << 34;
+
+// "8", "64K", "128M", "1G": bytes, with nccl-tests' binary suffixes (K = 1024).
+std::int64_t parse_size_bytes(const std::string& text, const std::string& option) {
+  std::size_t digits = 0;
+  while (digits < text.size() && text[digits] >= '0' && text[digits] <= '9') ++digits;
+  const std::string suffix = text.substr(digits);
+  int shift = -1;
+  if (suffix.empty()) shift = 0;
+  else if (suffix == "K" || suffix == "k") shift = 10;
+  else if (suffix == "M" || suffix == "m") shift = 20;
+  else if (suffix == "G" || suffix == "g") shift = 30;
+  if (digits == 0 || digits > 12 || shift < 0)
+    throw InputError(option + ": expected bytes as a whole number with an optional K, M or G (x1024), got '" + text +
+                     "'");
+  return std::stoll(text.substr(0, digits)) << shift;
+}
+
+// The backends, registered in one table (STYLE item 1).
+struct Backend {
+  const char* name;
+  const char* source;          // the link file's "source"
+  const char* default_max_bytes;
+  std::int64_t max_count;      // elements per all-reduce the backend can take
+  std::vector<SweepPoint> (*sweep)(const MpiSession&, const LinkSweepOptions&, const SweepProgress&);
+};
+
+const Backend kMpiBackend{"mpi", "measured:mpi", kMpiDefaultMaxBytes, INT_MAX, sweep_allreduce_mpi};
+#if SYNCPLAN_HAVE_NCCL
+const Backend kNcclBackend{"nccl", "measured:nccl", kNcclDefaultMaxBytes, kNcclMaxCount, sweep_allreduce_nccl};
+#endif
+
+// The backend to run; "auto" is NCCL when this build has it and every rank sees a GPU of its own.
+// Collective (all ranks agree); `why` says how "auto" decided.
+const Backend& choose_backend(const MpiSession& mpi, const std::string& requested, std::string& why) {
+  if (requested == "mpi") return kMpiBackend;
+#if SYNCPLAN_HAVE_NCCL
+  if (requested == "nccl") {
+    require_cuda_device_per_rank(mpi);
+    return kNcclBackend;
+  }
+  std::string reason;
+  const int devices = visible_cuda_devices(reason);
+  const int failing = mpi.first_failing_rank(devices > mpi.local_rank());
+  if (failing < 0) {
+    why = "auto: a CUDA device per rank";
+    return kNcclBackend;
+  }
+  why = "auto: no CUDA device for rank " + std::to_string(failing);
+  return kMpiBackend;
+#else
+  (void)mpi;
+  if (requested == "nccl")
+    throw InputError("--backend nccl: this syncplan was built without CUDA and NCCL (SYNCPLAN_WITH_CUDA, docs/link.md)");
+  why = "auto: built without CUDA and NCCL";
+  return kMpiBackend;
+#endif
+}
+
+// Runs `check` on rank 0 only (e.g. the output path, which only rank 0 writes); when it fails,
+// every rank throws, rank 0 with the check's message (the only one printed).
+void check_on_root(const MpiSession& mpi, const std::function<void()>& check) {
+  std::exception_ptr failure;
+  if (mpi.is_root()) {
+    try {
+      check();
+    } catch (const InputError&) {
+      failure = std::current_exception();
+    }
+  }
+  if (mpi.first_failing_rank(!failure) < 0) return;
+  if (failure) std::rethrow_exception(failure);
+  throw InputError("rank 0 refused the options");
+}
+
+void print_header(const MpiSession& mpi, const Backend& backend, const std::string& why,
+                  const LinkSweepOptions& sweep) {
+  std::printf("# syncplan profile-link: all-reduce of float32 (sum) across %d rank%s, backend %s%s\n", mpi.size(),
+              mpi.size() == 1 ? "" : "s", backend.name, why.empty() ? "" : (" (" + why + ")").c_str());
+  std::printf("# sizes %lld..%lld B x%d, warmup %d, iters %d; time: max over ranks of the mean per all-reduce\n",
+              static_cast<long long>(sweep.min_bytes), static_cast<long long>(sweep.max_bytes), sweep.step_factor,
+              sweep.warmup_iters, sweep.iters);
+  std::printf("#\n# %10s  %12s  %8s  %6s  %10s  %9s  %9s  %6s\n", "size", "count", "type", "redop", "time", "algbw",
+              "busbw", "#wrong");
+  std::printf("# %10s  %12s  %8s  %6s  %10s  %9s  %9s  %6s\n", "(B)", "(elements)", "", "", "(us)", "(GB/s)", "(GB/s)",
+              "");
+  std::fflush(stdout);
+}
+
+void print_row(const SweepPoint& point, int workers) {
+  const LinkSample sample = allreduce_sample(point.size_bytes, point.time_s, workers);
+  std::printf("%12lld  %12lld  %8s  %6s  %10.2f  %9.3f  %9.3f  %6lld\n", static_cast<long long>(point.size_bytes),
+              static_cast<long long>(point.count), "float", "sum", units::seconds_to_us(point.time_s),
+              sample.algbw_GBps, sample.busbw_GBps, static_cast<long long>(point.wrong_elements));
+  std::fflush(stdout);
+}
+
+int profile_link(const MpiSession& mpi, const ProfileLinkOptions& options) {
+  std::string why;
+  const Backend& backend = choose_backend(mpi, options.backend, why);
+  LinkSweepOptions sweep;
+  sweep.min_bytes = parse_size_bytes(options.min_bytes, "--min-bytes");
+  sweep.max_bytes = parse_size_bytes(options.max_bytes.empty() ? backend.default_max_bytes : options.max_bytes,
+                                     "--max-bytes");
+  sweep.step_factor = options.step_factor;
+  sweep.warmup_iters = options.warmup_iters;
+  sweep.iters = options.iters;
+  check_sweep_options(sweep, backend.max_count);
+  const FitErrors fit_errors = options.fit == "absolute" ? FitErrors::kAbsolute : FitErrors::kRelative;
+  check_on_root(mpi, [&] { check_output_paths({{"-o", options.output_path}}, {}); });
+
+  if (mpi.is_root()) print_header(mpi, backend, why, sweep);
+  const std::vector<SweepPoint> points = backend.sweep(mpi, sweep, [&](const SweepPoint& point) {
+    if (mpi.is_root()) print_row(point, mpi.size());
+  });
+  std::int64_t wrong_sizes = 0;
+  for (const SweepPoint& point : points) wrong_sizes += point.wrong_elements > 0;
+  if (wrong_sizes > 0) {
+    if (mpi.is_root())
+      std::cerr << "syncplan: error: the all-reduce returned wrong sums at " << wrong_sizes
+                << " sizes (column #wrong); " << options.output_path << " not written\n";
+    return 1;
+  }
+
+  // Every rank holds the same points (times are maxima over ranks), so a failing fit fails alike.
+  std::vector<LinkSample> samples = sweep_samples(points, mpi.size());
+  const AlphaBetaFit fit = fit_alpha_beta(samples, fit_errors, "profile-link");
+  if (!mpi.is_root()) return 0;
+  std::printf("# alpha-beta fit: %s\n", describe_fit(fit, fit_errors).c_str());
+  if (mpi.size() == 1)
+    std::printf("# note: 1 rank: the all-reduce is a local copy (busbw 0), not a link; run under mpirun -np N\n");
+  write_json_file_atomic(options.output_path, link_to_json(fitted_link(std::move(samples), mpi.size(),
+                                                                        backend.source, fit)));
+  std::printf("# link written to %s\n", options.output_path.c_str());
+  return 0;
+}
+
+int run_profile_link(const ProfileLinkOptions& options) {
+  const MpiSession mpi;
+  try {
+    return profile_link(mpi, options);
+  } catch (const InputError&) {
+    // Bad input is found alike on every rank (or agreed on): rank 0 alone reports it.
+    if (!mpi.is_root()) return 2;
+    throw;
+  } catch (const std::exception& e) {
+    // A failed MPI/CUDA/NCCL call may strike one rank while the others wait in a collective.
+    if (mpi.size() > 1) {
+      std::cerr << "syncplan: error: rank " << mpi.rank() << ": " << e.what() << '\n';
+      mpi.abort(1);
+    }
+    throw;
+  }
+}
+
+}  // namespace
+
+void add_profile_link_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<ProfileLinkOptions>();
+  CLI::App* command = app.add_subcommand(
+      "profile-link",
+      "Measure all-reduce time over message sizes (run under `mpirun -np N`; one rank per process, one GPU per "
+      "rank with NCCL), print an nccl-tests-style table (size B, count, time us, algbw and busbw GB/s, "
+      "busbw = algbw x 2(n-1)/n), fit time = alpha + beta x size and write a syncplan.link/v1 file (docs/link.md)");
+  command->add_option("--backend", options->backend,
+                      "mpi: MPI_Allreduce on CPU buffers; nccl: ncclAllReduce on one GPU per rank; auto: nccl when "
+                      "built with CUDA and every rank sees a GPU, else mpi (default: auto)")
+      ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
+  command->add_option("-b,--min-bytes", options->min_bytes,
+                      "first size in bytes; K, M, G suffixes are x1024 (default: 8)");
+  command->add_option("-e,--max-bytes", options->max_bytes,
+                      "last size in bytes at most, K/M/G suffixes (default: 128M with nccl, 16M with mpi)");
+  command->add_option("-f,--step-factor", options->step_factor, "multiply the size by this each step (default: 2)");
+  command->add_option("-w,--warmup", options->warmup_iters, "untimed all-reduces per size (default: 5)");
+  command->add_option("-n,--iters", options->iters, "timed all-reduces per size (default: 20)");
+  command->add_option("--fit", options->fit,
+                      "least squares on relative or absolute time errors (docs/link.md; default: relative)")
+      ->check(CLI::IsMember({"relative", "absolute"}));
+  command->add_option("-o,--output", options->output_path, "link fit to write (syncplan.link/v1 JSON; rank 0 writes)")
+      ->required();
+  command->callback([&action, options] { action = [options] { return run_profile_link(*options); }; });
+}
+
+}  // namespace syncplan::cli

@@ -1,0 +1,659 @@
+#!/usr/bin/env python3
+"""Profiles a torch.nn.Module per leaf module on the CPU and writes a syncplan.profile/v1 (SPEC section 3).
+
+usage: torch_profile.py [--model tiny-gpt|MODULE:CLASS|FILE.py:CLASS] [--batch B] [--seq S]
+                        [--iters N] [--warmup W] [--optimizer none|sgd|adamw] [--threads T]
+                        [--trace TRACE.json [--trace-iters K]] -o PROFILE.json
+
+Layers are the leaf modules (modules without children) in forward call order, named as
+`named_modules()` names them (transformer.h.0.attn.c_attn). docs/torch.md describes the whole
+workflow; the measurement rules follow.
+
+What is measured, per training iteration (forward, loss, backward, optional optimizer step), after
+`--warmup` iterations; each layer's figure is the median over `--iters` iterations:
+
+* forward_s: from the end of the module's forward pre-hook to the start of its forward hook, summed
+  over its calls in the iteration. The instrumentation (marking inputs, hooking outputs) happens
+  outside that window.
+* backward_s: from the moment the gradient of the module's output is complete to the moment the
+  gradients of its inputs are computed and its own parameters' gradients are accumulated into
+  `.grad`, summed over calls. Backward runs on the calling thread on the CPU and the engine runs
+  ready nodes in decreasing sequence number, so no other module's backward runs inside that span.
+  Start: a tensor hook on each output (`Tensor.register_hook`, a pre-hook of the output's grad_fn:
+  it fires right before the module's last autograd node runs). End: the later of (a) the backward of
+  an identity autograd Function wrapped around the module's inputs by the forward pre-hook, and
+  (b) the post-hook of each owned parameter's AccumulateGrad node (the hook DDP and Horovod use for
+  "gradient ready"). When neither applies (a module using only another layer's weight on token ids),
+  the post-hook of the node that produced its output ends the span.
+  Why not `register_full_backward_hook` (torch 1.13): when no input requires grad (the embeddings,
+  whose input is token ids) it fires when the *output* gradient is ready, i.e. at the start of the
+  module's backward, so wte/wpe would measure ~0 s; it fires before the parameters' AccumulateGrad
+  nodes may have run; and its BackwardHookFunction is applied inside Module.__call__ between the
+  pre-hook and the forward hook, so it would inflate every forward_s by its own overhead. The
+  deprecated `register_backward_hook` sees only the module's last autograd node.
+* Functional code outside leaf modules (GPT-2's attention matmuls and softmax inside `attn`, the
+  residual adds, the loss) belongs to no layer; the script prints how much of the whole forward and
+  backward the layers cover.
+* update_s: with `--optimizer sgd|adamw`, each layer's owned parameters get their own optimizer
+  (same hyperparameters; the math equals one optimizer over the model, both being per-parameter) and
+  update_s is the time of that optimizer's step(), so per-call overhead counts once per layer (the
+  script prints the sum beside one whole-model step for comparison). 0 for layers without
+  parameters. With `--optimizer none` (default) update_s is null (unknown).
+* sync_s is null: the all-reduce time depends on the cluster, not on this machine. `syncplan plan`
+  needs it; fill it from a measured link (`syncplan profile-link`) or a cluster model.
+* param_count/param_bytes: parameters the module owns directly (`recurse=False`). A Parameter
+  object shared by several modules (GPT-2's lm_head.weight is transformer.wte.weight) is counted
+  once, by the first module in forward order that owns it; the others get `tied_to` naming it.
+
+--trace additionally records `--trace-iters` more iterations with torch.profiler and writes its
+Chrome trace, each leaf module's forward wrapped in record_function("syncplan.forward:NAME") and its
+backward (the span above) in record_function("syncplan.backward:NAME"); `syncplan import
+torch-trace` reads it (docs/torch.md).
+
+MODULE:CLASS (or FILE.py:CLASS) names a class built with no arguments whose instances provide
+`example_inputs(batch, seq)` (a tuple of forward arguments) and `example_loss(output, inputs)`
+(a scalar tensor); the built-in tiny-gpt is such a class.
+
+Exit codes: 0 success; 2 bad arguments (one line on stderr); 1 any other failure. Outputs are
+written whole or not at all (temporary file, then rename).
+"""
+
+import argparse
+import importlib
+import importlib.util
+import json
+import math
+import os
+import statistics
+import sys
+import tempfile
+import time
+
+PROGRAM = "torch_profile.py"
+TRACE_FORWARD_PREFIX = "syncplan.forward:"
+TRACE_BACKWARD_PREFIX = "syncplan.backward:"
+PROFILE_FORMAT = "syncplan.profile/v1"
+SOURCE = "measured:cpu-torch"
+MILLISECONDS_PER_SECOND = 1e3  # for the printed summary
+
+
+class UsageError(Exception):
+    """Bad arguments or model: one line on stderr, exit code 2."""
+
+
+# --------------------------------------------------------------------------------------------------
+# Command line
+# --------------------------------------------------------------------------------------------------
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        raise UsageError(message)
+
+
+def parse_arguments(argv):
+    parser = _Parser(prog=PROGRAM, description=__doc__.split("\n\n")[0],
+                     epilog="Writes forward_s, backward_s and update_s in seconds per iteration (medians), "
+                            "param_count and param_bytes per leaf module; sync_s null. What is measured: "
+                            "docs/torch.md and this script's docstring.",
+                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", default="tiny-gpt",
+                        help="tiny-gpt (built in: GPT-2 style, 4 blocks, width 128, 4 heads, byte "
+                             "vocabulary, context 64), MODULE:CLASS or FILE.py:CLASS (default: tiny-gpt)")
+    parser.add_argument("--model-name", help="profile's 'model' field (default: tiny-gpt or CLASS)")
+    parser.add_argument("--batch", type=int, default=4, help="sequences per batch (default: 4)")
+    parser.add_argument("--seq", type=int, default=64, help="tokens per sequence (default: 64)")
+    parser.add_argument("--iters", type=int, default=10,
+                        help="measured iterations; each layer's time is their median (default: 10)")
+    parser.add_argument("--warmup", type=int, default=3, help="iterations run before measuring (default: 3)")
+    parser.add_argument("--optimizer", choices=["none", "sgd", "adamw"], default="none",
+                        help="measure update_s with this optimizer per layer; none: update_s null "
+                             "(default: none)")
+    parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's own)")
+    parser.add_argument("--seed", type=int, default=0, help="torch.manual_seed (default: 0)")
+    parser.add_argument("--trace", help="also write a torch.profiler Chrome trace (JSON) of "
+                                        "--trace-iters iterations with module annotations")
+    parser.add_argument("--trace-iters", type=int, default=3, help="iterations in --trace (default: 3)")
+    parser.add_argument("-o", "--output", required=True, help="profile to write (syncplan.profile/v1 JSON)")
+    args = parser.parse_args(argv)
+
+    for name, minimum in (("batch", 1), ("seq", 1), ("iters", 1), ("warmup", 0), ("trace_iters", 1)):
+        value = getattr(args, name)
+        if value < minimum:
+            raise UsageError(f"--{name.replace('_', '-')}: at least {minimum}, got {value}")
+    if args.model != "tiny-gpt":
+        location = args.model.rsplit(":", 1)[0] if ":" in args.model else ""
+        if not location or not args.model.rsplit(":", 1)[1]:
+            raise UsageError(f"--model {args.model}: expected tiny-gpt, MODULE:CLASS or FILE.py:CLASS")
+        if location.endswith(".py") and not os.path.isfile(location):
+            raise UsageError(f"--model {args.model}: no file {location}")
+    if args.threads is not None and args.threads < 1:
+        raise UsageError(f"--threads: at least 1, got {args.threads}")
+    outputs = [("-o", args.output)] + ([("--trace", args.trace)] if args.trace else [])
+    for option, path in outputs:
+        folder = os.path.dirname(os.path.abspath(path))
+        if not os.path.isdir(folder):
+            raise UsageError(f"{option} {path}: folder {folder} does not exist")
+        if os.path.isdir(path):
+            raise UsageError(f"{option} {path}: is a folder")
+    if args.trace and os.path.abspath(args.trace) == os.path.abspath(args.output):
+        raise UsageError(f"--trace {args.trace}: same file as -o")
+    return args
+
+
+# --------------------------------------------------------------------------------------------------
+# The built-in model: tiny-gpt, GPT-2's architecture at toy size with Hugging Face's module names
+# --------------------------------------------------------------------------------------------------
+
+def define_tiny_gpt(torch):
+    """Returns the TinyGPT class (defined here so that importing this file does not need torch)."""
+    nn = torch.nn
+    functional = torch.nn.functional
+
+    class Conv1D(nn.Module):
+        """GPT-2's linear layer: weight stored (in, out), y = x W + b (as in Hugging Face's GPT-2)."""
+
+        def __init__(self, in_features, out_features):
+            super().__init__()
+            self.weight = nn.Parameter(torch.empty(in_features, out_features).normal_(std=0.02))
+            self.bias = nn.Parameter(torch.zeros(out_features))
+
+        def forward(self, x):
+            shape = x.shape[:-1] + (self.weight.shape[1],)
+            return torch.addmm(self.bias, x.reshape(-1, x.shape[-1]), self.weight).view(shape)
+
+    class Attention(nn.Module):
+        def __init__(self, width, heads, context, dropout):
+            super().__init__()
+            self.heads = heads
+            self.c_attn = Conv1D(width, 3 * width)
+            self.c_proj = Conv1D(width, width)
+            self.attn_dropout = nn.Dropout(dropout)
+            self.resid_dropout = nn.Dropout(dropout)
+            causal = torch.tril(torch.ones(context, context, dtype=torch.bool))
+            self.register_buffer("causal", causal.view(1, 1, context, context), persistent=False)
+
+        def forward(self, x):
+            batch, seq, width = x.shape
+            head_width = width // self.heads
+            q, k, v = self.c_attn(x).split(width, dim=2)
+            q, k, v = (t.view(batch, seq, self.heads, head_width).transpose(1, 2) for t in (q, k, v))
+            scores = (q @ k.transpose(-2, -1)) / math.sqrt(head_width)
+            scores = scores.masked_fill(~self.causal[:, :, :seq, :seq], float("-inf"))
+            weights = self.attn_dropout(functional.softmax(scores, dim=-1))
+            merged = (weights @ v).transpose(1, 2).reshape(batch, seq, width)
+            return self.resid_dropout(self.c_proj(merged))
+
+    class MLP(nn.Module):
+        def __init__(self, width, dropout):
+            super().__init__()
+            self.c_fc = Conv1D(width, 4 * width)
+            self.c_proj = Conv1D(4 * width, width)
+            self.act = nn.GELU(approximate="tanh")  # GPT-2's "gelu_new"
+            self.dropout = nn.Dropout(dropout)
+
+        def forward(self, x):
+            return self.dropout(self.c_proj(self.act(self.c_fc(x))))
+
+    class Block(nn.Module):
+        def __init__(self, width, heads, context, dropout):
+            super().__init__()
+            self.ln_1 = nn.LayerNorm(width)
+            self.attn = Attention(width, heads, context, dropout)
+            self.ln_2 = nn.LayerNorm(width)
+            self.mlp = MLP(width, dropout)
+
+        def forward(self, x):
+            x = x + self.attn(self.ln_1(x))
+            return x + self.mlp(self.ln_2(x))
+
+    class Transformer(nn.Module):
+        def __init__(self, vocab, context, width, blocks, heads, dropout):
+            super().__init__()
+            self.wte = nn.Embedding(vocab, width)
+            self.wpe = nn.Embedding(context, width)
+            self.drop = nn.Dropout(dropout)
+            self.h = nn.ModuleList(Block(width, heads, context, dropout) for _ in range(blocks))
+            self.ln_f = nn.LayerNorm(width)
+
+        def forward(self, tokens):
+            positions = torch.arange(tokens.shape[1], device=tokens.device)
+            x = self.drop(self.wte(tokens) + self.wpe(positions))
+            for block in self.h:
+                x = block(x)
+            return self.ln_f(x)
+
+    class TinyGPT(nn.Module):
+        """GPT-2 small's architecture at toy size (data/models/tiny-gpt.json describes the same model).
+
+        Parameters, by hand (width 128, vocabulary 256, context 64, 4 blocks):
+          wte 256*128 = 32,768; wpe 64*128 = 8,192; per block: ln_1 2*128 = 256,
+          c_attn 128*384+384 = 49,536, c_proj 128*128+128 = 16,512, ln_2 256,
+          mlp.c_fc 128*512+512 = 66,048, mlp.c_proj 512*128+128 = 65,664 -> 198,272;
+          4 blocks 793,088; ln_f 256; lm_head 0 of its own (tied to wte).
+          Total 32,768 + 8,192 + 793,088 + 256 = 834,304.
+        """
+
+        # Dropout 0 as in data/models/tiny-gpt.json (deterministic runs); the Dropout modules stay.
+        vocab, context, width, blocks, heads, dropout = 256, 64, 128, 4, 4, 0.0
+
+        def __init__(self):
+            super().__init__()
+            self.transformer = Transformer(self.vocab, self.context, self.width, self.blocks,
+                                           self.heads, self.dropout)
+            self.lm_head = nn.Linear(self.width, self.vocab, bias=False)
+            self.lm_head.weight = self.transformer.wte.weight  # tied, as in GPT-2
+
+        def forward(self, tokens):
+            return self.lm_head(self.transformer(tokens))
+
+        def example_inputs(self, batch, seq):
+            if seq > self.context:
+                raise UsageError(f"--seq: at most tiny-gpt's context {self.context}, got {seq}")
+            return (torch.randint(0, self.vocab, (batch, seq)),)
+
+        def example_loss(self, logits, inputs):
+            # Next-byte prediction, Hugging Face's convention: labels are the inputs, shifted inside.
+            tokens = inputs[0]
+            return functional.cross_entropy(logits[:, :-1].reshape(-1, self.vocab),
+                                            tokens[:, 1:].reshape(-1))
+
+    return TinyGPT
+
+
+def load_model_class(torch, spec):
+    if spec == "tiny-gpt":
+        return define_tiny_gpt(torch), "tiny-gpt"
+    location, class_name = spec.rsplit(":", 1)  # the syntax was checked by parse_arguments
+    try:
+        if location.endswith(".py"):
+            module_spec = importlib.util.spec_from_file_location("syncplan_user_model", location)
+            module = importlib.util.module_from_spec(module_spec)
+            module_spec.loader.exec_module(module)
+        else:
+            module = importlib.import_module(location)
+    except Exception as error:  # the user's module failed to import: their input
+        raise UsageError(f"--model {spec}: cannot import {location} ({type(error).__name__}: {error})")
+    model_class = getattr(module, class_name, None)
+    if model_class is None:
+        raise UsageError(f"--model {spec}: {location} has no class {class_name}")
+    for method in ("example_inputs", "example_loss"):
+        if not callable(getattr(model_class, method, None)):
+            raise UsageError(f"--model {spec}: class {class_name} has no method {method} "
+                             "(see the script's docstring)")
+    return model_class, class_name
+
+
+# --------------------------------------------------------------------------------------------------
+# Layers: leaf modules, their own parameters and ties
+# --------------------------------------------------------------------------------------------------
+
+class Layer:
+    """One leaf module: name, owned (untied) parameters, tie, and per-iteration times (s)."""
+
+    def __init__(self, name, module):
+        self.name = name
+        self.module = module
+        self.params = []        # Parameters this layer owns (first in forward order to hold them)
+        self.tied_to = None     # name of the layer owning a Parameter this module also uses
+        self.forward_s = []     # per measured iteration
+        self.backward_s = []
+        self.update_s = []
+
+
+class Call:
+    """One call of a leaf module in one iteration: timestamps in time.perf_counter() seconds."""
+
+    def __init__(self, layer, owns_params):
+        self.layer = layer
+        self.forward_start = self.forward_end = None
+        self.backward_start = None
+        self.backward_end = None
+        self.pending = 0          # end events still expected: input mark + owned parameter grads
+        self.owns_params = owns_params
+        self.forward_range = None  # open record_function of the forward, in --trace iterations
+        self.trace_range = None    # open record_function of the backward, in --trace iterations
+
+
+def make_input_grad_mark(torch):
+    """The identity autograd Function whose backward says "this call's input gradients are done"."""
+
+    class InputGradMark(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, call_done, *tensors):
+            ctx.call_done = call_done
+            return tensors
+
+        @staticmethod
+        def backward(ctx, *grads):
+            ctx.call_done()
+            return (None,) + grads
+
+    return InputGradMark
+
+
+class HookProfiler:
+    """Forward pre-hooks, forward hooks, output tensor hooks, input marks and AccumulateGrad hooks
+    on every leaf module; records per-call spans for one iteration at a time."""
+
+    def __init__(self, torch, model):
+        self.torch = torch
+        self.mark = make_input_grad_mark(torch)
+        self.layers = {}          # module name -> Layer, in named_modules order until ordered
+        self.forward_order = []   # Layer, in first-call order
+        self.calls = []           # Call of the current iteration
+        self.first_call = {}      # Layer -> its first Call of the current iteration
+        self.open_calls = {}      # Layer -> stack of calls between pre-hook and forward hook
+        self.annotate = False     # wrap spans in record_function (trace iterations)
+        self.accumulators = []    # AccumulateGrad nodes kept alive so their hooks stay registered
+        for name, module in model.named_modules():
+            if name and not list(module.children()):
+                layer = Layer(name, module)
+                self.layers[name] = layer
+                module.register_forward_pre_hook(self._pre_hook(layer))
+                module.register_forward_hook(self._post_hook(layer))
+
+    # -- hooks --------------------------------------------------------------------------------------
+    def _pre_hook(self, layer):
+        def hook(module, inputs):
+            call = Call(layer, owns_params=layer not in self.first_call)
+            self.first_call.setdefault(layer, call)
+            self.open_calls.setdefault(layer, []).append(call)
+            self.calls.append(call)
+            if layer not in self.forward_order:
+                self.forward_order.append(layer)
+            marked = [i for i, x in enumerate(inputs)
+                      if isinstance(x, self.torch.Tensor) and x.requires_grad]
+            if marked and self.torch.is_grad_enabled():
+                call.pending += 1
+                outputs = self.mark.apply(lambda: self._end_event(call), *(inputs[i] for i in marked))
+                inputs = list(inputs)
+                for i, tensor in zip(marked, outputs):
+                    inputs[i] = tensor
+                inputs = tuple(inputs)
+            if self.annotate:
+                call.forward_range = self.torch.autograd.profiler.record_function(
+                    TRACE_FORWARD_PREFIX + layer.name)
+                call.forward_range.__enter__()
+            call.forward_start = time.perf_counter()
+            return inputs
+        return hook
+
+    def _post_hook(self, layer):
+        def hook(module, inputs, output):
+            now = time.perf_counter()
+            call = self.open_calls[layer].pop()
+            call.forward_end = now
+            if self.annotate:
+                call.forward_range.__exit__(None, None, None)
+            if call.owns_params:
+                call.pending += sum(1 for p in layer.params if p.requires_grad)
+            outputs = [t for t in _tensors(self.torch, output) if t.requires_grad and t.grad_fn is not None]
+            for tensor in outputs:
+                tensor.register_hook(lambda grad, call=call: self._start_event(call))
+            if outputs and call.pending == 0:
+                # Only another layer's parameters need gradients (a tied weight on token ids): the
+                # span ends when the node that produced the output has run.
+                call.pending = 1
+                outputs[0].grad_fn.register_hook(lambda grad_inputs, grad_outputs, call=call: self._end_event(call))
+        return hook
+
+    def _start_event(self, call):
+        if call.backward_start is None:
+            if self.annotate:
+                call.trace_range = self.torch.autograd.profiler.record_function(
+                    TRACE_BACKWARD_PREFIX + call.layer.name)
+                call.trace_range.__enter__()
+            call.backward_start = time.perf_counter()
+
+    def _end_event(self, call):
+        now = time.perf_counter()
+        call.pending -= 1
+        if call.pending == 0:
+            call.backward_end = now
+            if call.trace_range is not None:
+                call.trace_range.__exit__(None, None, None)
+                call.trace_range = None
+
+    def hook_parameters(self):
+        """After the first forward: orders layers, assigns parameters to their first owner in
+        forward order, and hooks each owned parameter's AccumulateGrad node."""
+        owner_of = {}
+        for layer in self.forward_order:
+            for parameter in layer.module.parameters(recurse=False):
+                owner = owner_of.setdefault(id(parameter), layer)
+                if owner is layer:
+                    layer.params.append(parameter)
+                elif layer.tied_to not in (None, owner.name):
+                    raise UsageError(f"module {layer.name} shares parameters with {layer.tied_to} and "
+                                     f"{owner.name}; a profile layer has one tied_to")
+                else:
+                    layer.tied_to = owner.name
+        for layer in self.forward_order:
+            for parameter in layer.params:
+                if parameter.requires_grad:
+                    accumulator = parameter.expand_as(parameter).grad_fn.next_functions[0][0]
+                    accumulator.register_hook(
+                        lambda grad_inputs, grad_outputs, layer=layer: self._parameter_done(layer))
+                    self.accumulators.append(accumulator)
+
+    def _parameter_done(self, layer):
+        if layer in self.first_call:  # else only modules tied to it ran: their own spans end them
+            self._end_event(self.first_call[layer])
+
+    # -- iterations ---------------------------------------------------------------------------------
+    def begin_iteration(self):
+        self.calls, self.first_call, self.open_calls = [], {}, {}
+
+    def iteration_times(self):
+        """Per layer: (forward_s, backward_s) of the iteration just run, summed over its calls."""
+        times = {layer: [0.0, 0.0] for layer in self.forward_order}
+        for call in self.calls:
+            times[call.layer][0] += call.forward_end - call.forward_start
+            if call.backward_start is None:  # no output needed a gradient: no backward work
+                continue
+            if call.backward_end is None:
+                raise RuntimeError(f"layer {call.layer.name}: backward started but its input or "
+                                   "parameter gradients never arrived")
+            times[call.layer][1] += call.backward_end - call.backward_start
+        return times
+
+
+def _tensors(torch, value):
+    if isinstance(value, torch.Tensor):
+        yield value
+    elif isinstance(value, (tuple, list)):
+        for item in value:
+            yield from _tensors(torch, item)
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _tensors(torch, item)
+
+
+# --------------------------------------------------------------------------------------------------
+# Training iterations
+# --------------------------------------------------------------------------------------------------
+
+def make_optimizer(torch, kind, params):
+    if kind == "sgd":
+        return torch.optim.SGD(params, lr=1e-3, momentum=0.9)
+    return torch.optim.AdamW(params, lr=1e-4, weight_decay=0.01)
+
+
+def run_iteration(torch, model, inputs, profiler, optimizers):
+    """One training iteration; returns (forward_s, backward_s, per-layer update_s) wall times."""
+    profiler.begin_iteration()
+    start = time.perf_counter()
+    loss = model.example_loss(model(*inputs), inputs)
+    forward_end = time.perf_counter()
+    loss.backward()
+    backward_end = time.perf_counter()
+    update_s = {}
+    for layer, optimizer in optimizers:
+        step_start = time.perf_counter()
+        optimizer.step()
+        update_s[layer] = time.perf_counter() - step_start
+    model.zero_grad(set_to_none=True)
+    return forward_end - start, backward_end - forward_end, update_s
+
+
+def median(values):
+    return statistics.median(values) if values else None
+
+
+def profile_model(torch, args):
+    model_class, default_name = load_model_class(torch, args.model)
+    torch.manual_seed(args.seed)
+    model = model_class()
+    model.train()
+    inputs = model.example_inputs(args.batch, args.seq)
+    profiler = HookProfiler(torch, model)
+    if not profiler.layers:
+        raise UsageError(f"--model {args.model}: the model has no submodules to profile")
+
+    # The first forward fixes the call order; parameters are then assigned and hooked.
+    with torch.no_grad():
+        model(*inputs)
+    profiler.hook_parameters()
+    order = profiler.forward_order
+    never_called = [name for name, layer in profiler.layers.items() if layer not in order]
+    for name in never_called:
+        print(f"{PROGRAM}: warning: leaf module {name} is never called in forward; left out", file=sys.stderr)
+    in_layers = {id(p) for layer in order for p in layer.params}
+    stray = [name for name, p in model.named_parameters() if id(p) not in in_layers]
+    if stray:
+        print(f"{PROGRAM}: warning: {len(stray)} parameter(s) are owned by no called leaf module and "
+              f"are in no layer (first: {stray[0]})", file=sys.stderr)
+
+    optimizers = []
+    if args.optimizer != "none":
+        optimizers = [(layer, make_optimizer(torch, args.optimizer, layer.params))
+                      for layer in order if layer.params]
+
+    whole_forward_s, whole_backward_s, whole_step_s = [], [], []
+    for iteration in range(args.warmup + args.iters):
+        forward_s, backward_s, update_s = run_iteration(torch, model, inputs, profiler, optimizers)
+        if iteration < args.warmup:
+            continue
+        whole_forward_s.append(forward_s)
+        whole_backward_s.append(backward_s)
+        for layer, (layer_forward_s, layer_backward_s) in profiler.iteration_times().items():
+            layer.forward_s.append(layer_forward_s)
+            layer.backward_s.append(layer_backward_s)
+            layer.update_s.append(update_s.get(layer, 0.0))
+    if optimizers:  # one step over the whole model, for comparison with the per-layer sum
+        whole_model_optimizer = make_optimizer(torch, args.optimizer, list(model.parameters()))
+        for iteration in range(args.warmup + args.iters):
+            profiler.begin_iteration()
+            model.example_loss(model(*inputs), inputs).backward()
+            step_start = time.perf_counter()
+            whole_model_optimizer.step()
+            if iteration >= args.warmup:
+                whole_step_s.append(time.perf_counter() - step_start)
+            model.zero_grad(set_to_none=True)
+
+    trace_text = record_trace(torch, model, inputs, profiler, optimizers, args) if args.trace else None
+
+    layers = []
+    for layer in order:
+        count = sum(p.numel() for p in layer.params)
+        entry = {
+            "name": layer.name,
+            "param_count": count,
+            "param_bytes": sum(p.numel() * p.element_size() for p in layer.params),
+            "forward_s": median(layer.forward_s),
+            "backward_s": median(layer.backward_s),
+            "update_s": median(layer.update_s) if args.optimizer != "none" else None,
+            "sync_s": None,
+        }
+        if layer.tied_to is not None:
+            entry["tied_to"] = layer.tied_to
+        layers.append(entry)
+    profile = {"format": PROFILE_FORMAT, "model": args.model_name or default_name, "source": SOURCE,
+               "workers": None, "layers": layers}
+    summary = summarize(order, whole_forward_s, whole_backward_s, whole_step_s, optimizers, torch, args)
+    return profile, trace_text, summary
+
+
+def record_trace(torch, model, inputs, profiler, optimizers, args):
+    """Runs --trace-iters annotated iterations under torch.profiler; returns the Chrome trace text."""
+    from torch.profiler import ProfilerActivity, profile
+    profiler.annotate = True
+    try:
+        with profile(activities=[ProfilerActivity.CPU]) as recorder:
+            for _ in range(args.trace_iters):
+                run_iteration(torch, model, inputs, profiler, optimizers)
+    finally:
+        profiler.annotate = False
+    with tempfile.TemporaryDirectory() as folder:
+        path = os.path.join(folder, "trace.json")
+        recorder.export_chrome_trace(path)
+        with open(path) as trace_file:
+            return trace_file.read()
+
+
+def summarize(order, whole_forward_s, whole_backward_s, whole_step_s, optimizers, torch, args):
+    forward_sum = sum(median(layer.forward_s) for layer in order)
+    backward_sum = sum(median(layer.backward_s) for layer in order)
+    lines = [
+        f"profiled {len(order)} layers of {args.model}: batch {args.batch} x {args.seq} tokens, "
+        f"median of {args.iters} iterations after {args.warmup} warm-up, {torch.get_num_threads()} thread(s)",
+        f"forward: layers {forward_sum * MILLISECONDS_PER_SECOND:.3f} ms of {median(whole_forward_s) * MILLISECONDS_PER_SECOND:.3f} ms "
+        f"(the rest: code outside leaf modules, e.g. attention math and the loss, and the hooks themselves)",
+        f"backward: layers {backward_sum * MILLISECONDS_PER_SECOND:.3f} ms of {median(whole_backward_s) * MILLISECONDS_PER_SECOND:.3f} ms",
+    ]
+    if optimizers:
+        update_sum = sum(median(layer.update_s) for layer in order)
+        lines.append(f"update ({args.optimizer}): per-layer steps sum to {update_sum * MILLISECONDS_PER_SECOND:.3f} ms; "
+                     f"one step over the whole model takes {median(whole_step_s) * MILLISECONDS_PER_SECOND:.3f} ms")
+    return lines
+
+
+# --------------------------------------------------------------------------------------------------
+# Output
+# --------------------------------------------------------------------------------------------------
+
+def write_outputs(files):
+    """Writes every (path, text) to a temporary file beside it, then renames them all."""
+    temporaries = []
+    try:
+        for path, text in files:
+            folder = os.path.dirname(os.path.abspath(path))
+            handle, temporary = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".tmp.", dir=folder)
+            temporaries.append(temporary)
+            with os.fdopen(handle, "w") as out:
+                out.write(text)
+        for (path, _), temporary in zip(files, temporaries):
+            os.replace(temporary, path)
+    finally:
+        for temporary in temporaries:
+            if os.path.exists(temporary):
+                os.remove(temporary)
+
+
+def main(argv):
+    try:
+        args = parse_arguments(argv)
+        try:
+            import torch
+        except ImportError as error:
+            print(f"{PROGRAM}: error: PyTorch is not importable ({error}); install python3-torch",
+                  file=sys.stderr)
+            return 1
+        if args.threads is not None:
+            torch.set_num_threads(args.threads)
+        profile, trace_text, summary = profile_model(torch, args)
+        files = [(args.output, json.dumps(profile, indent=2, allow_nan=False) + "\n")]
+        if trace_text is not None:
+            files.append((args.trace, trace_text))
+        write_outputs(files)
+    except UsageError as error:
+        print(f"{PROGRAM}: {error}", file=sys.stderr)
+        return 2
+    for line in summary:
+        print(line)
+    print(f"profile written to {args.output}" + (f"; trace written to {args.trace}" if args.trace else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
