@@ -6,6 +6,7 @@
 #include "planner/lower_bound.hpp"
 #include "simulator/bucket_fusion.hpp"
 #include "tools/cli_common.hpp"
+#include "tools/model_profile.hpp"
 #include "tools/sync_times.hpp"
 
 #include <cmath>
@@ -21,6 +22,7 @@ namespace {
 
 struct PlanOptions {
   std::string profile_path, output_path, report_path, algorithm = "best";
+  std::string profile_out_path;  // --profile-out: the profile --model made
   std::string period;
   SearchOptions search;
   bool fill_bubbles = false;
@@ -29,6 +31,8 @@ struct PlanOptions {
   double max_overhead = -1;  // with --period auto: planned wait / compute at most this (fraction)
   // Per-layer all-reduce times from a cluster or a link fit instead of the profile.
   SyncTimeOptions sync;
+  // --model: profile a model spec first (the built-in default of the main job, SPEC section 1).
+  ProfileOptions model{"", "bf16", "auto", "H100-SXM", "", 8, 0};
   // Bucket fusion (--fuse-buckets) and its all-reduce start-up time (--alpha-s; NaN: from --cluster).
   bool fuse_buckets = false;
   double alpha_s = std::numeric_limits<double>::quiet_NaN();
@@ -39,6 +43,8 @@ struct PlanInputs {
   Profile profile;
   BackpropTimes times;
   std::string sync_times_text;  // for the printout
+  std::string origin;           // the profile's file, or "--model NAME"
+  Profile model_profile;        // --model: the profile made, as written by --profile-out
   std::optional<double> alpha_s;  // set when --fuse-buckets
   std::string alpha_text;
 };
@@ -144,15 +150,34 @@ std::vector<bool> pinned_layers(const BackpropTimes& times, const std::string& p
   return pinned;
 }
 
+// plan --model: the model's profile, measured on the GPU when this build has the CUDA backend and
+// sees a device, else the roofline estimate for --gpu (said so: an estimate is never a measurement).
+Profile model_profile_for_plan(const PlanOptions& options) {
+  if (!options.profile_path.empty()) throw InputError("--model: give either --profile or --model, not both");
+  if (options.sync.cluster_path.empty() && options.sync.link_path.empty())
+    throw InputError("--model: needs --cluster or --link for the all-reduce times (a model spec has none)");
+  ProfileOptions profile_options = options.model;
+  if (profile_options.device == "auto") {
+    profile_options.device = "estimate";
+    std::cout << "profile: no GPU measurement in this run; roofline estimate for " << profile_options.gpu
+              << " (--device cuda|cpu|estimate, --gpu NAME to choose)\n";
+  }
+  return make_model_profile(profile_options);
+}
+
 // Reads the profile, and the cluster or link fit when given: the sync times the plan is made for,
 // and the start-up time bucket fusion assumes.
 PlanInputs read_plan_inputs(const PlanOptions& options) {
   if (!std::isnan(options.alpha_s) && !(options.alpha_s >= 0 && std::isfinite(options.alpha_s)))
     throw InputError("--alpha-s: must be a finite number >= 0 (seconds)");
   if (!std::isnan(options.alpha_s) && !options.fuse_buckets) throw InputError("--alpha-s: only with --fuse-buckets");
-  SyncTimes choice = read_sync_times(options.profile_path, options.sync);
   PlanInputs inputs;
-  inputs.times = sync_backprop_times(choice, options.profile_path);
+  inputs.origin = options.model.model.empty() ? options.profile_path : "--model " + options.model.model;
+  if (!options.model.model.empty()) inputs.model_profile = model_profile_for_plan(options);
+  SyncTimes choice = options.model.model.empty()
+                         ? read_sync_times(options.profile_path, options.sync)
+                         : read_sync_times(inputs.model_profile, inputs.origin, options.sync);
+  inputs.times = sync_backprop_times(choice, inputs.origin);
   inputs.sync_times_text = choice.text;
   if (options.fuse_buckets) {
     inputs.alpha_s = std::isnan(options.alpha_s) ? choice.alpha_s : options.alpha_s;
@@ -179,7 +204,10 @@ int run_plan(const PlanOptions& options_in) {
     throw InputError("--max-overhead: only with --period auto");
   const int fixed_period = automatic ? 0 : checked_period(options.period);
   const PlanAlgorithm& algorithm = find_plan_algorithm(options.algorithm);
-  check_output_paths({{"-o", options.output_path}, {"--report", options.report_path}},
+  if (options.profile_path.empty() && options.model.model.empty())
+    throw InputError("plan: give --profile PROFILE.json, or --model NAME with --cluster or --link");
+  check_output_paths({{"-o", options.output_path}, {"--report", options.report_path},
+                      {"--profile-out", options.profile_out_path}},
                      {{"--profile", options.profile_path}, {"--cluster", options.sync.cluster_path},
                       {"--link", options.sync.link_path}});
 
@@ -216,7 +244,7 @@ int run_plan(const PlanOptions& options_in) {
   if (buckets) plan.buckets = plan_buckets(*buckets, times);
   const double gap = lower_bound > 0 ? chosen_timing.period_s / lower_bound - 1.0 : 0.0;
 
-  std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n';
+  std::cout << "profile: " << describe_profile(profile, inputs.origin) << '\n';
   if (!options.sync.cluster_path.empty() || !options.sync.link_path.empty())
     std::cout << "all-reduce times: " << inputs.sync_times_text << '\n';
   std::cout << "period H = " << period << " iterations; times in seconds per period\n\n";
@@ -267,11 +295,12 @@ int run_plan(const PlanOptions& options_in) {
 
   OutputFiles outputs;
   outputs.add_json(options.output_path, plan_to_json(plan));
+  if (!options.profile_out_path.empty()) outputs.add_json(options.profile_out_path, profile_to_json(inputs.model_profile));
   if (!options.report_path.empty()) {
     Json report;
     report["format"] = "syncplan.report/v1";
     report["model"] = profile.model ? Json(*profile.model) : Json(nullptr);
-    report["profile"] = options.profile_path;
+    report["profile"] = inputs.origin;
     report["period"] = period;
     report["strategies"] = std::move(strategies);
     report["lower_bound_period_s"] = lower_bound;
@@ -297,6 +326,7 @@ int run_plan(const PlanOptions& options_in) {
   }
   outputs.commit();
   std::cout << "plan written to " << options.output_path << '\n';
+  if (!options.profile_out_path.empty()) std::cout << "profile written to " << options.profile_out_path << '\n';
   if (!options.report_path.empty()) std::cout << "report written to " << options.report_path << '\n';
   return 0;
 }
@@ -308,7 +338,31 @@ void add_plan_command(CLI::App& app, Action& action) {
   CLI::App* plan = app.add_subcommand(
       "plan", "Plan which layers sync in which iteration of a period; prints a table comparing "
               "ssgd, wfbp, flsgd, plsgd-even, dreamddp, dp and search (seconds per period)");
-  plan->add_option("--profile", options->profile_path, "syncplan.profile/v1 file")->required();
+  plan->add_option("--profile", options->profile_path, "syncplan.profile/v1 file (or --model)");
+  CLI::Option* model = plan->add_option("--model", options->model.model,
+                   "instead of --profile: a model spec (name in data/models, e.g. gpt2, or a file), profiled first "
+                   "(see --device); needs --cluster or --link");
+  plan->add_option("--batch", options->model.batch, "with --model: sequences per step and worker (default: 8)")
+      ->check(CLI::Range(1LL, 1LL << 20))
+      ->needs(model);
+  plan->add_option("--seq", options->model.seq,
+                   "with --model: tokens per sequence (default: the model's context, at most 1024)")
+      ->check(CLI::Range(1LL, 1LL << 24))
+      ->needs(model);
+  plan->add_option("--dtype", options->model.dtype, "with --model: fp32 or bf16 (default: bf16)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))
+      ->needs(model);
+  plan->add_option("--device", options->model.device,
+                   "with --model: auto (a GPU measurement when available, else the roofline estimate), estimate, "
+                   "cpu or cuda (default: auto)")
+      ->check(CLI::IsMember({"auto", "estimate", "cpu", "cuda"}))
+      ->needs(model);
+  plan->add_option("--profile-out", options->profile_out_path,
+                   "with --model: also write the profile it made (syncplan.profile/v1), for simulate --profile")
+      ->needs(model);
+  plan->add_option("--gpu", options->model.gpu,
+                   "with --model and an estimate: GPU name in data/gpus.json (default: H100-SXM)")
+      ->needs(model);
   plan->add_option("--period", options->period,
                    "H: iterations per period, 1..10000, or 'auto': the smallest H whose planned wait is at most "
                    "--max-overhead of compute")->required();

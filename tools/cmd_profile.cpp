@@ -5,6 +5,7 @@
 #include "profiler/model_spec.hpp"
 #include "profiler/roofline.hpp"
 #include "tools/cli_common.hpp"
+#include "tools/model_profile.hpp"
 
 #include <cstdlib>
 #include <filesystem>
@@ -18,19 +19,6 @@
 namespace syncplan::cli {
 
 namespace {
-
-struct ProfileOptions {
-  std::string model, dtype = "fp32", device, gpu, output_path;
-  long long batch = 0, seq = 0;
-};
-
-/// The folder holding models/ and gpus.json: $SYNCPLAN_DATA_DIR when set and non-empty, else the
-/// repository's data/ compiled in.
-std::filesystem::path data_dir() {
-  const char* override_dir = std::getenv("SYNCPLAN_DATA_DIR");
-  if (override_dir != nullptr && *override_dir != '\0') return override_dir;
-  return SYNCPLAN_DATA_DIR;
-}
 
 /// What a backend measures or estimates: each layer's forward and backward seconds, in the
 /// model's layer order, and the profile's `source` (SPEC section 3).
@@ -75,13 +63,21 @@ const BackendEntry kBackends[] = {
     {"cuda", not_implemented_backend},
 };
 
-int run_profile(const ProfileOptions& options) {
+}  // namespace
+
+std::filesystem::path data_dir() {
+  const char* override_dir = std::getenv("SYNCPLAN_DATA_DIR");
+  if (override_dir != nullptr && *override_dir != '\0') return override_dir;
+  return SYNCPLAN_DATA_DIR;
+}
+
+Profile make_model_profile(const ProfileOptions& options) {
   const std::filesystem::path spec_path = resolve_model_spec(options.model, data_dir() / "models");
-  check_output_paths({{"-o", options.output_path}}, {{"--model", spec_path.string()}});
   const Model model = expand_model(read_model_spec_file(spec_path.string()));
   Workload workload;
   workload.batch = options.batch;
-  workload.seq = options.seq;
+  // seq 0 (plan --model's default): the model's context, at most kDefaultSeq tokens.
+  workload.seq = options.seq > 0 ? options.seq : std::min<long long>(model.max_position_embeddings, kDefaultSeq);
   workload.dtype = parse_dtype(options.dtype, "--dtype");
   check_workload(model, workload);
 
@@ -100,13 +96,22 @@ int run_profile(const ProfileOptions& options) {
     forward_s += result.times[i].forward_s;
     backward_s += result.times[i].backward_s;
   }
-  validate_profile(profile, options.output_path);
-  write_json_file_atomic(options.output_path, profile_to_json(profile));
+  validate_profile(profile, spec_path.string());
   std::cout << model.name << ": " << model.layers.size() << " layers, " << model.param_count() << " parameters ("
             << model.param_count() * dtype_size_bytes(workload.dtype) << " bytes in " << dtype_name(workload.dtype)
             << "), batch " << workload.batch << " x seq " << workload.seq << ": forward " << seconds_text(forward_s)
-            << " s, backward " << seconds_text(backward_s) << " s per step (" << result.source << ")\n"
-            << "profile written to " << options.output_path << '\n';
+            << " s, backward " << seconds_text(backward_s) << " s per step (" << result.source << ")\n";
+  return profile;
+}
+
+namespace {
+
+int run_profile(const ProfileOptions& options) {
+  check_output_paths({{"-o", options.output_path}},
+                     {{"--model", resolve_model_spec(options.model, data_dir() / "models").string()}});
+  const Profile profile = make_model_profile(options);
+  write_json_file_atomic(options.output_path, profile_to_json(profile));
+  std::cout << "profile written to " << options.output_path << '\n';
   return 0;
 }
 

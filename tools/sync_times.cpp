@@ -29,8 +29,14 @@ Profile with_link_times(Profile profile, const LinkFit& link, const std::string&
 SyncTimes read_sync_times(const std::string& profile_path, const SyncTimeOptions& options) {
   if (options.sync_time_given && options.cluster_path.empty() && options.link_path.empty())
     throw InputError("--sync-time: needs --cluster or --link (without them the profile's sync_s are used)");
+  return read_sync_times(read_profile_file(profile_path), profile_path, options);
+}
+
+SyncTimes read_sync_times(Profile profile, const std::string& profile_path, const SyncTimeOptions& options) {
+  if (options.sync_time_given && options.cluster_path.empty() && options.link_path.empty())
+    throw InputError("--sync-time: needs --cluster or --link (without them the profile's sync_s are used)");
   SyncTimes choice;
-  choice.profile = read_profile_file(profile_path);
+  choice.profile = std::move(profile);
   if (!options.cluster_path.empty()) choice.cluster = read_cluster_file(options.cluster_path);
   if (!options.link_path.empty()) choice.link = read_link_file(options.link_path);
   if (choice.cluster && choice.link && choice.cluster->workers != choice.link->workers)

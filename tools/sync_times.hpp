@@ -45,6 +45,8 @@ struct SyncTimes {
 /// given without --cluster or --link, when the link fit's workers differ from the cluster's, and
 /// (naming the layer) when a layer needed by the link fit has no param_bytes.
 SyncTimes read_sync_times(const std::string& profile_path, const SyncTimeOptions& options);
+/// The same for a profile already in memory (e.g. made by `plan --model`); `origin` names it.
+SyncTimes read_sync_times(Profile profile, const std::string& origin, const SyncTimeOptions& options);
 
 /// BackpropTimes for the period model under `choice`: with a cluster, each layer's all-reduce as
 /// the DES charges it (backprop_times_for_des); otherwise backprop_times of choice.profile.

@@ -11,6 +11,7 @@
 #   auto_period                       --period auto --max-overhead chooses the smallest H
 #   fused_buckets                     plan --fuse-buckets: buckets, bound, period model and DES agree
 #   link_fit                          plan/simulate --link: all-reduce times from an alpha-beta fit
+#   main_job                          the README's plan --model gpt2 --cluster, reproduced by the DES
 set -euo pipefail
 
 case_name="$1" syncplan="$2" python="$3" workdir="$4"
@@ -237,6 +238,26 @@ PY
   echo "ok: link fit"
 }
 
+# The README's main job (tools/example.sh): plan --model gpt2 on the 8-worker cluster, then the DES
+# on the written profile and plan reproduces the planned period (independent code: events on a
+# simulated clock against SPEC section 5's formulas), and the plan is no worse than dp.
+main_job() {
+  local cluster="$repo_data/clusters/8nodes-1gpu-10gbps.json"
+  run plan --model gpt2 --cluster "$cluster" --period 10 --fill-bubbles -o plan.json --profile-out profile.json \
+    --report report.json
+  run simulate --profile profile.json --cluster "$cluster" --plan plan.json -o des.json
+  "$python" - <<'PY' || { echo "FAIL: main job"; exit 1; }
+import json
+plan, report, des = json.load(open("plan.json")), json.load(open("report.json")), json.load(open("des.json"))
+profile = json.load(open("profile.json"))
+assert profile["source"].startswith("estimated:roofline:"), profile["source"]
+period = plan["predicted"]["period_s"]
+assert abs(des["total_s"] - period) <= 1e-9 * period, (des["total_s"], period)
+assert period <= report["strategies"]["dp"]["period_s"] * (1 + 1e-12) and period >= report["lower_bound_period_s"]
+print("ok: main job, period", period, "s reproduced by the DES")
+PY
+}
+
 # An output that is a FIFO (like /dev/null, not a regular file) is written into, not replaced.
 fifo_output() {
   mkfifo out.fifo
@@ -251,6 +272,6 @@ fifo_output() {
 }
 
 case "$case_name" in
-  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | fused_buckets | link_fit) "$case_name" "$@" ;;
+  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | fused_buckets | link_fit | main_job) "$case_name" "$@" ;;
   *) echo "cli_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac

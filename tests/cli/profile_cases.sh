@@ -5,6 +5,7 @@
 # usage: profile_cases.sh CASE SYNCPLAN PYTHON WORKDIR
 #   tiny_roofline   tiny-gpt on the made-up GPU "round" (data/datadir_round): per-layer times by hand
 #   shipped         every shipped spec on a shipped GPU: layer counts and parameter totals
+#   plan_model      plan --model (the main job's one step) equals profile, then plan --profile
 set -euo pipefail
 
 case_name="$1" syncplan="$2" python="$3" workdir="$4"
@@ -74,6 +75,27 @@ assert all(l["forward_s"] >= 0 and l["backward_s"] >= 0 for l in p["layers"])
 print(f"ok: {model}: {layers} layers, {total} parameters")
 EOF
   done
+}
+
+# plan --model profiles and plans in one step: the same plan as `profile` then `plan --profile`,
+# with the all-reduce times of the link fit (tests/cli/data/link_8workers.json: 7e-4 + 1.4e-9 n s).
+plan_model() {
+  export SYNCPLAN_DATA_DIR="$data/datadir_round"
+  local model=(--batch 4 --seq 64 --dtype fp32)
+  run profile --model "$repo_data/models/tiny-gpt.json" "${model[@]}" --device estimate --gpu round -o profile.json
+  run plan --profile profile.json --link "$data/link_8workers.json" --period 3 -o two-step.json
+  run plan --model "$repo_data/models/tiny-gpt.json" "${model[@]}" --gpu round --link "$data/link_8workers.json" \
+    --period 3 -o one-step.json --report report.json | tee plan.txt
+  grep -q "roofline estimate for round" plan.txt || { echo "FAIL: plan --model did not say it estimates"; exit 1; }
+  "$python" - <<'EOF'
+import json
+one, two = json.load(open("one-step.json")), json.load(open("two-step.json"))
+assert one["layers"] == two["layers"], "plans differ"
+assert abs(one["predicted"]["period_s"] - two["predicted"]["period_s"]) <= 1e-12 * two["predicted"]["period_s"]
+report = json.load(open("report.json"))
+assert report["profile"].startswith("--model ") and report["link"].endswith("link_8workers.json"), report
+print("ok: plan --model equals profile + plan --profile:", one["predicted"]["period_s"], "s per period")
+EOF
 }
 
 "$case_name"

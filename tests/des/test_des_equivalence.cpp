@@ -177,6 +177,41 @@ TEST_CASE("DES equals the period model on fused plans", "[des][equivalence][buck
   REQUIRE(multi > 10);  // the cases do fuse layers
 }
 
+TEST_CASE("layers without parameters run no all-reduce under the cost model", "[des][equivalence]") {
+  // Backprop order: head (b 1 ms, 2,400 B), act (b 1 ms, 0 B: a parameterless module), embed
+  // (b 1 ms, 400 B); ring over 2 workers in one node, 8 Gbit/s = 1e9 B/s, 10 us per hop:
+  // T(n) = 2 x 10e-6 + 2 x (1/2) x n / 1e9 = 2e-5 + 1e-9 n. head 1 -> 1.0224 ms; act issues nothing
+  // (an all-reduce of 0 bytes would still pay 2e-5 s); embed 3 -> 3.0204 ms. wfbp, H = 1, no forward
+  // or update: 3.0204 ms. Issuing act would give the same end here, so the count of collectives
+  // is checked too: 2 per iteration in the trace.
+  Profile profile;
+  profile.model = "zero";
+  profile.source = "estimated:test";
+  profile.workers = 8;  // not the cluster's 2: the cost model
+  for (const auto& [name, bytes] : {std::pair{"embed", 400}, std::pair{"act", 0}, std::pair{"head", 2400}}) {
+    LayerProfile layer;
+    layer.name = name;
+    layer.param_bytes = bytes;
+    layer.backward_s = 1e-3;
+    profile.layers.push_back(layer);
+  }
+  const Cluster cluster = des_test::cluster_of(des_test::cluster_document(2, 2, 8, 10));
+  const DesLayers layers = des_layers(profile, "zero.json", SyncTimeSource::kModel);
+  const Topology topology(cluster);
+  const AllreduceModel model(cluster, topology);
+  const BackpropTimes times = backprop_times_for_des(DesStrategyContext{layers, model, SyncTimeSource::kModel});
+  REQUIRE(times.sync_s[1] == 0);
+  DesOptions options;
+  options.sync_time = SyncTimeSource::kModel;
+  options.trace_workers = 1;
+  const DesResult result = run_des(layers, cluster, topology, model, des_program("wfbp", {layers, model, SyncTimeSource::kModel}, times, 1), options);
+  REQUIRE(result.total_s == Approx(3.0204e-3).epsilon(1e-12));
+  REQUIRE(run_strategy("wfbp", times, 1).timing.period_s == Approx(3.0204e-3).epsilon(1e-12));
+  int allreduces = 0;
+  for (const DesTraceEvent& event : result.trace) allreduces += std::string(event.category) == "allreduce" ? 1 : 0;
+  REQUIRE(allreduces == 2);
+}
+
 TEST_CASE("DES equals the period model on the shared GPT-2 profile", "[des][equivalence][gpt2]") {
   const std::filesystem::path folder = shared_data_root() / "dreamddp" / "gpt2-8workers-10gbit";
   std::error_code ec;

@@ -1,0 +1,34 @@
+// A profile made from a model spec (`syncplan profile`, and `syncplan plan --model`): the spec
+// expanded into layers and timed by one backend per device (docs/models.md).
+#pragma once
+
+#include "core/profile.hpp"
+
+#include <filesystem>
+#include <string>
+
+namespace syncplan::cli {
+
+/// The sequence length `plan --model` profiles at unless told (GPT-2's context).
+inline constexpr long long kDefaultSeq = 1024;
+
+/// What to profile and how (the options of `syncplan profile`).
+struct ProfileOptions {
+  std::string model;          ///< a name in data/models or a path to a syncplan.model/v1 file
+  std::string dtype = "fp32"; ///< fp32 or bf16
+  std::string device;         ///< estimate, cpu or cuda
+  std::string gpu;            ///< GPU name in data/gpus.json, for estimate
+  std::string output_path;    ///< where `syncplan profile` writes (unused by make_model_profile)
+  long long batch = 0;        ///< sequences per step and worker, >= 1
+  long long seq = 0;          ///< tokens per sequence; 0: the model's context, at most kDefaultSeq
+};
+
+/// The folder holding models/ and gpus.json: $SYNCPLAN_DATA_DIR when set and non-empty, else the
+/// repository's data/ compiled in.
+std::filesystem::path data_dir();
+
+/// Expands options.model and times its layers with options.device's backend; prints one line
+/// per backend note and a summary to stdout. Throws InputError for bad names, sizes or devices.
+Profile make_model_profile(const ProfileOptions& options);
+
+}  // namespace syncplan::cli
