@@ -38,6 +38,13 @@ AlphaBetaFit fit_alpha_beta(const std::vector<LinkSample>& samples, FitErrors er
                      std::to_string(distinct.size()) +
                      (distinct.empty() ? "" : " (" + std::to_string(*distinct.begin()) + " bytes)"));
 
+  // An all-reduce over a day long is no measurement; such values would also overflow the sums.
+  constexpr double kLongestSample_s = 86400;
+  for (std::size_t i = 0; i < samples.size(); ++i)
+    if (!(samples[i].time_s <= kLongestSample_s))
+      throw InputError(origin + ": sample " + std::to_string(i) + " (" + std::to_string(samples[i].size_bytes) +
+                       " bytes): time " + format_exact(samples[i].time_s) + " s is over a day; not a measurement");
+
   const Eigen::Index count = static_cast<Eigen::Index>(samples.size());
   Eigen::ArrayXd sizes(count), times(count), weights(count);
   for (Eigen::Index i = 0; i < count; ++i) {
@@ -77,6 +84,8 @@ AlphaBetaFit fit_alpha_beta(const std::vector<LinkSample>& samples, FitErrors er
                      " s/byte): the times fall as the size grows, so no alpha-beta link fits them; "
                      "measure larger sizes");
   fit.r_squared = r_squared(sizes, times, weights, fit.alpha_s, fit.beta_s_per_byte);
+  if (!std::isfinite(fit.r_squared))
+    throw InputError(origin + ": the alpha-beta fit's R^2 is not a number: the times are out of any meaningful range");
   return fit;
 }
 

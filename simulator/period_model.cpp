@@ -53,7 +53,8 @@ BackpropTimes backprop_times(const Profile& profile, const std::string& origin) 
                                        std::pair{"sync_s", &layer.sync_s}})
       if (!value->has_value())
         throw InputError(origin + ": layer '" + layer.name + "': field '" + field +
-                         "' is null; the period model needs it");
+                         "' is null; the period model needs it" +
+                         (std::string(field) == "sync_s" ? " (or --cluster/--link to derive it from param_bytes)" : ""));
     times.names.push_back(layer.name);
     times.backward_s.push_back(*layer.backward_s);
     times.sync_s.push_back(*layer.sync_s);

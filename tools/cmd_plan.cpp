@@ -28,14 +28,16 @@ struct PlanOptions {
   bool fill_bubbles = false;
   std::string every_iteration;  // regular expression on layer names; empty: none pinned
   std::string seed_text = "1";
-  double max_overhead = -1;  // with --period auto: planned wait / compute at most this (fraction)
+  double max_overhead = 0;   // with --period auto: planned wait / compute at most this (fraction)
+  bool max_overhead_given = false;
   // Per-layer all-reduce times from a cluster or a link fit instead of the profile.
   SyncTimeOptions sync;
   // --model: profile a model spec first (the built-in default of the main job, SPEC section 1).
   ProfileOptions model{"", "bf16", "auto", "H100-SXM", "", 8, 0};
   // Bucket fusion (--fuse-buckets) and its all-reduce start-up time (--alpha-s; NaN: from --cluster).
   bool fuse_buckets = false;
-  double alpha_s = std::numeric_limits<double>::quiet_NaN();
+  double alpha_s = 0;
+  bool alpha_given = false;
 };
 
 // Where the plan's sync times and the fusion's alpha come from.
@@ -97,6 +99,9 @@ void print_assignment(std::ostream& out, const BackpropTimes& times, const Assig
   print_table(out, table);
 }
 
+// The largest --alpha-s: an all-reduce start-up of a minute is already far outside any network.
+constexpr double kLongestAlpha_s = 60;
+
 // The largest H `--period auto` tries.
 constexpr int kAutoMaxPeriod = 1000;
 // The most each candidate H's search may take under --period auto (s).
@@ -106,7 +111,7 @@ constexpr double kAutoSearchLimit_s = 0.05;
 // (fewer local steps between averages is better for convergence). Prints why.
 int auto_period(const BackpropTimes& times, const PlanAlgorithm& algorithm, const PlanOptions& options,
                 const std::optional<double>& alpha_s) {
-  if (!(options.max_overhead > 0) || !std::isfinite(options.max_overhead))
+  if (!options.max_overhead_given)
     throw InputError("--max-overhead: required with --period auto, a fraction > 0 (e.g. 0.05 for 5%)");
   double best_overhead = std::numeric_limits<double>::infinity();
   int best_period = 1;
@@ -159,8 +164,8 @@ Profile model_profile_for_plan(const PlanOptions& options) {
   ProfileOptions profile_options = options.model;
   if (profile_options.device == "auto") {
     profile_options.device = "estimate";
-    std::cout << "profile: no GPU measurement in this run; roofline estimate for " << profile_options.gpu
-              << " (--device cuda|cpu|estimate, --gpu NAME to choose)\n";
+    std::cout << "profile: roofline estimate for " << profile_options.gpu
+              << ", not a measurement (--gpu NAME chooses the GPU; docs/models.md)\n";
   }
   return make_model_profile(profile_options);
 }
@@ -168,9 +173,10 @@ Profile model_profile_for_plan(const PlanOptions& options) {
 // Reads the profile, and the cluster or link fit when given: the sync times the plan is made for,
 // and the start-up time bucket fusion assumes.
 PlanInputs read_plan_inputs(const PlanOptions& options) {
-  if (!std::isnan(options.alpha_s) && !(options.alpha_s >= 0 && std::isfinite(options.alpha_s)))
-    throw InputError("--alpha-s: must be a finite number >= 0 (seconds)");
-  if (!std::isnan(options.alpha_s) && !options.fuse_buckets) throw InputError("--alpha-s: only with --fuse-buckets");
+  if (options.alpha_given && !(options.alpha_s >= 0 && options.alpha_s <= kLongestAlpha_s))
+    throw InputError("--alpha-s: must be a number from 0 to " + format_exact(kLongestAlpha_s) + " (seconds), got " +
+                     format_exact(options.alpha_s));
+  if (options.alpha_given && !options.fuse_buckets) throw InputError("--alpha-s: only with --fuse-buckets");
   PlanInputs inputs;
   inputs.origin = options.model.model.empty() ? options.profile_path : "--model " + options.model.model;
   if (!options.model.model.empty()) inputs.model_profile = model_profile_for_plan(options);
@@ -180,8 +186,8 @@ PlanInputs read_plan_inputs(const PlanOptions& options) {
   inputs.times = sync_backprop_times(choice, inputs.origin);
   inputs.sync_times_text = choice.text;
   if (options.fuse_buckets) {
-    inputs.alpha_s = std::isnan(options.alpha_s) ? choice.alpha_s : options.alpha_s;
-    inputs.alpha_text = std::isnan(options.alpha_s) ? choice.alpha_text : "--alpha-s";
+    inputs.alpha_s = options.alpha_given ? std::optional<double>(options.alpha_s) : choice.alpha_s;
+    inputs.alpha_text = options.alpha_given ? "--alpha-s" : choice.alpha_text;
   }
   if (options.fuse_buckets && !inputs.alpha_s)
     throw InputError("--fuse-buckets: needs the all-reduce start-up time alpha: give --cluster, --link or --alpha-s");
@@ -198,9 +204,11 @@ int run_plan(const PlanOptions& options_in) {
       options.seed_text.find_first_not_of("0123456789") != std::string::npos)
     throw InputError("--seed: expected a whole number from 0 to 10^19 - 1, got '" + options.seed_text + "'");
   options.search.seed = std::stoull(options.seed_text);
-  if (options.max_overhead > 100) throw InputError("--max-overhead: at most 100 (a fraction of compute)");
+  if (options.max_overhead_given && !(options.max_overhead > 0 && options.max_overhead <= 100))
+    throw InputError("--max-overhead: must be a fraction of compute in (0, 100], got " +
+                     format_exact(options.max_overhead));
   const bool automatic = options.period == "auto";
-  if (!automatic && options.max_overhead >= 0)
+  if (!automatic && options.max_overhead_given)
     throw InputError("--max-overhead: only with --period auto");
   const int fixed_period = automatic ? 0 : checked_period(options.period);
   const PlanAlgorithm& algorithm = find_plan_algorithm(options.algorithm);
@@ -353,8 +361,8 @@ void add_plan_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->needs(model);
   plan->add_option("--device", options->model.device,
-                   "with --model: auto (a GPU measurement when available, else the roofline estimate), estimate, "
-                   "cpu or cuda (default: auto)")
+                   "with --model: estimate (roofline, data/gpus.json), cpu or cuda (measured), or auto: the "
+                   "estimate, as long as this build has no measuring backend for the device (default: auto)")
       ->check(CLI::IsMember({"auto", "estimate", "cpu", "cuda"}))
       ->needs(model);
   plan->add_option("--profile-out", options->profile_out_path,
@@ -366,7 +374,7 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_option("--period", options->period,
                    "H: iterations per period, 1..10000, or 'auto': the smallest H whose planned wait is at most "
                    "--max-overhead of compute")->required();
-  plan->add_option("--max-overhead", options->max_overhead,
+  CLI::Option* max_overhead = plan->add_option("--max-overhead", options->max_overhead,
                    "with --period auto: the largest planned wait as a fraction of compute (e.g. 0.05)");
   plan->add_option("--every-iteration", options->every_iteration,
                    "regular expression (ECMAScript, matched anywhere in the name): layers to sync in every "
@@ -389,12 +397,14 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_flag("--fuse-buckets", options->fuse_buckets,
                  "group the layers of each iteration into buckets, one all-reduce each, where the start-up time "
                  "saved exceeds the delay (alpha-beta model; needs --cluster, --link or --alpha-s; default: off)");
-  plan->add_option("--alpha-s", options->alpha_s,
+  CLI::Option* alpha = plan->add_option("--alpha-s", options->alpha_s,
                    "with --fuse-buckets: all-reduce start-up time alpha in seconds (default: from --link or --cluster)");
   plan->add_option("-o,--output", options->output_path, "plan to write (syncplan.plan/v1 JSON)")->required();
   plan->add_option("--report", options->report_path,
                    "also write a JSON report: strategies' period_s, lower_bound_period_s, chosen plan");
-  plan->callback([&action, options, sync_time] {
+  plan->callback([&action, options, sync_time, max_overhead, alpha] {
+    options->max_overhead_given = max_overhead->count() > 0;
+    options->alpha_given = alpha->count() > 0;
     options->sync.sync_time_given = sync_time->count() > 0;
     action = [options] { return run_plan(*options); };
   });
