@@ -163,9 +163,12 @@ Profile model_profile_for_plan(const PlanOptions& options) {
     throw InputError("--model: needs --cluster or --link for the all-reduce times (a model spec has none)");
   ProfileOptions profile_options = options.model;
   if (profile_options.device == "auto") {
-    profile_options.device = "estimate";
-    std::cout << "profile: roofline estimate for " << profile_options.gpu
-              << ", not a measurement (--gpu NAME chooses the GPU; docs/models.md)\n";
+    profile_options.device = cuda_profiling_available() ? "cuda" : "estimate";
+    if (profile_options.device == "cuda")
+      std::cout << "profile: measured on the GPU (--device cuda)\n";
+    else
+      std::cout << "profile: roofline estimate for " << profile_options.gpu
+                << ", not a measurement (no CUDA device in this build or machine; --gpu NAME chooses the GPU)\n";
   }
   return make_model_profile(profile_options);
 }
@@ -361,8 +364,8 @@ void add_plan_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->needs(model);
   plan->add_option("--device", options->model.device,
-                   "with --model: estimate (roofline, data/gpus.json), cpu or cuda (measured), or auto: the "
-                   "estimate, as long as this build has no measuring backend for the device (default: auto)")
+                   "with --model: estimate (roofline, data/gpus.json), cpu or cuda (measured), or auto: cuda when "
+                   "this build has the CUDA profiler and sees a GPU, else the estimate (default: auto)")
       ->check(CLI::IsMember({"auto", "estimate", "cpu", "cuda"}))
       ->needs(model);
   plan->add_option("--profile-out", options->profile_out_path,

@@ -2,8 +2,13 @@
 // (docs/models.md). Adding a backend is one function and one row of kBackends.
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
+#include "profiler/cpu_profile.hpp"
+#include "profiler/measurement.hpp"
 #include "profiler/model_spec.hpp"
 #include "profiler/roofline.hpp"
+#if SYNCPLAN_HAVE_CUDA_KERNELS
+#include "profiler/cuda_profile.hpp"
+#endif
 #include "tools/cli_common.hpp"
 #include "tools/model_profile.hpp"
 
@@ -11,6 +16,8 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
+#include <stdexcept>
 
 #ifndef SYNCPLAN_DATA_DIR
 #error "SYNCPLAN_DATA_DIR (the repository's data/ folder) must be defined by tools/CMakeLists.txt"
@@ -25,6 +32,7 @@ namespace {
 struct BackendResult {
   std::string source;
   std::vector<LayerTimes> times;
+  std::optional<Json> report;  // measured devices: the side report (docs/profiler.md)
 };
 
 using Backend = BackendResult (*)(const Model& model, const Workload& workload, const ProfileOptions& options);
@@ -47,9 +55,46 @@ BackendResult estimate_backend(const Model& model, const Workload& workload, con
   return result;
 }
 
-BackendResult not_implemented_backend(const Model&, const Workload&, const ProfileOptions& options) {
-  throw InputError("--device " + options.device +
-                   ": not implemented yet; use --device estimate --gpu NAME for a roofline estimate");
+// The measured devices share everything but the measurement (docs/profiler.md): medians, the
+// spread printed and reported, and the ceiling check, which fails the run (exit 1, nothing written).
+BackendResult measured_backend(const Model& model, const Workload& workload, const ProfileOptions& options,
+                               Measurement (*measure)(const Model&, const Workload&, const TimingOptions&)) {
+  TimingOptions timing;
+  timing.warmup_steps = options.warmup;
+  timing.repeats = options.repeats;
+  timing.gemm_ceiling = options.gemm_ceiling;
+  const Measurement measurement = measure(model, workload, timing);
+  const MeasurementSummary summary = summarize_measurement(model, workload, measurement);
+  print_measurement_summary(std::cout, summary, measurement);
+  if (measurement.gemm_ceiling_flops_per_s) {
+    const std::vector<CeilingViolation> above = layers_above_ceiling(summary, *measurement.gemm_ceiling_flops_per_s);
+    if (!above.empty())
+      throw std::runtime_error("--gemm-ceiling: layer '" + above.front().layer + "' " + above.front().pass + " ran at " +
+                               format_exact(above.front().flops_per_s) + " FLOP/s, above the measured GEMM ceiling " +
+                               format_exact(*measurement.gemm_ceiling_flops_per_s) + " FLOP/s (" +
+                               std::to_string(above.size()) +
+                               " layer passes above it): a timing or FLOP count is wrong; nothing written");
+    std::cout << "ceiling check: no layer above the GEMM ceiling\n";
+  }
+  BackendResult result;
+  result.source = measurement.source;
+  for (const MeasuredLayer& layer : summary.layers) result.times.push_back({layer.forward_s, layer.backward_s});
+  result.report = measurement_report_json(model, workload, options.device, timing, measurement, summary);
+  return result;
+}
+
+BackendResult cpu_backend(const Model& model, const Workload& workload, const ProfileOptions& options) {
+  return measured_backend(model, workload, options, measure_cpu);
+}
+
+BackendResult cuda_backend(const Model& model, const Workload& workload, const ProfileOptions& options) {
+#if SYNCPLAN_HAVE_CUDA_KERNELS
+  return measured_backend(model, workload, options, measure_cuda);
+#else
+  (void)model, (void)workload, (void)options;
+  throw InputError("--device cuda: this syncplan was built without CUDA (configure with -DSYNCPLAN_WITH_CUDA=ON; "
+                   "docs/profiler.md)");
+#endif
 }
 
 struct BackendEntry {
@@ -59,11 +104,24 @@ struct BackendEntry {
 
 const BackendEntry kBackends[] = {
     {"estimate", estimate_backend},
-    {"cpu", not_implemented_backend},
-    {"cuda", not_implemented_backend},
+    {"cpu", cpu_backend},
+    {"cuda", cuda_backend},
 };
 
 }  // namespace
+
+bool cuda_profiling_available() {
+#if SYNCPLAN_HAVE_CUDA_KERNELS
+  try {
+    cuda_device_name();
+    return true;
+  } catch (const InputError&) {
+    return false;
+  }
+#else
+  return false;
+#endif
+}
 
 std::filesystem::path data_dir() {
   const char* override_dir = std::getenv("SYNCPLAN_DATA_DIR");
@@ -71,7 +129,7 @@ std::filesystem::path data_dir() {
   return SYNCPLAN_DATA_DIR;
 }
 
-Profile make_model_profile(const ProfileOptions& options) {
+Profile make_model_profile(const ProfileOptions& options, Json* report) {
   const std::filesystem::path spec_path = resolve_model_spec(options.model, data_dir() / "models");
   const Model model = expand_model(read_model_spec_file(spec_path.string()));
   Workload workload;
@@ -85,8 +143,12 @@ Profile make_model_profile(const ProfileOptions& options) {
   for (const BackendEntry& entry : kBackends)
     if (options.device == entry.device) backend = entry.run;
   SYNCPLAN_CHECK(backend != nullptr);  // CLI11 admits only the devices of kBackends
+  if (options.device == "estimate" && (options.gemm_ceiling || !options.report_path.empty()))
+    throw InputError(std::string(options.gemm_ceiling ? "--gemm-ceiling" : "--report") +
+                     ": only with the measured devices (--device cpu or cuda)");
   const BackendResult result = backend(model, workload, options);
   SYNCPLAN_CHECK(result.times.size() == model.layers.size());
+  if (report != nullptr && result.report) *report = *result.report;
 
   Profile profile = model_profile_skeleton(model, workload.dtype, result.source);
   double forward_s = 0, backward_s = 0;
@@ -107,11 +169,16 @@ Profile make_model_profile(const ProfileOptions& options) {
 namespace {
 
 int run_profile(const ProfileOptions& options) {
-  check_output_paths({{"-o", options.output_path}},
+  check_output_paths({{"-o", options.output_path}, {"--report", options.report_path}},
                      {{"--model", resolve_model_spec(options.model, data_dir() / "models").string()}});
-  const Profile profile = make_model_profile(options);
-  write_json_file_atomic(options.output_path, profile_to_json(profile));
+  Json report;
+  const Profile profile = make_model_profile(options, &report);
+  OutputFiles outputs;
+  outputs.add_json(options.output_path, profile_to_json(profile));
+  if (!options.report_path.empty()) outputs.add_json(options.report_path, report);
+  outputs.commit();
   std::cout << "profile written to " << options.output_path << '\n';
+  if (!options.report_path.empty()) std::cout << "report written to " << options.report_path << '\n';
   return 0;
 }
 
@@ -145,9 +212,26 @@ void add_profile_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"fp32", "bf16"}));
   profile->add_option("--device", options->device,
                       "estimate: roofline from " + data + "/gpus.json, source estimated:roofline:<gpu>; "
-                      "cpu, cuda: measured (not implemented yet)")
+                      "cpu: measured with the fp32 reference kernels (Eigen, one thread; fp32 only), source "
+                      "measured:cpu: meant for small models (with the default repeats, tiny-gpt at batch 8 x seq 64 "
+                      "takes about 2 s, gpt2 at batch 1 x seq 64 about 15 s; the time grows with B S); "
+                      "cuda: measured on GPU 0 (cuBLAS and syncplan's kernels, fp32 or bf16), source "
+                      "measured:<GPU name>, needs a CUDA build (docs/profiler.md)")
       ->required()
       ->check(CLI::IsMember(devices));
+  profile->add_option("--warmup", options->warmup,
+                      "cpu, cuda: untimed training steps (forward and backward of every layer) first (default: 2)")
+      ->check(CLI::Range(0, 1000));
+  profile->add_option("--repeats", options->repeats,
+                      "cpu, cuda: timed steps; each layer's forward_s and backward_s are the medians (default: 5)")
+      ->check(CLI::Range(1, 1000));
+  profile->add_option("--report", options->report_path,
+                      "cpu, cuda: also write the per-layer spread (coefficient of variation over the repeats), "
+                      "every sample (s), FLOPs and FLOP/s as a syncplan.profile-report/v1 JSON (docs/formats.md)");
+  profile->add_flag("--gemm-ceiling", options->gemm_ceiling,
+                    "cpu, cuda: also measure the best FLOP/s of large square GEMMs in --dtype (cuBLAS on the GPU, "
+                    "Eigen on the CPU) and fail (exit 1, nothing written) if any layer's FLOP/s (spec FLOPs / "
+                    "median time) exceeds it");
   profile->add_option("--gpu", options->gpu, "GPU name in gpus.json, for --device estimate (e.g. H100-SXM)");
   profile->add_option("-o,--output", options->output_path, "profile to write (JSON)")->required();
   profile->callback([&action, options] { action = [options] { return run_profile(*options); }; });

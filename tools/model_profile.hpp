@@ -21,14 +21,24 @@ struct ProfileOptions {
   std::string output_path;    ///< where `syncplan profile` writes (unused by make_model_profile)
   long long batch = 0;        ///< sequences per step and worker, >= 1
   long long seq = 0;          ///< tokens per sequence; 0: the model's context, at most kDefaultSeq
+  int warmup = 2;             ///< cpu, cuda: untimed training steps before the timed ones, >= 0
+  int repeats = 5;            ///< cpu, cuda: timed steps; the profile keeps each layer's median, >= 1
+  bool gemm_ceiling = false;  ///< cpu, cuda: measure a large GEMM's FLOP/s; no layer may exceed it
+  std::string report_path{};  ///< cpu, cuda: where `syncplan profile` writes the side report; empty: none
 };
 
 /// The folder holding models/ and gpus.json: $SYNCPLAN_DATA_DIR when set and non-empty, else the
 /// repository's data/ compiled in.
 std::filesystem::path data_dir();
 
+/// True when this build has the CUDA profiler and the CUDA runtime sees a device (plan --model's
+/// `--device auto` then measures instead of estimating).
+bool cuda_profiling_available();
+
 /// Expands options.model and times its layers with options.device's backend; prints one line
 /// per backend note and a summary to stdout. Throws InputError for bad names, sizes or devices.
-Profile make_model_profile(const ProfileOptions& options);
+/// `report`, when given, receives the measured devices' side report (syncplan.profile-report/v1,
+/// docs/profiler.md); it stays null for the estimate.
+Profile make_model_profile(const ProfileOptions& options, Json* report = nullptr);
 
 }  // namespace syncplan::cli

@@ -1,0 +1,102 @@
+// The GEMM calls of the linear and attention products, row-major, and their cuBLAS translation.
+#include "profiler/gemm_plan.hpp"
+
+#include "core/errors.hpp"
+
+#include <cmath>
+#include <utility>
+
+namespace syncplan {
+
+StridedGemm column_major(const StridedGemm& g) {
+  StridedGemm c = g;  // alpha, beta, k, C and the batch stay
+  std::swap(c.transpose_a, c.transpose_b);
+  std::swap(c.m, c.n);
+  std::swap(c.a_offset, c.b_offset);
+  std::swap(c.lda, c.ldb);
+  std::swap(c.stride_a, c.stride_b);
+  return c;
+}
+
+StridedGemm linear_gemm(LinearProduct product, const LinearOp& op, std::int64_t tokens) {
+  const std::int64_t k = op.in_features, n = op.out_features;
+  StridedGemm g;
+  switch (product) {
+    case LinearProduct::kForward:  // y [T, n] = x [T, k] W [k, n]
+      g.m = tokens, g.n = n, g.k = k, g.lda = k, g.ldb = n, g.ldc = n;
+      break;
+    case LinearProduct::kInputGradient:  // d_x [T, k] = d_y [T, n] W^T [n, k]
+      g.transpose_b = true;
+      g.m = tokens, g.n = k, g.k = n, g.lda = n, g.ldb = n, g.ldc = k;
+      break;
+    case LinearProduct::kWeightGradient:  // d_W [k, n] += x^T [k, T] d_y [T, n]
+      g.transpose_a = true;
+      g.m = k, g.n = n, g.k = tokens, g.lda = k, g.ldb = n, g.ldc = n, g.beta = 1;
+      break;
+  }
+  return g;
+}
+
+namespace {
+
+// Where the heads of one operand lie, in elements: row stride, batch-row stride, head stride, and
+// whether it is indexed by query head (i = j group + r) or by key/value head (j).
+struct HeadLayout {
+  std::int64_t ld, batch_row, head;
+  bool per_query_head;
+};
+
+}  // namespace
+
+std::vector<StridedGemm> attention_gemms(AttentionProduct product, const AttentionHeads& heads, std::int64_t batch,
+                                          std::int64_t seq) {
+  SYNCPLAN_CHECK(heads.heads > 0 && heads.kv_heads > 0 && heads.heads % heads.kv_heads == 0 && heads.head_dim > 0);
+  const std::int64_t h = heads.heads, g = heads.kv_heads, dh = heads.head_dim, S = seq, group = h / g;
+  const HeadLayout query{h * dh, S * h * dh, dh, true};  // q, d_q, out, d_out
+  const HeadLayout kv{g * dh, S * g * dh, dh, false};     // k, v, d_k, d_v
+  const HeadLayout scores{S, h * S * S, S * S, true};     // probs, d_probs, dS
+  const float scale = 1.0f / std::sqrt(static_cast<float>(dh));
+
+  struct Shape {
+    bool transpose_a, transpose_b;
+    std::int64_t m, n, k;
+    float alpha;
+    HeadLayout a, b, c;
+  };
+  const Shape shape = [&]() -> Shape {
+    switch (product) {
+      case AttentionProduct::kScores: return {false, true, S, S, dh, scale, query, kv, scores};
+      case AttentionProduct::kQueryGradient: return {false, false, S, dh, S, 1, scores, kv, query};
+      case AttentionProduct::kKeyGradient: return {true, false, S, dh, S, 1, scores, query, kv};
+      case AttentionProduct::kContext: return {false, false, S, dh, S, 1, scores, kv, query};
+      case AttentionProduct::kProbsGradient: return {false, true, S, S, dh, 1, query, kv, scores};
+      case AttentionProduct::kValueGradient: return {true, false, S, dh, S, 1, scores, query, kv};
+    }
+    SYNCPLAN_CHECK(false);
+    return {};
+  }();
+
+  const auto offset = [&](const HeadLayout& l, std::int64_t b, std::int64_t r) {
+    return b * l.batch_row + (l.per_query_head ? r * l.head : 0);
+  };
+  // Consecutive key/value heads j are `group` query heads apart.
+  const auto stride = [&](const HeadLayout& l) { return l.per_query_head ? group * l.head : l.head; };
+  std::vector<StridedGemm> gemms;
+  for (std::int64_t b = 0; b < batch; ++b)
+    for (std::int64_t r = 0; r < group; ++r) {
+      StridedGemm gemm;
+      gemm.transpose_a = shape.transpose_a;
+      gemm.transpose_b = shape.transpose_b;
+      gemm.m = shape.m, gemm.n = shape.n, gemm.k = shape.k;
+      gemm.alpha = shape.alpha;
+      gemm.beta = (!shape.c.per_query_head && r > 0) ? 1.0f : 0.0f;  // add the group's later heads
+      gemm.a_offset = offset(shape.a, b, r), gemm.lda = shape.a.ld, gemm.stride_a = stride(shape.a);
+      gemm.b_offset = offset(shape.b, b, r), gemm.ldb = shape.b.ld, gemm.stride_b = stride(shape.b);
+      gemm.c_offset = offset(shape.c, b, r), gemm.ldc = shape.c.ld, gemm.stride_c = stride(shape.c);
+      gemm.batch = g;
+      gemms.push_back(gemm);
+    }
+  return gemms;
+}
+
+}  // namespace syncplan

@@ -1,0 +1,59 @@
+// The matrix products of the linear and attention ops as lists of strided-batched GEMM calls,
+// and their translation to cuBLAS's column-major arguments: plain C++, so that the CPU build tests
+// the index arithmetic the CUDA kernels rely on (docs/profiler.md section 4).
+#pragma once
+
+#include "profiler/model_layers.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace syncplan {
+
+/// One strided-batched GEMM: C_q = alpha op(A_q) op(B_q) + beta C_q for q = 0 .. batch-1, where
+/// matrix q of an operand starts at offset + q stride (elements from the operand's base pointer)
+/// and op(X) is X or X^T; op(A) is m x k, op(B) k x n, C m x n. In a row-major call (what
+/// linear_gemm and attention_gemms return) `ld` is the row stride and element (i, j) of a stored X
+/// is X[i ldx + j]; in a column-major call (what column_major returns: cublasGemmStridedBatchedEx's
+/// arguments, cuBLAS documentation "cublasGemmEx") it is X[i + j ldx].
+struct StridedGemm {
+  bool transpose_a = false, transpose_b = false;
+  std::int64_t m = 0, n = 0, k = 0;
+  float alpha = 1, beta = 0;
+  std::int64_t a_offset = 0, lda = 0, stride_a = 0;
+  std::int64_t b_offset = 0, ldb = 0, stride_b = 0;
+  std::int64_t c_offset = 0, ldc = 0, stride_c = 0;
+  std::int64_t batch = 1;
+};
+
+/// A stored row-major X is the column-major X^T, so the row-major C = op(A) op(B) is the
+/// column-major C^T = op(B)^T op(A)^T: the call takes B as its A and A as its B, with the same
+/// transposes, and m, n swapped.
+StridedGemm column_major(const StridedGemm& row_major);
+
+/// The products of a linear layer (cpu_kernels.hpp): x [T, k], weight [k, n], y and d_y [T, n].
+enum class LinearProduct {
+  kForward,        ///< y = x W              (A = x, B = weight, C = y)
+  kInputGradient,  ///< d_x = d_y W^T        (A = d_y, B = weight, C = d_x)
+  kWeightGradient, ///< d_W += x^T d_y       (A = x, B = d_y, C = d_weight; beta 1)
+};
+StridedGemm linear_gemm(LinearProduct product, const LinearOp& op, std::int64_t tokens);
+
+/// The products of causal attention, per batch row b and query head i = j group + r (key/value
+/// head j): q, d_q, out, d_out [T, heads head_dim]; k, v, d_k, d_v [T, kv_heads head_dim]; P and
+/// its kin [B, heads, S, S].
+enum class AttentionProduct {
+  kScores,        ///< P_i = scale Q_i K_j^T        (A = q, B = k, C = probs)
+  kQueryGradient, ///< d_Q_i = dS_i K_j              (A = dS, B = k, C = d_q)
+  kKeyGradient,   ///< d_K_j = sum_r dS_i^T Q_i      (A = dS, B = q, C = d_k)
+  kContext,       ///< O_i = P_i V_j                 (A = probs, B = v, C = out)
+  kProbsGradient, ///< dP_i = d_O_i V_j^T            (A = d_out, B = v, C = d_probs)
+  kValueGradient, ///< d_V_j = sum_r P_i^T d_O_i     (A = probs, B = d_out, C = d_v)
+};
+
+/// One strided-batched GEMM per batch row and offset r < heads / kv_heads, each over the kv_heads
+/// key/value heads; the per-key-head gradients add the group's heads up (beta 1 after r = 0).
+std::vector<StridedGemm> attention_gemms(AttentionProduct product, const AttentionHeads& heads, std::int64_t batch,
+                                          std::int64_t seq);
+
+}  // namespace syncplan

@@ -1,0 +1,93 @@
+// Measured profiles, device-independent part: timing options, per-repeat samples, their medians
+// and spread, FLOP/s against a GEMM ceiling, and the side report (docs/profiler.md sections 3-5).
+#pragma once
+
+#include "core/json_io.hpp"
+#include "profiler/model_spec.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+namespace syncplan {
+
+inline constexpr const char* kProfileReportFormat = "syncplan.profile-report/v1";
+
+/// How a backend times a model (docs/profiler.md section 3).
+struct TimingOptions {
+  int warmup_steps = 2;        ///< untimed training steps (forward and backward of every layer) first, >= 0
+  int repeats = 5;             ///< timed steps; the profile keeps each layer's median, >= 1
+  std::uint64_t seed = 1;      ///< random inputs and dropout masks
+  bool gemm_ceiling = false;   ///< also measure a large GEMM's FLOP/s (the ceiling no layer may exceed)
+};
+
+/// One layer's seconds in each timed step, in step order (`repeats` entries each).
+struct LayerSamples {
+  std::vector<double> forward_s;
+  std::vector<double> backward_s;
+};
+
+/// What a device backend returns.
+struct Measurement {
+  std::string source;                               ///< "measured:cpu" or "measured:<GPU name>"
+  std::vector<LayerSamples> layers;                 ///< in the model's layer order
+  std::optional<double> gemm_ceiling_flops_per_s;   ///< best FLOP/s of large GEMMs in the dtype, when asked
+  std::string gemm_ceiling_shape;                   ///< e.g. "8192 x 8192 x 8192 bf16", when measured
+};
+
+/// The median of `samples` (the mean of the two middle ones for an even count). Throws
+/// InternalError when empty.
+double median(std::vector<double> samples);
+
+/// Sample standard deviation (n - 1) over the mean; std::nullopt for fewer than 2 samples or a
+/// zero mean.
+std::optional<double> coefficient_of_variation(const std::vector<double>& samples);
+
+/// One layer of a measured profile: medians, spreads and the spec's FLOPs (docs/models.md section 3).
+struct MeasuredLayer {
+  std::string name;
+  double forward_s = 0;                   ///< median over repeats (s)
+  double backward_s = 0;                  ///< median over repeats (s)
+  std::optional<double> forward_cv;       ///< coefficient of variation over repeats
+  std::optional<double> backward_cv;
+  double forward_flops = 0;               ///< the spec's FLOPs of the layer's forward (matmul + vector)
+  double backward_flops = 0;
+  std::optional<double> forward_flops_per_s;   ///< forward_flops / forward_s; none when forward_s is 0
+  std::optional<double> backward_flops_per_s;
+};
+
+/// A measurement summarized for the profile and the report.
+struct MeasurementSummary {
+  std::vector<MeasuredLayer> layers;
+  double step_forward_s = 0;         ///< median over repeats of the sum of all layers' forward (s)
+  double step_backward_s = 0;        ///< median over repeats of the sum of all layers' backward (s)
+  std::optional<double> step_cv;     ///< coefficient of variation of the whole step's time over repeats
+};
+
+/// Medians, spreads and FLOP/s of `measurement`, which must hold one entry per layer of `model`
+/// with the same number of samples each.
+MeasurementSummary summarize_measurement(const Model& model, const Workload& workload, const Measurement& measurement);
+
+/// The side report (syncplan.profile-report/v1, docs/formats.md): the summary, every sample, the
+/// options and the ceiling.
+Json measurement_report_json(const Model& model, const Workload& workload, const std::string& device,
+                             const TimingOptions& options, const Measurement& measurement,
+                             const MeasurementSummary& summary);
+
+/// Prints the spread (step CV, median and largest layer CV) and, when measured, the ceiling and
+/// the layer closest to it.
+void print_measurement_summary(std::ostream& out, const MeasurementSummary& summary, const Measurement& measurement);
+
+/// A layer whose measured FLOP/s exceeds the ceiling.
+struct CeilingViolation {
+  std::string layer;
+  std::string pass;          ///< "forward" or "backward"
+  double flops_per_s = 0;
+};
+
+/// The layers (and passes) whose median FLOP/s exceeds `ceiling_flops_per_s`.
+std::vector<CeilingViolation> layers_above_ceiling(const MeasurementSummary& summary, double ceiling_flops_per_s);
+
+}  // namespace syncplan

@@ -1,0 +1,138 @@
+// Measured profiles: the statistics over repeats, the ceiling check, and the CPU backend on
+// tiny-gpt (docs/profiler.md sections 3-5).
+#include "core/errors.hpp"
+#include "profiler/cpu_profile.hpp"
+#include "profiler/measurement.hpp"
+#include "profiler/model_spec.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <sstream>
+
+using namespace syncplan;
+
+namespace {
+
+Model tiny_gpt() {
+  return expand_model(read_model_spec_file(std::string(SYNCPLAN_DATA_DIR) + "/models/tiny-gpt.json"));
+}
+
+Workload workload(std::int64_t batch, std::int64_t seq) {
+  Workload w;
+  w.batch = batch;
+  w.seq = seq;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("median and coefficient of variation by hand", "[measurement]") {
+  CHECK(median({3, 1, 2}) == 2);
+  CHECK(median({4, 1, 3, 2}) == 2.5);  // (2 + 3) / 2
+  CHECK(median({7}) == 7);
+  // [1, 2, 3]: mean 2, sample variance (1 + 0 + 1) / (3 - 1) = 1, so CV = 1 / 2.
+  CHECK(coefficient_of_variation({1, 2, 3}).value() == Approx(0.5));
+  // [2, 2, 2, 2]: no spread.
+  CHECK(coefficient_of_variation({2, 2, 2, 2}).value() == 0);
+  CHECK_FALSE(coefficient_of_variation({5}).has_value());
+  CHECK_FALSE(coefficient_of_variation({0, 0}).has_value());
+}
+
+TEST_CASE("summary: medians, step spread and FLOP/s, and the ceiling check naming the layer", "[measurement]") {
+  const Model model = tiny_gpt();
+  const Workload w = workload(1, 8);
+  Measurement m;
+  m.source = "measured:test";
+  // Every layer takes 1, 2, 3 ms forward and 2 ms backward in the three repeats, except
+  // transformer.drop (p = 0, no kernel): 0.
+  for (const ModelLayer& layer : model.layers) {
+    const bool idle = layer.name == "transformer.drop";
+    m.layers.push_back(idle ? LayerSamples{{0, 0, 0}, {0, 0, 0}} : LayerSamples{{1e-3, 2e-3, 3e-3}, {2e-3, 2e-3, 2e-3}});
+  }
+  const MeasurementSummary summary = summarize_measurement(model, w, m);
+  // wte, wpe, drop, h.0.ln_1, attn.c_attn, attn.c_proj, attn.attn_dropout, attn.resid_dropout, ln_2, mlp.c_fc
+  REQUIRE(summary.layers[9].name == "transformer.h.0.mlp.c_fc");
+  const MeasuredLayer& c_fc = summary.layers[9];
+  CHECK(c_fc.forward_s == 2e-3);
+  CHECK(c_fc.forward_cv.value() == Approx(0.5));
+  CHECK(c_fc.backward_cv.value() == 0);
+  // c_fc: 128 -> 512 with bias at T = 8: forward 2 * 8 * 128 * 512 + 8 * 512 = 1,052,672 FLOPs,
+  // at the median 2 ms: 526,336,000 FLOP/s.
+  CHECK(c_fc.forward_flops == 1052672);
+  CHECK(c_fc.forward_flops_per_s.value() == Approx(526336000.0));
+  CHECK_FALSE(summary.layers[2].forward_flops_per_s.has_value());  // transformer.drop: 0 s
+  // 44 busy layers: steps of 44 * (1 + 2), 44 * (2 + 2), 44 * (3 + 2) ms = 132, 176, 220 ms:
+  // mean 176, sample sd 44, CV 0.25.
+  CHECK(summary.step_cv.value() == Approx(0.25));
+  CHECK(summary.step_forward_s == Approx(44 * 2e-3));
+
+  // A ceiling just below c_fc's forward rate: it alone (among the forwards) exceeds it.
+  const auto violations = layers_above_ceiling(summary, 5e8);
+  bool c_fc_flagged = false;
+  for (const CeilingViolation& v : violations) c_fc_flagged |= v.layer == c_fc.name && v.pass == "forward";
+  CHECK(c_fc_flagged);
+  CHECK(layers_above_ceiling(summary, 1e30).empty());
+
+  const Json report = measurement_report_json(model, w, "cpu", TimingOptions{}, m, summary);
+  CHECK(report["format"] == kProfileReportFormat);
+  CHECK(report["layers"].size() == model.layers.size());
+  CHECK(report["layers"][2]["forward_cv"].is_null());  // no spread without time
+  CHECK(report["gemm_ceiling_flops_per_s"].is_null());
+}
+
+TEST_CASE("the cpu backend times tiny-gpt: every busy layer > 0, repeatable", "[measurement][cpu_profile]") {
+  const Model model = tiny_gpt();
+  TimingOptions options;
+  options.warmup_steps = 1;
+  options.repeats = 5;
+  const auto start = std::chrono::steady_clock::now();
+  const Measurement m = measure_cpu(model, workload(2, 32), options);
+  const double elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(m.layers.size() == model.layers.size());
+  CHECK(m.source == "measured:cpu");
+  for (std::size_t i = 0; i < model.layers.size(); ++i) {
+    INFO(model.layers[i].name);
+    REQUIRE(m.layers[i].forward_s.size() == 5);
+    const StepWork work = layer_work(model.layers[i], workload(2, 32));
+    const bool busy = work.forward.flops() + work.forward.bytes > 0;
+    CHECK((median(m.layers[i].forward_s) > 0) == busy);
+    CHECK((median(m.layers[i].backward_s) > 0) == busy);
+  }
+  const MeasurementSummary summary = summarize_measurement(model, workload(2, 32), m);
+  std::ostringstream printed;
+  print_measurement_summary(printed, summary, m);
+  WARN("tiny-gpt, batch 2 x seq 32, fp32, 1 warm-up + 5 repeats in " << elapsed_s << " s: step forward "
+       << summary.step_forward_s << " s, backward " << summary.step_backward_s << " s; " << printed.str());
+  CHECK(summary.step_cv.has_value());
+}
+
+TEST_CASE("the cpu backend refuses bf16 and buffers beyond memory", "[measurement][cpu_profile]") {
+  Workload bf16 = workload(1, 8);
+  bf16.dtype = Dtype::kBf16;
+  CHECK_THROWS_AS(measure_cpu(tiny_gpt(), bf16, TimingOptions{}), InputError);
+  CHECK_THROWS_WITH(measure_cpu(tiny_gpt(), bf16, TimingOptions{}), Catch::Contains("--dtype bf16"));
+  // A made-up model whose embedding alone is 2^24 x 2^17 floats (8 TiB): refused before allocating.
+  ModelSpec huge;
+  huge.name = "huge";
+  huge.vocab_size = std::int64_t{1} << 24;
+  huge.max_position_embeddings = 8;
+  huge.hidden_size = std::int64_t{1} << 17;
+  huge.num_hidden_layers = 1;
+  huge.num_attention_heads = 1;
+  huge.num_key_value_heads = 1;
+  huge.intermediate_size = 8;
+  huge.norm_eps = 1e-5;
+  CHECK_THROWS_WITH(measure_cpu(expand_model(huge), workload(1, 8), TimingOptions{}),
+                    Catch::Contains("GiB of buffers") && Catch::Contains("huge"));
+}
+
+TEST_CASE("the CPU GEMM ceiling is a positive rate", "[measurement][cpu_profile]") {
+  std::string shape;
+  const double flops_per_s = gemm_ceiling_cpu(shape);
+  // Any CPU of this century multiplies faster than 1e8 and slower than 1e13 FLOP/s on one core.
+  CHECK(flops_per_s > 1e8);
+  CHECK(flops_per_s < 1e13);
+  CHECK_THAT(shape, Catch::Contains("fp32"));
+  WARN("CPU GEMM ceiling: " << flops_per_s << " FLOP/s (" << shape << ")");
+}
