@@ -38,6 +38,7 @@ struct PlanOptions {
   bool fuse_buckets = false;
   double alpha_s = 0;
   bool alpha_given = false;
+  bool dtype_given = false;  // --dtype; otherwise bf16 on a GPU or an estimate, fp32 on the CPU
 };
 
 // Where the plan's sync times and the fusion's alpha come from.
@@ -162,6 +163,7 @@ Profile model_profile_for_plan(const PlanOptions& options) {
   if (options.sync.cluster_path.empty() && options.sync.link_path.empty())
     throw InputError("--model: needs --cluster or --link for the all-reduce times (a model spec has none)");
   ProfileOptions profile_options = options.model;
+  if (!options.dtype_given && profile_options.device == "cpu") profile_options.dtype = "fp32";
   if (profile_options.device == "auto") {
     profile_options.device = cuda_profiling_available() ? "cuda" : "estimate";
     if (profile_options.device == "cuda")
@@ -360,7 +362,8 @@ void add_plan_command(CLI::App& app, Action& action) {
                    "with --model: tokens per sequence (default: the model's context, at most 1024)")
       ->check(CLI::Range(1LL, 1LL << 24))
       ->needs(model);
-  plan->add_option("--dtype", options->model.dtype, "with --model: fp32 or bf16 (default: bf16)")
+  CLI::Option* dtype = plan->add_option("--dtype", options->model.dtype,
+                                        "with --model: fp32 or bf16 (default: bf16; fp32 with --device cpu)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->needs(model);
   plan->add_option("--device", options->model.device,
@@ -405,7 +408,8 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_option("-o,--output", options->output_path, "plan to write (syncplan.plan/v1 JSON)")->required();
   plan->add_option("--report", options->report_path,
                    "also write a JSON report: strategies' period_s, lower_bound_period_s, chosen plan");
-  plan->callback([&action, options, sync_time, max_overhead, alpha] {
+  plan->callback([&action, options, sync_time, max_overhead, alpha, dtype] {
+    options->dtype_given = dtype->count() > 0;
     options->max_overhead_given = max_overhead->count() > 0;
     options->alpha_given = alpha->count() > 0;
     options->sync.sync_time_given = sync_time->count() > 0;

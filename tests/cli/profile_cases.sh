@@ -87,6 +87,11 @@ plan_model() {
   run plan --model "$repo_data/models/tiny-gpt.json" "${model[@]}" --gpu round --link "$data/link_8workers.json" \
     --period 3 -o one-step.json --report report.json | tee plan.txt
   grep -q "roofline estimate for round, not a measurement" plan.txt || { echo "FAIL: plan --model did not say it estimates"; exit 1; }
+  # --device cpu measures (in fp32 by default there: the CPU kernels compute in fp32 only).
+  run plan --model "$repo_data/models/tiny-gpt.json" --batch 1 --seq 8 --device cpu --link "$data/link_8workers.json" \
+    --period 2 -o cpu-plan.json --profile-out cpu-profile.json
+  "$python" -c 'import json; p = json.load(open("cpu-profile.json")); assert p["source"] == "measured:cpu", p["source"]; assert all(l["param_bytes"] == 4 * l["param_count"] for l in p["layers"])' ||
+    { echo "FAIL: plan --model --device cpu"; exit 1; }
   "$python" - <<'EOF'
 import json
 one, two = json.load(open("one-step.json")), json.load(open("two-step.json"))
