@@ -2,6 +2,7 @@
 #include "profiler/model_layers.hpp"
 
 #include "core/errors.hpp"
+#include "profiler/overloaded.hpp"
 
 #include <numeric>
 
@@ -18,13 +19,6 @@ Dtype parse_dtype(const std::string& text, const std::string& where) {
 }
 
 namespace {
-
-template <class... Visitors>
-struct Overloaded : Visitors... {
-  using Visitors::operator()...;
-};
-template <class... Visitors>
-Overloaded(Visitors...) -> Overloaded<Visitors...>;
 
 // Every formula below counts in doubles: T d V of a large model overflows no double, and the
 // small shapes of the tests stay exact integers.
