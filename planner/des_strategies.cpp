@@ -15,11 +15,11 @@ BackpropTimes backprop_times_for_des(const DesStrategyContext& context) {
   for (std::size_t j = 0; j < layers.size(); ++j) {
     times.names.push_back(layers.names[j]);
     times.backward_s.push_back(layers.backward_s[j]);
-    // A layer whose parameters another layer's sync carries (tied), or that has no parameters to
-    // average under the cost model, runs no all-reduce (the DES issues none either).
+    // A layer whose parameters another layer's sync carries (tied), or with nothing to average,
+    // runs no all-reduce: the DES engine's rule (issues_allreduce).
     const bool synced = layers.synced.empty() || layers.synced[j];
-    const bool no_bytes = context.sync_time == SyncTimeSource::kModel && layers.param_bytes[j] == 0;
-    times.sync_s.push_back(synced && !no_bytes
+    const bool issued = issues_allreduce(context.sync_time, layers.param_bytes[j], layers.sync_s[j]);
+    times.sync_s.push_back(synced && issued
                                ? des_allreduce_s(layers, context.model, context.sync_time, {static_cast<int>(j)})
                                : 0.0);
     ready += layers.backward_s[j];

@@ -279,9 +279,7 @@ class Engine {
       }
       collective.bytes = bytes;
       collective.measured_s = fused_sync_s(member_sync_s_, options_.bucket_alpha_s);
-      // Nothing to average (no parameters, or a measured time of 0): no all-reduce is issued, as
-      // frameworks skip parameterless modules (docs/des.md).
-      if (options_.sync_time == SyncTimeSource::kModel ? bytes == 0 : collective.measured_s == 0) continue;
+      if (!issues_allreduce(options_.sync_time, bytes, collective.measured_s)) continue;
       collective.stream = static_cast<int>(next_stream_++ % streams_.size());
       const int id = static_cast<int>(collectives_.size());
       collectives_.push_back(collective);

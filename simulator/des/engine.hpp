@@ -35,6 +35,14 @@ enum class SyncTimeSource {
   kModel,     ///< the cluster's cost model on param_bytes (docs/collectives.md)
 };
 
+/// Whether a collective is issued at all: frameworks skip buckets with nothing to average
+/// (parameterless modules), so under kModel one of `bytes` == 0 summed parameter bytes, and under
+/// kMeasured one whose measured time `measured_s` is 0, runs no all-reduce (docs/des.md). The one
+/// rule for the DES engine and the period model's per-layer times (planner/des_strategies.cpp).
+inline bool issues_allreduce(SyncTimeSource source, double bytes, double measured_s) {
+  return source == SyncTimeSource::kModel ? bytes != 0 : measured_s != 0;
+}
+
 /// Builds DesLayers from a profile; every layer needs `backward_s`, and `sync_s` (kMeasured) or
 /// `param_bytes` (kModel). Throws InputError naming `origin`, the layer and the field.
 DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTimeSource source);
