@@ -2,6 +2,7 @@
 #include "planner/algorithm_table.hpp"
 
 #include "core/errors.hpp"
+#include "simulator/bucket_fusion.hpp"
 
 #include <algorithm>
 #include <array>
@@ -66,7 +67,7 @@ PlanCandidate plan_best(const BackpropTimes& times, int period, const SearchOpti
   // search starts from dp and keeps only strict improvements: it wins only when it found better.
   for (const char* name : {"dp", "dreamddp", "plsgd-even", "search"}) {
     PlanCandidate candidate = find_plan_algorithm(name).plan(times, period, search);
-    const double candidate_period = time_assignment(times, candidate.assignment).period_s;
+    const double candidate_period = time_planned(times, candidate.assignment, search.bucket_alpha_s).period_s;
     if (best.algorithm.empty() || candidate_period < best_period) {
       best = std::move(candidate);
       best_period = candidate_period;

@@ -5,6 +5,7 @@
 #include "simulator/strategy_table.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <vector>
 #include <string>
@@ -26,6 +27,10 @@ struct SearchOptions {
   /// Layers (by backprop index) that sync in every iteration (`--every-iteration`); every
   /// algorithm honors it: dp and search plan around them, the others get them added.
   std::vector<bool> every_iteration;
+  /// When set (--fuse-buckets): the all-reduce start-up time alpha (s, >= 0) with which the plan's
+  /// iterations will be fused into buckets; `search` then minimizes the fused period
+  /// (fused_iteration_wait_s) and `best` compares fused periods (docs/time-model.md section 12).
+  std::optional<double> bucket_alpha_s;
 };
 
 /// One planning algorithm: its `--algorithm` name, a summary, and the function that plans a
@@ -61,7 +66,8 @@ PlanCandidate plan_dp(const BackpropTimes& times, int period, const std::vector<
 /// plan and keeping only strict improvements, so never worse than dp. Deterministic for a seed
 /// unless options.time_limit_s cuts it short.
 PlanCandidate plan_search(const BackpropTimes& times, int period, const SearchOptions& options);
-/// The lowest period any of dp, dreamddp, plsgd-even and search found (ties go to that order).
+/// The lowest period any of dp, dreamddp, plsgd-even and search found (ties go to that order),
+/// fused when search.bucket_alpha_s is set.
 PlanCandidate plan_best(const BackpropTimes& times, int period, const SearchOptions& search = {});
 
 /// The strategies `syncplan plan` compares, in table order (SPEC section 5).

@@ -17,7 +17,7 @@ namespace {
 // (up to rounding) keep the layers apart.
 constexpr double kRelativeGain = 1e-12;
 
-std::vector<int> allreduce_layers(const BackpropTimes& times, const std::vector<int>& layers) {
+std::vector<int> allreduce_layers(const BackpropTimes& times, std::span<const int> layers) {
   std::vector<int> out;
   for (const int j : layers)
     if (has_allreduce(times, j)) out.push_back(j);
@@ -58,40 +58,63 @@ Buckets unfused_buckets(const BackpropTimes& times, const Assignment& assignment
   return buckets;
 }
 
+namespace {
+
+// One iteration's fusion: the optimal contiguous partition of `layers`' all-reduce layers into
+// buckets (appended to `buckets` when not null) and the link's end time it achieves (s after backprop
+// starts). `min_gain_s`: a fusion must lower an end by more than this.
+double fuse_iteration(const BackpropTimes& times, std::span<const int> layers, double alpha_s, double min_gain_s,
+                      std::vector<std::vector<int>>* buckets) {
+  const std::vector<int> a = allreduce_layers(times, layers);
+  const std::size_t m = a.size();
+  // end[i]: earliest the link can finish the first i layers when a bucket ends at layer i-1;
+  // first[i]: that last bucket's first layer. Later buckets start at max(ready, link free), which
+  // is monotone in the link's end, so the earliest end of every prefix is all that matters.
+  std::vector<double> end(m + 1, 0.0);
+  std::vector<std::size_t> first(m + 1, 0);
+  for (std::size_t i = 1; i <= m; ++i) {
+    const double ready = times.ready_s[a[i - 1]];
+    double startup = 0, excess = 0;
+    end[i] = std::numeric_limits<double>::infinity();
+    for (std::size_t s = i; s-- > 0;) {  // the last bucket is a[s..i-1]; singleton first
+      const double c = times.sync_s[a[s]];
+      startup = std::max(startup, std::min(c, alpha_s));
+      excess += std::max(c - alpha_s, 0.0);
+      const double candidate = std::max(ready, end[s]) + startup + excess;
+      if (candidate < end[i] - (s + 1 == i ? 0.0 : min_gain_s)) {
+        end[i] = candidate;
+        first[i] = s;
+      }
+    }
+  }
+  if (buckets)
+    for (std::size_t i = m; i > 0; i = first[i])
+      buckets->insert(buckets->begin(), std::vector<int>(a.begin() + first[i], a.begin() + i));
+  return end[m];
+}
+
+double fusion_min_gain_s(const BackpropTimes& times) {
+  return kRelativeGain * std::max(1e-30, times.backprop_s() + times.sync_total_s());
+}
+
+}  // namespace
+
 Buckets fuse_buckets(const BackpropTimes& times, const Assignment& assignment, double alpha_s) {
   check_alpha(alpha_s);
-  const double min_gain_s = kRelativeGain * std::max(1e-30, times.backprop_s() + times.sync_total_s());
+  const double min_gain_s = fusion_min_gain_s(times);
   Buckets buckets;
   buckets.alpha_s = alpha_s;
   for (const auto& layers : assignment.iterations) {
-    const std::vector<int> a = allreduce_layers(times, layers);
-    const std::size_t m = a.size();
-    // end[i]: earliest the link can finish the first i layers when a bucket ends at layer i-1;
-    // first[i]: that last bucket's first layer. Later buckets start at max(ready, link free), which
-    // is monotone in the link's end, so the earliest end of every prefix is all that matters.
-    std::vector<double> end(m + 1, 0.0);
-    std::vector<std::size_t> first(m + 1, 0);
-    for (std::size_t i = 1; i <= m; ++i) {
-      const double ready = times.ready_s[a[i - 1]];
-      double startup = 0, excess = 0;
-      end[i] = std::numeric_limits<double>::infinity();
-      for (std::size_t s = i; s-- > 0;) {  // the last bucket is a[s..i-1]; singleton first
-        const double c = times.sync_s[a[s]];
-        startup = std::max(startup, std::min(c, alpha_s));
-        excess += std::max(c - alpha_s, 0.0);
-        const double candidate = std::max(ready, end[s]) + startup + excess;
-        if (candidate < end[i] - (s + 1 == i ? 0.0 : min_gain_s)) {
-          end[i] = candidate;
-          first[i] = s;
-        }
-      }
-    }
     std::vector<std::vector<int>> iteration;
-    for (std::size_t i = m; i > 0; i = first[i])
-      iteration.insert(iteration.begin(), std::vector<int>(a.begin() + first[i], a.begin() + i));
+    fuse_iteration(times, layers, alpha_s, min_gain_s, &iteration);
     buckets.iterations.push_back(std::move(iteration));
   }
   return buckets;
+}
+
+double fused_iteration_wait_s(const BackpropTimes& times, std::span<const int> layers, double alpha_s) {
+  check_alpha(alpha_s);
+  return std::max(0.0, fuse_iteration(times, layers, alpha_s, fusion_min_gain_s(times), nullptr) - times.backprop_s());
 }
 
 PeriodTiming time_buckets(const BackpropTimes& times, const Buckets& buckets) {
@@ -119,6 +142,11 @@ PeriodTiming time_buckets(const BackpropTimes& times, const Buckets& buckets) {
     timing.add_overlapped_iteration(times, link_free, std::move(events));
   }
   return timing;
+}
+
+PeriodTiming time_planned(const BackpropTimes& times, const Assignment& assignment, std::optional<double> alpha_s) {
+  if (!alpha_s) return time_assignment(times, assignment);
+  return time_buckets(times, fuse_buckets(times, assignment, *alpha_s));
 }
 
 std::size_t allreduce_count(const Buckets& buckets) {

@@ -5,6 +5,7 @@
 #include "core/plan.hpp"
 #include "simulator/period_model.hpp"
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,10 +45,20 @@ Buckets unfused_buckets(const BackpropTimes& times, const Assignment& assignment
 /// not finite.
 Buckets fuse_buckets(const BackpropTimes& times, const Assignment& assignment, double alpha_s);
 
+/// The wait of one iteration that syncs `layers` (ascending backprop indices) fused as
+/// fuse_buckets would: max(0, link end - B_L) (s; SPEC section 5 with docs/time-model.md section
+/// 12's bucket cost). Equals time_buckets' wait for that iteration. Throws InputError when alpha_s
+/// is negative or not finite.
+double fused_iteration_wait_s(const BackpropTimes& times, std::span<const int> layers, double alpha_s);
+
 /// Times a period whose iterations sync `buckets` under SPEC section 5's rules, a bucket taking
 /// fused_sync_s: it starts at max(its last layer ready, link free). syncs[h] holds one SyncEvent
 /// per bucket (layer: its last layer; bucket: all of them). Throws InternalError on bad indices.
 PeriodTiming time_buckets(const BackpropTimes& times, const Buckets& buckets);
+
+/// The period of `assignment` as planned: fused into buckets (fuse_buckets, then time_buckets) when
+/// `alpha_s` is set, else time_assignment. Throws as those do.
+PeriodTiming time_planned(const BackpropTimes& times, const Assignment& assignment, std::optional<double> alpha_s);
 
 /// Number of all-reduces (buckets) in a period.
 std::size_t allreduce_count(const Buckets& buckets);

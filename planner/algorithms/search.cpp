@@ -1,26 +1,32 @@
 // search: free assignment (any layer to any iteration), seeded with the dp plan, improved by local
 // search (relocate one layer, swap two layers between iterations) and iterated with seeded random
 // perturbations, within a round count and a time limit (docs/time-model.md section 7). Never worse
-// than dp: it only ever keeps a plan that is strictly better.
+// than dp: it only ever keeps a plan that is strictly better. With a bucket alpha it minimizes the
+// fused period, each iteration's layers fused as fuse_buckets would (section 12).
 #include "planner/algorithm_table.hpp"
 
 #include "core/errors.hpp"
 #include "planner/lower_bound.hpp"
+#include "simulator/bucket_fusion.hpp"
 #include "simulator/strategy_table.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <random>
+#include <span>
 
 namespace syncplan {
 
 namespace {
 
-// Iteration waits under the period model, kept per iteration so a move re-times two iterations.
+// Iteration waits under the period model (fused into buckets when alpha_s is set), kept per
+// iteration so a move re-times two iterations.
 class SearchState {
  public:
-  SearchState(const BackpropTimes& times, Assignment assignment) : times_(&times), assignment_(std::move(assignment)) {
-    for (const auto& layers : assignment_.iterations) wait_.push_back(iteration_wait_s(*times_, layers));
+  SearchState(const BackpropTimes& times, Assignment assignment, std::optional<double> alpha_s)
+      : times_(&times), alpha_s_(alpha_s), assignment_(std::move(assignment)) {
+    for (const auto& layers : assignment_.iterations) wait_.push_back(wait_s(layers));
     where_.assign(times_->size(), -1);
     for (int h = 0; h < assignment_.period(); ++h)
       for (const int j : assignment_.iterations[h]) where_[j] = h;
@@ -39,7 +45,7 @@ class SearchState {
     const int from = where_[j];
     without(assignment_.iterations[from], j, scratch_from);
     with(assignment_.iterations[to], j, scratch_to);
-    return iteration_wait_s(*times_, scratch_from) + iteration_wait_s(*times_, scratch_to) - wait_[from] - wait_[to];
+    return wait_s(scratch_from) + wait_s(scratch_to) - wait_[from] - wait_[to];
   }
 
   // Change in total wait if layers j and k (in different iterations) swapped iterations.
@@ -49,7 +55,7 @@ class SearchState {
     insert_sorted(scratch_a, k);
     without(assignment_.iterations[b], k, scratch_b);
     insert_sorted(scratch_b, j);
-    return iteration_wait_s(*times_, scratch_a) + iteration_wait_s(*times_, scratch_b) - wait_[a] - wait_[b];
+    return wait_s(scratch_a) + wait_s(scratch_b) - wait_[a] - wait_[b];
   }
 
   void relocate(int j, int to) {
@@ -58,8 +64,8 @@ class SearchState {
     source.erase(std::find(source.begin(), source.end(), j));
     insert_sorted(assignment_.iterations[to], j);
     where_[j] = to;
-    wait_[from] = iteration_wait_s(*times_, source);
-    wait_[to] = iteration_wait_s(*times_, assignment_.iterations[to]);
+    wait_[from] = wait_s(source);
+    wait_[to] = wait_s(assignment_.iterations[to]);
   }
 
   void swap(int j, int k) {
@@ -69,6 +75,9 @@ class SearchState {
   }
 
  private:
+  double wait_s(std::span<const int> layers) const {
+    return alpha_s_ ? fused_iteration_wait_s(*times_, layers, *alpha_s_) : iteration_wait_s(*times_, layers);
+  }
   static void insert_sorted(std::vector<int>& layers, int j) {
     layers.insert(std::upper_bound(layers.begin(), layers.end(), j), j);
   }
@@ -83,6 +92,7 @@ class SearchState {
   }
 
   const BackpropTimes* times_;
+  std::optional<double> alpha_s_;
   Assignment assignment_;
   std::vector<double> wait_;
   std::vector<int> where_;
@@ -135,7 +145,7 @@ PlanCandidate plan_search(const BackpropTimes& times, int period, const SearchOp
                         std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::chrono::duration<double>(std::clamp(options.time_limit_s, 0.0, kLongestSearch_s)));
   const double min_gain_s = kRelativeGain * std::max(1e-30, period * times.compute_s() + times.sync_total_s());
-  SearchState best(times, plan_dp(times, period, options.every_iteration).assignment);
+  SearchState best(times, plan_dp(times, period, options.every_iteration).assignment, options.bucket_alpha_s);
   if (period == 1 || times.size() < 2) return {"search", best.assignment()};
   SearchState current = best;
   bool in_time = descend(current, times, period, min_gain_s, deadline, options.every_iteration);
@@ -143,7 +153,9 @@ PlanCandidate plan_search(const BackpropTimes& times, int period, const SearchOp
 
   // Iterated local search: perturb the best plan by a few random relocations, descend again; stop
   // early once the plan meets the lower bound (it is then optimal).
-  const double bound_wait_s = best_lower_bound_s(times, period) - period * times.compute_s();
+  const double bound_s = options.bucket_alpha_s ? fused_lower_bound_s(times, period, *options.bucket_alpha_s)
+                                                : best_lower_bound_s(times, period);
+  const double bound_wait_s = bound_s - period * times.compute_s();
   const auto optimal = [&] { return best.total_wait_s() <= bound_wait_s + min_gain_s; };
   std::mt19937_64 random(options.seed);
   const int layer_count = static_cast<int>(times.size());

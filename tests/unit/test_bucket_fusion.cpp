@@ -1,5 +1,6 @@
 // Bucket fusion (docs/time-model.md section 12): the fused cost by hand, the per-iteration dynamic
 // program against every contiguous partition, and the fused lower bound against brute force.
+#include "planner/algorithm_table.hpp"
 #include "planner/lower_bound.hpp"
 #include "simulator/bucket_fusion.hpp"
 #include "test_support.hpp"
@@ -105,35 +106,51 @@ TEST_CASE("fuse_buckets finds the best contiguous partition (brute force, 2,000 
     const double fused_end = timing.syncs[0].back().end_s;
     REQUIRE(fused_end == Approx(best_partition_end(times, all, alpha)).epsilon(1e-12));
     REQUIRE(timing.wait_s[0] <= time_assignment(times, assignment_of({all})).wait_s[0] + 1e-12);
+    // The search's per-iteration objective is the same wait, computed without building buckets.
+    REQUIRE(fused_iteration_wait_s(times, all, alpha) == exactly(timing.wait_s[0]));
   }
+}
+
+// The best fused period over every assignment of each layer to one iteration, each fused optimally
+// (the DP is checked against every partition above): the optimum over fused plans syncing each
+// layer once.
+double fused_optimum_s(const BackpropTimes& times, int period, double alpha) {
+  const int layers = static_cast<int>(times.size());
+  double optimum = INFINITY;
+  int codes = 1;
+  for (int j = 0; j < layers; ++j) codes *= period;
+  for (int code = 0; code < codes; ++code) {
+    Assignment assignment;
+    assignment.iterations.resize(period);
+    for (int j = 0, rest = code; j < layers; ++j, rest /= period) assignment.iterations[rest % period].push_back(j);
+    optimum = std::min(optimum, time_buckets(times, fuse_buckets(times, assignment, alpha)).period_s);
+  }
+  return optimum;
+}
+
+// `layers` layers with backward times in [0.1, 2] s, sync times in [0.01, 3] s, forward 0.25 s
+// and update 0.125 s in all.
+BackpropTimes random_times(std::mt19937_64& random, int layers) {
+  std::uniform_real_distribution<double> backward(0.1, 2.0), sync(0.01, 3.0);
+  std::vector<double> b, c;
+  for (int j = 0; j < layers; ++j) {
+    b.push_back(backward(random));
+    c.push_back(sync(random));
+  }
+  return backprop_times_of(b, c, 0.25, 0.125);
 }
 
 TEST_CASE("fused lower bound holds for every fused plan (brute force over assignments, L <= 6, H <= 3)") {
   std::mt19937_64 random(7);
-  std::uniform_real_distribution<double> backward(0.1, 2.0), sync(0.01, 3.0), alpha_of(0.0, 1.0);
+  std::uniform_real_distribution<double> alpha_of(0.0, 1.0);
   int tight = 0;
   const int trials = 400;
   for (int trial = 0; trial < trials; ++trial) {
     const int layers = 1 + static_cast<int>(random() % 6);
     const int period = 1 + static_cast<int>(random() % 3);
-    std::vector<double> b, c;
-    for (int j = 0; j < layers; ++j) {
-      b.push_back(backward(random));
-      c.push_back(sync(random));
-    }
+    const BackpropTimes times = random_times(random, layers);
     const double alpha = alpha_of(random);
-    const BackpropTimes times = backprop_times_of(b, c, 0.25, 0.125);
-    // Every assignment of each layer to one iteration, each fused optimally (the DP is checked
-    // against every partition above), gives the optimum over fused plans syncing each layer once.
-    double optimum = INFINITY;
-    int codes = 1;
-    for (int j = 0; j < layers; ++j) codes *= period;
-    for (int code = 0; code < codes; ++code) {
-      Assignment assignment;
-      assignment.iterations.resize(period);
-      for (int j = 0, rest = code; j < layers; ++j, rest /= period) assignment.iterations[rest % period].push_back(j);
-      optimum = std::min(optimum, time_buckets(times, fuse_buckets(times, assignment, alpha)).period_s);
-    }
+    const double optimum = fused_optimum_s(times, period, alpha);
     const double bound = fused_lower_bound_s(times, period, alpha);
     INFO("trial " << trial << ": L " << layers << ", H " << period << ", alpha " << alpha);
     REQUIRE(bound <= optimum + 1e-12);
@@ -161,6 +178,45 @@ TEST_CASE("buckets survive the plan's JSON and are checked against the assignmen
   missing.iterations = {{{"j1", "j2"}}};
   REQUIRE_THROWS_WITH(buckets_from_plan(missing, assignment, times, "plan.json"),
                       Catch::Contains("'j3'") && Catch::Contains("none of its buckets"));
+}
+
+TEST_CASE("search with a bucket alpha plans for the fused period (brute force, L <= 7, H <= 3)") {
+  // Searching on the fused objective is never worse than fusing dp's plan (it starts there and keeps
+  // only strict improvements) and never better than the brute-force fused optimum; over many random
+  // profiles it must also beat fusing the plan searched unfused, which ignores what fusion saves.
+  std::mt19937_64 random(11);
+  std::uniform_real_distribution<double> alpha_of(0.0, 1.5);
+  double fused_search_total = 0, unfused_search_total = 0;
+  int optimal = 0, better = 0, worse = 0;
+  const int trials = 300;
+  for (int trial = 0; trial < trials; ++trial) {
+    const int layers = 2 + static_cast<int>(random() % 6);
+    const int period = 2 + static_cast<int>(random() % 2);
+    const BackpropTimes times = random_times(random, layers);
+    const double alpha = alpha_of(random);
+    SearchOptions unfused;
+    unfused.time_limit_s = 60;  // never reached on these sizes: the result depends on the seed only
+    SearchOptions fused = unfused;
+    fused.bucket_alpha_s = alpha;
+    const double with_fusion = time_planned(times, plan_search(times, period, fused).assignment, alpha).period_s;
+    const double after_fusion = time_planned(times, plan_search(times, period, unfused).assignment, alpha).period_s;
+    const double dp_fused = time_planned(times, plan_dp(times, period).assignment, alpha).period_s;
+    const double optimum = fused_optimum_s(times, period, alpha);
+    const double best = time_planned(times, plan_best(times, period, fused).assignment, alpha).period_s;
+    INFO("trial " << trial << ": L " << layers << ", H " << period << ", alpha " << alpha);
+    REQUIRE(with_fusion <= dp_fused + 1e-12);
+    REQUIRE(with_fusion >= optimum - 1e-12);
+    REQUIRE(best <= with_fusion + 1e-12);  // best keeps the lowest fused period of its candidates
+    fused_search_total += with_fusion;
+    unfused_search_total += after_fusion;
+    optimal += with_fusion <= optimum + 1e-12;
+    better += with_fusion < after_fusion - 1e-12;
+    worse += with_fusion > after_fusion + 1e-12;
+  }
+  WARN("fused search optimal on " << optimal << " of " << trials << "; better than fusing the unfused search on "
+                                  << better << ", worse on " << worse);
+  REQUIRE(better > worse);
+  REQUIRE(fused_search_total < unfused_search_total);
 }
 
 }  // namespace
