@@ -1,14 +1,19 @@
 // bench_planner: time of the planners on the real GPT-2 profile (H = 10) and on a synthetic
 // 1,000-layer profile (H = 64). Targets: dp under 5 ms and under 1 s (issue 2); search, with its
 // default options, under 100 ms on GPT-2 and under 5 s on 1,000 layers x H = 64, to a plan no
-// worse than dp's (issue 4: counter minus_dp_s <= 0).
+// worse than dp's (issue 4: counter minus_dp_s <= 0). The same searches planning for the fused
+// period (--fuse-buckets, alpha 0.7 ms: data/clusters/8nodes-1gpu-10gbps.json's all-reduce
+// start-up), against dp's plan fused: each move costs a fusion DP, O(m^2) for m layers in an
+// iteration, so these run up to search's default time limit (1 s) and must stop there.
 #include "planner/algorithm_table.hpp"
 #include "profiler/import_dreamddp.hpp"
+#include "simulator/bucket_fusion.hpp"
 
 #include <benchmark/benchmark.h>
 
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <string>
 
@@ -43,19 +48,27 @@ BackpropTimes synthetic_times(int layer_count) {
   return backprop_times(profile, "synthetic");
 }
 
-void run_planner(benchmark::State& state, const BackpropTimes& times, int period, const char* algorithm) {
+// Plans `times` with `algorithm` (fused with bucket alpha `alpha_s` when set) and reports the
+// period and its difference to dp's plan, timed the same way.
+void run_planner(benchmark::State& state, const BackpropTimes& times, int period, const char* algorithm,
+                 std::optional<double> alpha_s = std::nullopt) {
   const PlanAlgorithm& planner = find_plan_algorithm(algorithm);
+  SearchOptions options;
+  options.bucket_alpha_s = alpha_s;
   PlanCandidate plan;
   for (auto _ : state) {
-    plan = planner.plan(times, period);
+    plan = planner.plan(times, period, options);
     benchmark::DoNotOptimize(plan);
   }
-  const double period_s = time_assignment(times, plan.assignment).period_s;
+  const double period_s = time_planned(times, plan.assignment, alpha_s).period_s;
   state.counters["layers"] = static_cast<double>(times.size());
   state.counters["H"] = period;
   state.counters["period_s"] = period_s;
-  state.counters["minus_dp_s"] = period_s - time_assignment(times, plan_dp(times, period).assignment).period_s;
+  state.counters["minus_dp_s"] = period_s - time_planned(times, plan_dp(times, period).assignment, alpha_s).period_s;
 }
+
+// All-reduce start-up time of data/clusters/8nodes-1gpu-10gbps.json (s).
+constexpr double kClusterAlpha_s = 7e-4;
 
 void BM_dp_gpt2_H10(benchmark::State& state) {
   static const auto times = gpt2_times();
@@ -95,6 +108,17 @@ void BM_search_synthetic1000_H64(benchmark::State& state) {
   run_planner(state, times, 64, "search");
 }
 
+void BM_search_fused_gpt2_H10(benchmark::State& state) {
+  static const auto times = gpt2_times();
+  if (!times) return state.SkipWithError("reference data ../shared/data not found; skipped");
+  run_planner(state, *times, 10, "search", kClusterAlpha_s);
+}
+
+void BM_search_fused_synthetic1000_H64(benchmark::State& state) {
+  static const BackpropTimes times = synthetic_times(1000);
+  run_planner(state, times, 64, "search", kClusterAlpha_s);
+}
+
 }  // namespace
 
 BENCHMARK(BM_dp_gpt2_H10)->Unit(benchmark::kMillisecond);
@@ -104,5 +128,7 @@ BENCHMARK(BM_dreamddp_synthetic1000_H64)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_search_gpt2_H10)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_search_synthetic125_H10)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_search_synthetic1000_H64)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_search_fused_gpt2_H10)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_search_fused_synthetic1000_H64)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 BENCHMARK_MAIN();

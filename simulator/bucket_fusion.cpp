@@ -65,13 +65,19 @@ namespace {
 // starts). `min_gain_s`: a fusion must lower an end by more than this.
 double fuse_iteration(const BackpropTimes& times, std::span<const int> layers, double alpha_s, double min_gain_s,
                       std::vector<std::vector<int>>* buckets) {
-  const std::vector<int> a = allreduce_layers(times, layers);
+  // Scratch kept per thread: search calls this for every move it tries.
+  thread_local std::vector<int> a;
+  thread_local std::vector<double> end;
+  thread_local std::vector<std::size_t> first;
+  a.clear();
+  for (const int j : layers)
+    if (has_allreduce(times, j)) a.push_back(j);
   const std::size_t m = a.size();
   // end[i]: earliest the link can finish the first i layers when a bucket ends at layer i-1;
   // first[i]: that last bucket's first layer. Later buckets start at max(ready, link free), which
   // is monotone in the link's end, so the earliest end of every prefix is all that matters.
-  std::vector<double> end(m + 1, 0.0);
-  std::vector<std::size_t> first(m + 1, 0);
+  end.assign(m + 1, 0.0);
+  first.assign(m + 1, 0);
   for (std::size_t i = 1; i <= m; ++i) {
     const double ready = times.ready_s[a[i - 1]];
     double startup = 0, excess = 0;

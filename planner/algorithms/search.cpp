@@ -116,7 +116,8 @@ bool descend(SearchState& state, const BackpropTimes& times, int period, double 
   while (improved) {
     improved = false;
     if (std::chrono::steady_clock::now() > deadline) return false;
-    for (int j = 0; j < layer_count; ++j)
+    for (int j = 0; j < layer_count; ++j) {
+      if (std::chrono::steady_clock::now() > deadline) return false;  // a pass can be long (fused costs)
       for (int to = 0; to < period && !is_pinned(j); ++to) {
         if (to == state.iteration_of(j)) continue;
         if (state.relocation_gain_s(j, to, scratch_a, scratch_b) < -min_gain_s) {
@@ -124,8 +125,10 @@ bool descend(SearchState& state, const BackpropTimes& times, int period, double 
           improved = true;
         }
       }
+    }
     if (improved) continue;
-    for (int j = 0; j < layer_count; ++j)
+    for (int j = 0; j < layer_count; ++j) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
       for (int k = j + 1; k < layer_count && !is_pinned(j); ++k) {
         if (is_pinned(k) || state.iteration_of(j) == state.iteration_of(k)) continue;
         if (state.swap_gain_s(j, k, scratch_a, scratch_b) < -min_gain_s) {
@@ -133,6 +136,7 @@ bool descend(SearchState& state, const BackpropTimes& times, int period, double 
           improved = true;
         }
       }
+    }
   }
   return true;
 }
