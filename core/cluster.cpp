@@ -61,15 +61,15 @@ Cluster cluster_from_json(const Json& document, const std::string& origin) {
   ObjectReader top(document, origin);
   top.require_format(kClusterFormat);
   Cluster cluster;
-  cluster.name = top.optional_string("name");
+  cluster.name = top.optional_string("name", Null::kRejected);
   cluster.workers = static_cast<int>(top.required_integer("workers", 1, kMaxWorkers));
-  const std::int64_t per_node = top.optional_integer("workers_per_node", 1).value_or(cluster.workers);
+  const std::int64_t per_node = top.optional_integer("workers_per_node", 1, Null::kRejected).value_or(cluster.workers);
   if (per_node > cluster.workers || cluster.workers % per_node != 0)
     throw InputError(origin + ": field 'workers_per_node': " + std::to_string(per_node) +
                      " does not divide workers = " + std::to_string(cluster.workers));
   cluster.workers_per_node = static_cast<int>(per_node);
   cluster.intra_node = link_from_json(top.required("intra_node"), origin + ": field 'intra_node'");
-  if (const Json* inter = top.optional("inter_node")) {
+  if (const Json* inter = top.optional("inter_node", Null::kRejected)) {
     cluster.inter_node = link_from_json(*inter, origin + ": field 'inter_node'");
   } else if (cluster.nodes() > 1) {
     throw InputError(origin + ": missing field 'inter_node' (the cluster has " +
@@ -77,7 +77,7 @@ Cluster cluster_from_json(const Json& document, const std::string& origin) {
   } else {
     cluster.inter_node = cluster.intra_node;
   }
-  const std::string algorithm = top.optional_string("allreduce").value_or("ring");
+  const std::string algorithm = top.optional_string("allreduce", Null::kRejected).value_or("ring");
   if (algorithm == "ring") cluster.allreduce = AllreduceAlgorithm::kRing;
   else if (algorithm == "tree") cluster.allreduce = AllreduceAlgorithm::kTree;
   else if (algorithm == "hierarchical") cluster.allreduce = AllreduceAlgorithm::kHierarchical;
@@ -85,7 +85,7 @@ Cluster cluster_from_json(const Json& document, const std::string& origin) {
     throw InputError(origin + ": field 'allreduce': expected \"ring\", \"tree\" or \"hierarchical\", got \"" +
                      algorithm + "\"");
 
-  if (const Json* slowdown = top.optional("compute_slowdown")) {
+  if (const Json* slowdown = top.optional("compute_slowdown", Null::kRejected)) {
     const std::string where = origin + ": field 'compute_slowdown'";
     if (slowdown->is_array()) {
       if (slowdown->size() != static_cast<std::size_t>(cluster.workers))
@@ -110,7 +110,7 @@ Cluster cluster_from_json(const Json& document, const std::string& origin) {
                        json_type_name(*slowdown));
     }
   }
-  if (const Json* jitter = top.optional("jitter")) {
+  if (const Json* jitter = top.optional("jitter", Null::kRejected)) {
     const std::string where = origin + ": field 'jitter'";
     ObjectReader reader(*jitter, where);
     JitterSpec spec;
@@ -121,7 +121,7 @@ Cluster cluster_from_json(const Json& document, const std::string& origin) {
       throw InputError(where + ": field 'distribution': expected \"lognormal\" or \"normal\", got \"" +
                        distribution + "\"");
     spec.sigma = read_nonnegative_number(reader.required("sigma"), where + ": field 'sigma'");
-    spec.seed = static_cast<std::uint64_t>(reader.optional_integer("seed", 0).value_or(1));
+    spec.seed = static_cast<std::uint64_t>(reader.optional_integer("seed", 0, Null::kRejected).value_or(1));
     reader.reject_unknown_keys();
     cluster.jitter = spec;
   }

@@ -1,6 +1,7 @@
 // Error helpers: the single reporter behind SYNCPLAN_CHECK.
 #include "core/errors.hpp"
 
+#include <cmath>
 #include <cstdio>
 
 namespace syncplan {
@@ -15,6 +16,17 @@ void check_failed(const char* expression, const char* file, int line) {
 std::string format_exact(double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.17g", value);
+  return buffer;
+}
+
+std::string format_short(double value, int decimals) {
+  // Beyond 1e6 a fixed cell grows by a digit per power of ten (1e300 would take 300 characters).
+  constexpr double kLargestFixed = 1e6;
+  const double magnitude = std::fabs(value);
+  const bool fixed = value == 0 || (magnitude >= std::pow(10.0, -decimals) && magnitude < kLargestFixed);
+  char buffer[64];
+  if (fixed) std::snprintf(buffer, sizeof buffer, "%.*f", decimals, value);
+  else std::snprintf(buffer, sizeof buffer, "%.6g", value);
   return buffer;
 }
 

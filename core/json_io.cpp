@@ -271,10 +271,10 @@ const Json& ObjectReader::required(const std::string& key) {
   return *it;
 }
 
-const Json* ObjectReader::optional(const std::string& key) {
+const Json* ObjectReader::optional(const std::string& key, Null null) {
   read_.insert(key);
   const auto it = object_.find(key);
-  if (it == object_.end() || it->is_null()) return nullptr;
+  if (it == object_.end() || (it->is_null() && null == Null::kUnknown)) return nullptr;
   return &*it;
 }
 
@@ -286,11 +286,8 @@ std::string ObjectReader::required_string(const std::string& key) {
   return value.get<std::string>();
 }
 
-std::optional<std::string> ObjectReader::optional_string(const std::string& key) {
-  if (!has(key) || object_.at(key).is_null()) {
-    read_.insert(key);
-    return std::nullopt;
-  }
+std::optional<std::string> ObjectReader::optional_string(const std::string& key, Null null) {
+  if (optional(key, null) == nullptr) return std::nullopt;
   return required_string(key);
 }
 
@@ -326,12 +323,9 @@ void ObjectReader::require_format(const char* expected) {
     throw InputError(where_ + ": field 'format': expected \"" + expected + "\", got \"" + format + "\"");
 }
 
-std::optional<std::int64_t> ObjectReader::optional_integer(const std::string& key,
-                                                           std::int64_t minimum) {
-  if (!has(key) || object_.at(key).is_null()) {
-    read_.insert(key);
-    return std::nullopt;
-  }
+std::optional<std::int64_t> ObjectReader::optional_integer(const std::string& key, std::int64_t minimum,
+                                                           Null null) {
+  if (optional(key, null) == nullptr) return std::nullopt;
   return required_integer(key, minimum);
 }
 

@@ -52,6 +52,11 @@ class OutputFiles {
   std::vector<std::pair<std::string, std::string>> files_;
 };
 
+/// What a null value of an optional key means: `kUnknown`, the value is not known and reads as if
+/// the key were absent (where the format says so: a profile's times, SPEC section 3); `kRejected`,
+/// null is no value the format allows, and the caller's type check names the field and "null".
+enum class Null { kUnknown, kRejected };
+
 /// Reads one JSON object field by field and rejects the keys nobody asked for.
 /// `where` prefixes every message, e.g. "profile.json: layer 'lm_head'".
 class ObjectReader {
@@ -61,18 +66,22 @@ class ObjectReader {
 
   bool has(const std::string& key) const;
   const Json& required(const std::string& key);
-  /// Null or absent both give std::nullopt (null means unknown, SPEC section 3).
-  const Json* optional(const std::string& key);
+  /// Absent gives nullptr; so does null with Null::kUnknown (null means unknown, SPEC section 3).
+  /// With Null::kRejected a null value is returned, for the caller's type check to reject.
+  const Json* optional(const std::string& key, Null null = Null::kUnknown);
 
   std::string required_string(const std::string& key);
-  std::optional<std::string> optional_string(const std::string& key);
+  /// Absent (or null with Null::kUnknown): std::nullopt; otherwise it must be a string.
+  std::optional<std::string> optional_string(const std::string& key, Null null = Null::kUnknown);
   /// A whole number >= minimum; throws naming the field otherwise.
   std::int64_t required_integer(const std::string& key, std::int64_t minimum);
   /// A whole number in [minimum, maximum]; throws "field 'K': at most MAX, got N" above it.
   std::int64_t required_integer(const std::string& key, std::int64_t minimum, std::int64_t maximum);
   /// Reads "format" and throws "WHERE: field 'format': expected "F", got "G"" unless it is `expected`.
   void require_format(const char* expected);
-  std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t minimum);
+  /// Absent (or null with Null::kUnknown): std::nullopt; otherwise as required_integer.
+  std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t minimum,
+                                               Null null = Null::kUnknown);
   /// A finite number >= 0 in seconds, or null/absent.
   std::optional<double> optional_seconds(const std::string& key);
   std::optional<double> optional_nonnegative(const std::string& key);

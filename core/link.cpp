@@ -15,11 +15,20 @@ double required_nonnegative(ObjectReader& reader, const std::string& key) {
   return read_nonnegative_number(reader.required(key), reader.where() + ": field '" + key + "'");
 }
 
+// A number in [0, kLongestCollective_s]: seconds, or seconds per byte for beta.
+double required_time(ObjectReader& reader, const std::string& key) {
+  const double time = required_nonnegative(reader, key);
+  if (time > kLongestCollective_s)
+    throw InputError(reader.where() + ": field '" + key + "': at most " + format_exact(kLongestCollective_s) +
+                     " (a day), got " + format_exact(time) + "; not a measurement");
+  return time;
+}
+
 LinkSample sample_from_json(const Json& value, const std::string& where) {
   ObjectReader reader(value, where);
   LinkSample sample;
   sample.size_bytes = reader.required_integer("size_bytes", 0);
-  sample.time_s = required_nonnegative(reader, "time_s");
+  sample.time_s = required_time(reader, "time_s");
   sample.algbw_GBps = required_nonnegative(reader, "algbw_GBps");
   sample.busbw_GBps = required_nonnegative(reader, "busbw_GBps");
   reader.reject_unknown_keys();
@@ -57,8 +66,8 @@ LinkFit link_from_json(const Json& document, const std::string& origin) {
                      link.collective + "\"");
   link.workers = static_cast<int>(top.required_integer("workers", 1, kMaxLinkWorkers));
   link.source = top.required_string("source");
-  link.alpha_s = required_nonnegative(top, "alpha_s");
-  link.beta_s_per_byte = required_nonnegative(top, "beta_s_per_byte");
+  link.alpha_s = required_time(top, "alpha_s");
+  link.beta_s_per_byte = required_time(top, "beta_s_per_byte");
   link.r_squared = required_nonnegative(top, "r_squared");
   if (link.r_squared > 1)
     throw InputError(origin + ": field 'r_squared': at most 1, got " + format_exact(link.r_squared));

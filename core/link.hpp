@@ -14,6 +14,11 @@ inline constexpr const char* kLinkFormat = "syncplan.link/v1";
 /// The one collective link fits describe so far (SPEC section 7).
 inline constexpr const char* kAllreduceCollective = "allreduce";
 
+/// The longest collective a link file may describe: `alpha_s`, each sample's `time_s`, and
+/// `beta_s_per_byte` x 1 byte are at most a day (s); a longer one is no measurement (the same bound
+/// as fit_alpha_beta's samples, profiler/alpha_beta_fit.hpp).
+inline constexpr double kLongestCollective_s = 86400;
+
 /// One measured point of a sweep: the time of one collective on `size_bytes` bytes per rank.
 struct LinkSample {
   std::int64_t size_bytes = 0;  ///< bytes per rank (the all-reduce's buffer), >= 0
@@ -50,8 +55,9 @@ double allreduce_busbw_GBps(double algbw_GBps, int workers);
 LinkSample allreduce_sample(std::int64_t size_bytes, double time_s, int workers);
 
 /// Parses a syncplan.link/v1 document. Unknown keys, wrong types, a collective other than
-/// "allreduce", workers < 1 (or > 65,536), negative or non-finite numbers, r_squared above 1 and an
-/// empty sample list throw InputError naming `origin` and the field (and the sample index).
+/// "allreduce", workers < 1 (or > 65,536), negative or non-finite numbers, times over
+/// kLongestCollective_s, r_squared above 1 and an empty sample list throw InputError naming
+/// `origin` and the field (and the sample index).
 LinkFit link_from_json(const Json& document, const std::string& origin);
 
 /// Reads a link file (read_json_file + link_from_json).

@@ -96,9 +96,9 @@ Plan plan_from_json(const Json& document, const std::string& origin, const Profi
   const Json& layers = top.required("layers");
   if (!layers.is_array())
     throw InputError(origin + ": field 'layers': expected an array, got " + json_type_name(layers));
-  if (const Json* predicted = top.optional("predicted"))
+  if (const Json* predicted = top.optional("predicted", Null::kRejected))
     plan.predicted = prediction_from_json(*predicted, origin + ": field 'predicted'", plan.period);
-  const Json* buckets = top.optional("buckets");
+  const Json* buckets = top.optional("buckets", Null::kRejected);
   top.reject_unknown_keys();
 
   if (plan.model && profile.model && *plan.model != *profile.model)

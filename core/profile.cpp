@@ -77,7 +77,7 @@ Profile profile_from_json(const Json& document, const std::string& origin) {
     layer.backward_s = reader.optional_seconds("backward_s");
     layer.update_s = reader.optional_seconds("update_s");
     layer.sync_s = reader.optional_seconds("sync_s");
-    layer.tied_to = reader.optional_string("tied_to");
+    layer.tied_to = reader.optional_string("tied_to", Null::kRejected);
     reader.reject_unknown_keys();
     profile.layers.push_back(std::move(layer));
   }

@@ -238,8 +238,9 @@ Measurement measure_cpu(const Model& model, const Workload& workload, const Timi
   if (static_cast<double>(buffer_bytes) > available_bytes)
     throw InputError("--batch " + std::to_string(workload.batch) + " --seq " + std::to_string(workload.seq) +
                      ": the cpu profile of " + model.name + " needs " +
-                     std::to_string(static_cast<double>(buffer_bytes) / kBytesPerGiB) + " GiB of buffers, more than the " +
-                     std::to_string(available_bytes / kBytesPerGiB) + " GiB available; use a smaller batch or sequence");
+                     format_short(static_cast<double>(buffer_bytes) / kBytesPerGiB, 2) +
+                     " GiB of buffers, more than the " + format_short(available_bytes / kBytesPerGiB, 2) +
+                     " GiB available; use a smaller batch or sequence");
 
   // Every buffer of every layer at once, as in training (activations are kept for the backward).
   std::vector<std::vector<OpBench>> layers(model.layers.size());

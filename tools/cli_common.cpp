@@ -6,8 +6,10 @@
 #include "simulator/strategy_table.hpp"
 
 #include <algorithm>
-#include <cstdio>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <ostream>
 
 namespace syncplan::cli {
@@ -43,6 +45,23 @@ void check_output_paths(const std::vector<NamedPath>& outputs, const std::vector
   }
 }
 
+void check_input_paths(const std::vector<NamedPath>& inputs) {
+  namespace fs = std::filesystem;
+  for (const auto& [option, path] : inputs) {
+    if (path.empty()) continue;
+    std::error_code ec;
+    const fs::file_status status = fs::status(path, ec);
+    if (!fs::exists(status))
+      throw InputError(option + ": " + path + ": " +
+                       (ec && ec != std::errc::no_such_file_or_directory ? "cannot read file (" + ec.message() + ")"
+                                                                          : std::string("no such file")));
+    if (fs::is_directory(status)) throw InputError(option + ": " + path + ": is a directory, not a file");
+    if (!fs::is_regular_file(status)) throw InputError(option + ": " + path + ": not a regular file");
+    if (!std::ifstream(path))
+      throw InputError(option + ": " + path + ": cannot read file (" + std::strerror(errno) + ")");
+  }
+}
+
 std::string describe_profile(const Profile& profile, const std::string& path) {
   std::string text = profile.model.value_or("(unnamed model)") + ", " +
                      std::to_string(profile.layers.size()) + " layers, " + profile.source;
@@ -50,11 +69,7 @@ std::string describe_profile(const Profile& profile, const std::string& path) {
   return text + " (" + path + ")";
 }
 
-std::string seconds_text(double seconds) {
-  char buffer[64];
-  std::snprintf(buffer, sizeof buffer, "%.6f", seconds);
-  return buffer;
-}
+std::string seconds_text(double seconds) { return format_short(seconds, 6); }
 
 void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> widths;

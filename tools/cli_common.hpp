@@ -37,10 +37,16 @@ struct NamedPath {
 /// Throws InputError naming the option and the path.
 void check_output_paths(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs);
 
+/// Checks, before a command reads anything, that every given input (a path an option names) is a
+/// readable regular file. Throws InputError "OPTION: PATH: ..." saying it is missing, a directory,
+/// not a regular file or unreadable.
+void check_input_paths(const std::vector<NamedPath>& inputs);
+
 /// The one-line description of a profile printed above tables.
 std::string describe_profile(const Profile& profile, const std::string& path);
 
-/// Seconds with 6 decimals, for tables.
+/// Seconds for tables: 6 decimals, or 6 significant digits with an exponent when huge or tiny
+/// (format_short).
 std::string seconds_text(double seconds);
 
 /// Prints rows of cells as left-aligned columns separated by two spaces.

@@ -10,7 +10,6 @@
 #include "tools/sync_times.hpp"
 
 #include <cmath>
-#include <cstdio>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -52,27 +51,14 @@ struct PlanInputs {
   std::string alpha_text;
 };
 
-// The planned period of `assignment`: fused into buckets when `alpha_s` is set.
-PeriodTiming planned_timing(const BackpropTimes& times, const Assignment& assignment,
-                            const std::optional<double>& alpha_s) {
-  if (!alpha_s) return time_assignment(times, assignment);
-  return time_buckets(times, fuse_buckets(times, assignment, *alpha_s));
-}
-
 std::string ratio_text(double ratio) {
   if (!std::isfinite(ratio)) return "n/a";  // e.g. a profile whose times are all zero
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.2fx", ratio);
-  return buffer;
+  return format_short(ratio, 2) + "x";
 }
 
 Json finite_or_null(double value) { return std::isfinite(value) ? Json(value) : Json(nullptr); }
 
-std::string percent_text(double fraction) {
-  char buffer[32];
-  std::snprintf(buffer, sizeof buffer, "%.2f%%", 100.0 * fraction);
-  return buffer;
-}
+std::string percent_text(double fraction) { return format_short(100.0 * fraction, 2) + "%"; }
 
 // The chosen plan, one row per iteration: how many layers sync (of which extra, from bubble
 // filling), the output-most and input-most of them (backprop order), and the iteration's wait.
@@ -120,7 +106,7 @@ int auto_period(const BackpropTimes& times, const PlanAlgorithm& algorithm, cons
   SearchOptions search = options.search;
   search.time_limit_s = std::min(search.time_limit_s, kAutoSearchLimit_s);
   for (int period = 1; period <= kAutoMaxPeriod; ++period) {
-    const PeriodTiming timing = planned_timing(times, algorithm.plan(times, period, search).assignment, alpha_s);
+    const PeriodTiming timing = time_planned(times, algorithm.plan(times, period, search).assignment, alpha_s);
     const double compute = period * times.compute_s();
     const double overhead = compute > 0 ? timing.total_wait_s() / compute : (timing.total_wait_s() > 0 ? INFINITY : 0.0);
     if (overhead <= options.max_overhead) {
@@ -219,15 +205,20 @@ int run_plan(const PlanOptions& options_in) {
   const PlanAlgorithm& algorithm = find_plan_algorithm(options.algorithm);
   if (options.profile_path.empty() && options.model.model.empty())
     throw InputError("plan: give --profile PROFILE.json, or --model NAME with --cluster or --link");
+  const std::vector<NamedPath> input_paths = {
+      {"--profile", options.profile_path}, {"--cluster", options.sync.cluster_path}, {"--link", options.sync.link_path}};
+  check_input_paths(input_paths);
   check_output_paths({{"-o", options.output_path}, {"--report", options.report_path},
                       {"--profile-out", options.profile_out_path}},
-                     {{"--profile", options.profile_path}, {"--cluster", options.sync.cluster_path},
-                      {"--link", options.sync.link_path}});
+                     input_paths);
 
   const PlanInputs inputs = read_plan_inputs(options);
   const Profile& profile = inputs.profile;
   const BackpropTimes& times = inputs.times;
   options.search.every_iteration = pinned_layers(times, options.every_iteration);
+  // The table compares the strategies unfused; the chosen plan is searched for its fused period.
+  const SearchOptions unfused_search = options.search;
+  options.search.bucket_alpha_s = inputs.alpha_s;
   const int period = automatic ? auto_period(times, algorithm, options, inputs.alpha_s) : fixed_period;
 
   struct Row {
@@ -236,7 +227,7 @@ int run_plan(const PlanOptions& options_in) {
   };
   std::vector<Row> rows;
   for (const std::string& name : compared_strategy_names())
-    rows.push_back({name, run_strategy(name, times, period, options.search).timing});
+    rows.push_back({name, run_strategy(name, times, period, unfused_search).timing});
   const double ssgd_period = rows.at(0).timing.period_s;
   const double flsgd_period = rows.at(2).timing.period_s;
   const double spec_bound = spec_lower_bound_s(times, period);
@@ -402,7 +393,8 @@ void add_plan_command(CLI::App& app, Action& action) {
                                ->check(CLI::IsMember({"auto", "measured", "model"}));
   plan->add_flag("--fuse-buckets", options->fuse_buckets,
                  "group the layers of each iteration into buckets, one all-reduce each, where the start-up time "
-                 "saved exceeds the delay (alpha-beta model; needs --cluster, --link or --alpha-s; default: off)");
+                 "saved exceeds the delay (alpha-beta model; needs --cluster, --link or --alpha-s; default: off); "
+                 "search and best then plan for the fused period");
   CLI::Option* alpha = plan->add_option("--alpha-s", options->alpha_s,
                    "with --fuse-buckets: all-reduce start-up time alpha in seconds (default: from --link or --cluster)");
   plan->add_option("-o,--output", options->output_path, "plan to write (syncplan.plan/v1 JSON)")->required();

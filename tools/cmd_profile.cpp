@@ -108,6 +108,13 @@ const BackendEntry kBackends[] = {
     {"cuda", cuda_backend},
 };
 
+// The model names --model accepts: "dreamddp-llama-8l, gpt2, ...".
+std::string known_models_text(const std::filesystem::path& models_dir) {
+  std::string names;
+  for (const std::string& name : known_model_names(models_dir)) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
 }  // namespace
 
 bool cuda_profiling_available() {
@@ -129,8 +136,20 @@ std::filesystem::path data_dir() {
   return SYNCPLAN_DATA_DIR;
 }
 
+std::filesystem::path model_spec_path(const std::string& model) {
+  const std::filesystem::path models_dir = data_dir() / "models";
+  std::error_code ec;
+  const bool known_name = std::filesystem::is_regular_file(models_dir / (model + ".json"), ec);
+  if (!known_name && std::filesystem::is_directory(model, ec))
+    throw InputError("--model '" + model + "': is a directory, not a model spec file or a known model name (the " +
+                     "known models are the specs in " + models_dir.string() + ": " + known_models_text(models_dir) + ")");
+  const std::filesystem::path path = resolve_model_spec(model, models_dir);
+  check_input_paths({{"--model", path.string()}});
+  return path;
+}
+
 Profile make_model_profile(const ProfileOptions& options, Json* report) {
-  const std::filesystem::path spec_path = resolve_model_spec(options.model, data_dir() / "models");
+  const std::filesystem::path spec_path = model_spec_path(options.model);
   const Model model = expand_model(read_model_spec_file(spec_path.string()));
   Workload workload;
   workload.batch = options.batch;
@@ -170,7 +189,7 @@ namespace {
 
 int run_profile(const ProfileOptions& options) {
   check_output_paths({{"-o", options.output_path}, {"--report", options.report_path}},
-                     {{"--model", resolve_model_spec(options.model, data_dir() / "models").string()}});
+                     {{"--model", model_spec_path(options.model).string()}});
   Json report;
   const Profile profile = make_model_profile(options, &report);
   OutputFiles outputs;
@@ -193,11 +212,8 @@ void add_profile_command(CLI::App& app, Action& action) {
                  " ($SYNCPLAN_DATA_DIR when set, else the repository's data/)");
   std::vector<std::string> devices;
   for (const BackendEntry& entry : kBackends) devices.emplace_back(entry.device);
-  std::string models;
-  for (const std::string& name : known_model_names(std::filesystem::path(data) / "models"))
-    models += (models.empty() ? "" : ", ") + name;
   profile->add_option("--model", options->model,
-                      "a model name from " + data + "/models (" + models +
+                      "a model name from " + data + "/models (" + known_models_text(data_dir() / "models") +
                           ") or a path to a syncplan.model/v1 file (one containing '/' or ending in .json)")
       ->required();
   profile->add_option("--batch", options->batch, "sequences per step and worker (B)")

@@ -10,6 +10,7 @@
 #include "tools/cli_common.hpp"
 #include "tools/sync_times.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -54,9 +55,10 @@ int run_simulate(const SimulateOptions& options) {
   if (!options.strategy.empty() && options.period.empty())
     throw InputError("--period: required with --strategy");
   const int period = options.plan_path.empty() ? checked_period(options.period) : 0;
-  check_output_paths({{"-o", options.output_path}, {"--trace", options.trace_path}},
-                     {{"--profile", options.profile_path}, {"--plan", options.plan_path},
-                      {"--cluster", options.sync.cluster_path}, {"--link", options.sync.link_path}});
+  const std::vector<NamedPath> inputs = {{"--profile", options.profile_path}, {"--plan", options.plan_path},
+                                         {"--cluster", options.sync.cluster_path}, {"--link", options.sync.link_path}};
+  check_input_paths(inputs);
+  check_output_paths({{"-o", options.output_path}, {"--trace", options.trace_path}}, inputs);
   if (!options.sync.cluster_path.empty()) return run_simulate_des(options);
   if (options.iterations_given || options.comm_streams != 1)
     throw InputError("--iterations/--comm-streams: need --cluster (the period model times one period)");
@@ -68,18 +70,21 @@ int run_simulate(const SimulateOptions& options) {
   PeriodTiming timing;
   std::string what;
   std::optional<Plan> plan;
+  std::optional<Assignment> assignment;  // the layers each iteration syncs; unset: one event per layer
   std::optional<Buckets> buckets;
   if (!options.plan_path.empty()) {
     plan = read_plan_file(options.plan_path, profile);
-    const Assignment assignment = assignment_from_plan(*plan, times, options.plan_path);
-    if (plan->buckets) buckets = buckets_from_plan(*plan->buckets, assignment, times, options.plan_path);
-    timing = buckets ? time_buckets(times, *buckets) : time_assignment(times, assignment);
+    assignment = assignment_from_plan(*plan, times, options.plan_path);
+    if (plan->buckets) buckets = buckets_from_plan(*plan->buckets, *assignment, times, options.plan_path);
+    timing = buckets ? time_buckets(times, *buckets) : time_assignment(times, *assignment);
     what = "plan " + options.plan_path + " (" + plan->algorithm + ")";
     if (buckets)
       what += ", " + std::to_string(allreduce_count(*buckets)) + " fused all-reduces (alpha " +
               seconds_text(buckets->alpha_s) + " s)";
   } else {
-    timing = run_strategy(options.strategy, times, period).timing;
+    StrategyResult result = run_strategy(options.strategy, times, period);
+    timing = std::move(result.timing);
+    assignment = std::move(result.assignment);
     what = "strategy " + options.strategy;
   }
   const int h_count = static_cast<int>(timing.iteration_s.size());
@@ -93,10 +98,17 @@ int run_simulate(const SimulateOptions& options) {
             << seconds_text(timing.period_s / h_count) << "  total_wait_s "
             << seconds_text(timing.total_wait_s()) << "  lower_bound_period_s "
             << seconds_text(lower_bound) << '\n';
-  std::vector<std::vector<std::string>> table = {{"iteration", "iteration_s", "wait_s", "syncs"}};
-  for (int h = 0; h < h_count; ++h)
+  // Layers averaged per iteration, and the all-reduces that average them: a fused bucket is one
+  // all-reduce; tied layers and layers whose sync time is 0 issue none (has_allreduce).
+  std::vector<std::vector<std::string>> table = {{"iteration", "iteration_s", "wait_s", "layers_synced", "allreduces"}};
+  for (int h = 0; h < h_count; ++h) {
+    const auto& events = timing.syncs[h];
+    const auto allreduces = std::count_if(events.begin(), events.end(),
+                                          [&](const SyncEvent& sync) { return has_allreduce(times, sync.layer); });
     table.push_back({std::to_string(h), seconds_text(timing.iteration_s[h]), seconds_text(timing.wait_s[h]),
-                     std::to_string(timing.syncs[h].size())});
+                     std::to_string(assignment ? assignment->iterations[h].size() : events.size()),
+                     std::to_string(allreduces)});
+  }
   print_table(std::cout, table);
 
   if (plan && plan->predicted) {
@@ -269,7 +281,9 @@ int run_simulate_des(const SimulateOptions& options) {
 void add_simulate_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<SimulateOptions>();
   CLI::App* simulate = app.add_subcommand(
-      "simulate", "Time a plan or a strategy under the period model (seconds; SPEC section 5)");
+      "simulate", "Time a plan or a strategy under the period model (seconds; SPEC section 5). Prints per "
+                  "iteration its time, wait, layers_synced and allreduces (a fused bucket is one all-reduce; a "
+                  "tied layer or one whose sync_s is 0 issues none)");
   simulate->add_option("--profile", options->profile_path, "syncplan.profile/v1 file")->required();
   CLI::Option* plan = simulate->add_option("--plan", options->plan_path, "syncplan.plan/v1 file to time");
   CLI::Option* strategy = simulate->add_option(

@@ -31,6 +31,11 @@ struct ProfileOptions {
 /// repository's data/ compiled in.
 std::filesystem::path data_dir();
 
+/// The spec file --model names (resolve_model_spec in data_dir()/models), checked to be a readable
+/// file. Throws InputError "--model ...": a directory (not a spec file or a known model name; the
+/// message lists the known names and where they are), an unknown name, a missing file.
+std::filesystem::path model_spec_path(const std::string& model);
+
 /// True when this build has the CUDA profiler and the CUDA runtime sees a device (plan --model's
 /// `--device auto` then measures instead of estimating).
 bool cuda_profiling_available();

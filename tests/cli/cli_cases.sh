@@ -12,6 +12,7 @@
 #   fused_buckets                     plan --fuse-buckets: buckets, bound, period model and DES agree
 #   link_fit                          plan/simulate --link: all-reduce times from an alpha-beta fit
 #   main_job                          the README's plan --model gpt2 --cluster, reproduced by the DES
+#   huge_times                        a backward time of 1e200 s prints as 1e+200, in short lines
 set -euo pipefail
 
 case_name="$1" syncplan="$2" python="$3" workdir="$4"
@@ -176,6 +177,10 @@ fused_buckets() {
   grep -q "2 all-reduces per period instead of 3" plan.txt || { echo "FAIL: fusion summary"; exit 1; }
   run simulate --profile profile.json --plan plan.json -o result.json --trace trace.json | tee simulate.txt
   grep -q "reproduces the plan's predicted figures" simulate.txt || { echo "FAIL: not reproduced"; exit 1; }
+  # The one iteration averages 3 layers with 2 all-reduces ({head}, {hidden embed}); wait 5.1 - 3 ms.
+  grep -Eq '^iteration +iteration_s +wait_s +layers_synced +allreduces$' simulate.txt &&
+    grep -Eq '^0 +0\.005100 +0\.002100 +3 +2$' simulate.txt ||
+    { echo "FAIL: simulate's table does not say 3 layers synced by 2 all-reduces"; exit 1; }
   run simulate --profile profile.json --plan plan.json --cluster "$data/cluster_2workers.json" -o des.json
   "$python" - <<'PY' || { echo "FAIL: fused plan figures"; exit 1; }
 import json
@@ -204,6 +209,26 @@ PY
   "$python" -c 'import json; p = json.load(open("model-plan.json"))["predicted"]["period_s"]; assert abs(p - 4.60056e-3) < 1e-12, p' ||
     { echo "FAIL: cost-model plan period"; exit 1; }
   echo "ok: fused buckets"
+}
+
+# Tables stay readable with absurd but finite times: tiny_profile.json with head's backward 1e200 s.
+# B_L = 1e200 + 2 ms rounds to 1e200, and every sync ends there too (3 ms is below its last digit):
+# wait 0, iteration = F + B_L + U = 1e200, period of H = 2: 2e200 s. SPEC section 5.
+huge_times() {
+  "$python" - "$data/tiny_profile.json" <<'PY'
+import json, sys
+profile = json.load(open(sys.argv[1]))
+profile["layers"][2]["backward_s"] = 1e200
+json.dump(profile, open("profile.json", "w"))
+PY
+  run simulate --profile profile.json --strategy wfbp --period 2 | tee simulate.txt
+  grep -q "^period_s 2e+200  mean_iteration_s 1e+200  total_wait_s 0.000000 " simulate.txt &&
+    grep -Eq '^1 +1e\+200 +0\.000000 +3 +3$' simulate.txt ||
+    { echo "FAIL: 1e200 s not printed as 1e+200"; exit 1; }
+  run plan --profile profile.json --period 2 -o plan.json | tee plan.txt
+  grep -Eq '^ssgd +2e\+200 +1e\+200 +' plan.txt || { echo "FAIL: plan table"; exit 1; }
+  if awk 'length > 160 { exit 1 }' simulate.txt plan.txt; then :; else echo "FAIL: a line over 160 characters"; exit 1; fi
+  echo "ok: huge times print short"
 }
 
 # --link (SPEC section 7): link_8workers.json fits T(n) = 7e-4 + 1.4e-9 n s at 8 workers, the same
@@ -272,6 +297,6 @@ fifo_output() {
 }
 
 case "$case_name" in
-  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | fused_buckets | link_fit | main_job) "$case_name" "$@" ;;
+  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | fused_buckets | link_fit | main_job | huge_times) "$case_name" "$@" ;;
   *) echo "cli_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac

@@ -1,0 +1,149 @@
+// Where the readers draw the line: null only where a format documents it (docs/formats.md,
+// SPEC section 3), link fits within a day, and numbers printed for people in short cells.
+#include "core/cluster.hpp"
+#include "core/errors.hpp"
+#include "core/json_io.hpp"
+#include "core/link.hpp"
+#include "core/plan.hpp"
+#include "core/profile.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using namespace syncplan;
+using Catch::Contains;
+
+namespace {
+
+Json parse(const std::string& text) { return parse_json_text(text, "fixture"); }
+
+/// The message of the InputError `read` throws; fails the test when it throws nothing.
+template <typename Read>
+std::string error_of(Read read) {
+  try {
+    read();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  FAIL("no InputError thrown");
+  return "";
+}
+
+Profile one_layer_profile() {
+  Profile profile;
+  profile.model = "toy";
+  profile.source = "estimated:hand";
+  LayerProfile layer;
+  layer.name = "fc";
+  layer.backward_s = 1;
+  layer.sync_s = 1;
+  profile.layers.push_back(layer);
+  return profile;
+}
+
+/// A one-layer, one-iteration plan document whose top level ends with `extra` (",\"key\": value").
+Json plan_document(const std::string& extra) {
+  return parse(R"({"format": "syncplan.plan/v1", "model": "toy", "period": 1, "algorithm": "hand",
+                   "layers": [{"name": "fc", "sync_iterations": [0]}])" + extra + "}");
+}
+
+/// A valid link fit whose field `key` is replaced by `value` (a JSON text).
+Json link_document(const std::string& key, const std::string& value) {
+  Json document = parse(R"({"format": "syncplan.link/v1", "collective": "allreduce", "workers": 8,
+    "source": "estimated:hand", "alpha_s": 0.0007, "beta_s_per_byte": 1.4e-09, "r_squared": 1.0,
+    "samples": [{"size_bytes": 0, "time_s": 0.0007, "algbw_GBps": 0.0, "busbw_GBps": 0.0}]})");
+  if (key == "time_s") document["samples"][0]["time_s"] = parse(value);
+  else document[key] = parse(value);
+  return document;
+}
+
+Json cluster_document(const std::string& extra) {
+  return parse(R"({"format": "syncplan.cluster/v1", "workers": 2,
+                   "intra_node": {"bandwidth_Gbps": 10, "latency_us": 5})" + extra + "}");
+}
+
+}  // namespace
+
+TEST_CASE("readers: Null::kUnknown reads null as absent, Null::kRejected hands it to the type check", "[json]") {
+  const Json document = parse(R"({"a": null, "b": "text"})");
+  ObjectReader unknown(document, "fixture");
+  CHECK(unknown.optional("a") == nullptr);
+  CHECK_FALSE(unknown.optional_string("a").has_value());
+  CHECK(unknown.optional("missing", Null::kRejected) == nullptr);  // absent is still fine
+  CHECK(*unknown.optional_string("b", Null::kRejected) == "text");
+
+  ObjectReader rejected(document, "fixture");
+  const Json* value = rejected.optional("a", Null::kRejected);
+  REQUIRE(value != nullptr);
+  CHECK(value->is_null());
+  CHECK_THAT(error_of([&] { rejected.optional_string("a", Null::kRejected); }),
+             Contains("fixture: field 'a': expected a string, got null"));
+  CHECK_THAT(error_of([&] { rejected.optional_integer("a", 0, Null::kRejected); }),
+             Contains("fixture: field 'a': expected a whole number, got null"));
+}
+
+TEST_CASE("readers: a plan's buckets and predicted may be absent but not null", "[json]") {
+  const Profile profile = one_layer_profile();
+  CHECK_FALSE(plan_from_json(plan_document(""), "plan.json", profile).buckets.has_value());
+  CHECK_THAT(error_of([&] { plan_from_json(plan_document(R"(, "buckets": null)"), "plan.json", profile); }),
+             Contains("plan.json: field 'buckets': expected a JSON object, got null"));
+  CHECK_THAT(error_of([&] { plan_from_json(plan_document(R"(, "predicted": null)"), "plan.json", profile); }),
+             Contains("plan.json: field 'predicted': expected a JSON object, got null"));
+  // Documented nulls stay readable: the model, and the bound of a prediction (plan_to_json writes both).
+  Json document = plan_document(
+      R"(, "predicted": {"period_s": 2, "iteration_s": [2], "wait_s": [0], "lower_bound_period_s": null})");
+  document["model"] = nullptr;
+  const Plan plan = plan_from_json(document, "plan.json", profile);
+  CHECK_FALSE(plan.model.has_value());
+  CHECK_FALSE(plan.predicted->lower_bound_period_s.has_value());
+}
+
+TEST_CASE("readers: a profile layer's tied_to may be absent but not null, its times null", "[json]") {
+  const std::string head = R"({"format": "syncplan.profile/v1", "model": null, "source": "estimated:hand",
+    "workers": null, "layers": [{"name": "fc", "param_count": null, "param_bytes": null, "forward_s": null,
+    "backward_s": null, "update_s": null, "sync_s": null)";
+  CHECK_FALSE(profile_from_json(parse(head + "}]}"), "p.json").layers[0].tied_to.has_value());
+  CHECK_THAT(error_of([&] { profile_from_json(parse(head + R"(, "tied_to": null}]})"), "p.json"); }),
+             Contains("p.json: layer 'fc': field 'tied_to': expected a string, got null"));
+}
+
+TEST_CASE("readers: no optional key of a cluster may be null", "[json]") {
+  CHECK(cluster_from_json(cluster_document(""), "c.json").workers == 2);
+  for (const char* key : {"name", "workers_per_node", "inter_node", "allreduce", "compute_slowdown", "jitter"}) {
+    INFO(key);
+    const std::string message =
+        error_of([&] { cluster_from_json(cluster_document(std::string(R"(, ")") + key + R"(": null)"), "c.json"); });
+    CHECK_THAT(message, Contains(std::string("c.json: field '") + key + "'") && Contains("got null"));
+  }
+  CHECK_THAT(error_of([&] {
+               const std::string jitter = R"(, "jitter": {"distribution": "normal", "sigma": 0.1, "seed": null})";
+               cluster_from_json(cluster_document(jitter), "c.json");
+             }),
+             Contains("field 'jitter': field 'seed'") && Contains("got null"));
+}
+
+TEST_CASE("readers: a link fit's times are at most a day", "[json]") {
+  // 86400 s is the bound itself and reads; 86400.001 s or 1e300 does not.
+  CHECK(link_from_json(link_document("alpha_s", "86400"), "l.json").alpha_s == 86400);
+  CHECK(link_from_json(link_document("beta_s_per_byte", "86400"), "l.json").beta_s_per_byte == 86400);
+  CHECK_THAT(error_of([] { link_from_json(link_document("alpha_s", "86400.001"), "l.json"); }),
+             Contains("l.json: field 'alpha_s': at most 86400 (a day)"));
+  CHECK_THAT(error_of([] { link_from_json(link_document("beta_s_per_byte", "1e300"), "l.json"); }),
+             Contains("l.json: field 'beta_s_per_byte': at most 86400 (a day), got 1.0000000000000001e+300"));
+  CHECK_THAT(error_of([] { link_from_json(link_document("time_s", "1e200"), "l.json"); }),
+             Contains("l.json: samples[0]: field 'time_s': at most 86400"));
+}
+
+TEST_CASE("format_short: fixed decimals from 10^-decimals up to 1e6, else 6 significant digits", "[format]") {
+  CHECK(format_short(0.0, 6) == "0.000000");
+  CHECK(format_short(0.0015, 6) == "0.001500");
+  CHECK(format_short(1e-6, 6) == "0.000001");   // the smallest fixed value at 6 decimals
+  CHECK(format_short(2.5e-9, 6) == "2.5e-09");  // below it: exponent form, digits kept
+  CHECK(format_short(999999.5, 2) == "999999.50");
+  CHECK(format_short(1234567.0, 2) == "1.23457e+06");
+  CHECK(format_short(1e200, 6) == "1e+200");
+  CHECK(format_short(-1e300, 6) == "-1e+300");
+  CHECK(format_short(0.005, 2) == "0.005");
+  CHECK(format_short(12.3456, 2) == "12.35");
+}
