@@ -5,6 +5,7 @@
 #include "core/errors.hpp"
 #include "core/units.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdlib>
@@ -42,11 +43,15 @@ struct ParsedLog {
   std::vector<std::pair<std::string, std::string>> programs;  ///< (where, program name)
   std::optional<int> ranks;
   std::string ranks_where;                                  ///< what the rank count was read from
+  std::string ranks_problem;  ///< why the log's rank count is unusable ("" when absent or read)
   bool cputime = false;                                     ///< times are host-side (-C 1)
   bool complete = true;                                     ///< the text footer was seen
   std::vector<ResultRow> rows;
   std::vector<std::string> warnings;
 };
+
+// The most ranks a log may describe, as --workers allows.
+constexpr std::int64_t kMaxRanks = 1 << 16;
 
 // Bytes per element of nccl-tests' type names (src/common.cu); others are not size-checked.
 const std::map<std::string, std::int64_t>& type_sizes() {
@@ -72,6 +77,19 @@ std::vector<std::string> split_words(const std::string& line) {
 
 bool all_digits(const std::string& text) {
   return !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+}
+
+// A decimal number as printf writes one, sign and exponent allowed (-8, 2.5, 1e+06); not nan/inf/hex.
+bool is_decimal_number(const std::string& text) {
+  static const std::regex number(R"([-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?)");
+  return std::regex_match(text, number);
+}
+
+// Every layout starts with the size and count columns: a line that opens with an unsigned integer,
+// or with two numbers of any sign, is a data row (and an error when it is not a good one), never
+// chatter to skip.
+bool is_data_row(const std::vector<std::string>& words) {
+  return all_digits(words[0]) || (words.size() >= 2 && is_decimal_number(words[0]) && is_decimal_number(words[1]));
 }
 
 std::int64_t parse_whole(const std::string& token, const std::string& where) {
@@ -218,6 +236,12 @@ ParsedLog parse_text(const std::string& text, const std::string& path) {
       } else {
         std::vector<std::string> names = split_words(line.substr(1));
         if (auto header = columns_from_header(names, "line " + std::to_string(number))) {
+          // all_reduce_perf prints one header per run (-d all and -o all included); a second one is a
+          // second run, or the tables of several processes of a build without MPI run under mpirun.
+          if (columns)
+            throw InputError(where + ": a second column header (the first is on " + columns->header_where +
+                             "): two runs in one log (or several processes of a build without MPI, each "
+                             "printing its own table); import one run at a time");
           columns = std::move(header);
           log.cputime = columns->cputime;
         }
@@ -225,7 +249,7 @@ ParsedLog parse_text(const std::string& text, const std::string& path) {
       continue;
     }
     const std::vector<std::string> words = split_words(line);
-    if (!all_digits(words[0])) continue;  // NCCL INFO/WARN lines and other chatter between rows
+    if (!is_data_row(words)) continue;  // NCCL INFO/WARN lines and other chatter between rows
     if (!columns) throw InputError(where + ": a data row before the column header ('# size count type ...')");
     log.rows.push_back(row_from_words(words, *columns, where));
     log.rows.back().where = "line " + std::to_string(number);
@@ -233,8 +257,8 @@ ParsedLog parse_text(const std::string& text, const std::string& path) {
   if (!ranks.empty()) {
     const bool numbered = *ranks.begin() == 0 && *ranks.rbegin() == static_cast<int>(ranks.size()) - 1;
     if (ranks_truncated || !numbered) {
-      log.warnings.push_back(path + ": the device list (" + first_rank_where +
-                             ") is incomplete; its rank count is not used");
+      log.ranks_problem = "the device list ('#  Rank' lines from " + first_rank_where +
+                          ") is incomplete (cut at 2,048 bytes per process, or ranks missing)";
     } else {
       log.ranks = static_cast<int>(ranks.size());
       log.ranks_where = "the " + std::to_string(ranks.size()) + " '# Rank' lines from " + first_rank_where;
@@ -278,26 +302,72 @@ std::optional<Measurement> json_measurement(const Json& result, const std::strin
   return measurement;
 }
 
+// The -J format versions read here: JSON_FILE_VERSION of nccl-tests' src/util.cu, 1 when -J
+// appeared and 3 in the 2025 releases. Their results[] and config fields read here are the same.
+constexpr std::int64_t kFirstJsonVersion = 1;
+constexpr std::int64_t kLastJsonVersion = 3;
+
+void check_json_version(const Json& document, const std::string& path) {
+  const std::string known = "nccl-tests -J versions " + std::to_string(kFirstJsonVersion) + " to " +
+                            std::to_string(kLastJsonVersion) + " are read";
+  const auto version = document.find("version");
+  if (version == document.end())
+    throw InputError(path + ": missing field 'version' (every nccl-tests -J file has one; " + known + ")");
+  const auto number = integer_value(*version);
+  if (!number || *number < kFirstJsonVersion || *number > kLastJsonVersion)
+    throw InputError(path + ": field 'version': " + version->dump() + " is not a format this reader knows (" +
+                     known + ")");
+}
+
+// Ranks from config: nthreads x ngpus per process, one config.devices entry per process (each
+// lists its first rank only). Sets log.ranks, or log.ranks_problem naming the field at fault.
+void read_json_ranks(const Json& document, ParsedLog& log) {
+  const auto config = document.find("config");
+  if (config == document.end() || !config->is_object()) {
+    log.ranks_problem = config == document.end() ? "no field 'config'"
+                                                 : "field 'config': expected an object, got " + json_type_name(*config);
+    return;
+  }
+  std::int64_t per_process = 1;  // nthreads x ngpus, each capped at kMaxRanks so that it cannot overflow
+  std::string factors;           // "nthreads 1 x ngpus 8"
+  for (const char* key : {"nthreads", "ngpus"}) {
+    const auto it = config->find(key);
+    const auto value = it == config->end() ? std::nullopt : integer_value(*it);
+    if (!value || *value < 1) {
+      log.ranks_problem = "field 'config." + std::string(key) + "': " +
+                          (it == config->end() ? std::string("missing") : "expected a whole number >= 1, got " + it->dump());
+      return;
+    }
+    per_process *= std::min(*value, kMaxRanks);
+    factors += (factors.empty() ? "" : " x ") + std::string(key) + " " + std::to_string(*value);
+  }
+  const auto devices = config->find("devices");
+  if (devices == config->end() || !devices->is_array() || devices->empty()) {
+    log.ranks_problem = "field 'config.devices': " +
+                        (devices == config->end() ? std::string("missing")
+                                                  : "expected a non-empty array (one entry per process), got " +
+                                                        std::string(devices->is_array() ? "[]" : json_type_name(*devices)));
+    return;
+  }
+  const std::int64_t ranks = per_process * static_cast<std::int64_t>(devices->size());
+  log.ranks_where = "config: " + factors + " x " + std::to_string(devices->size()) + " processes";
+  if (ranks > kMaxRanks) {
+    log.ranks_problem = log.ranks_where + " is more than " + std::to_string(kMaxRanks) + " ranks";
+    return;
+  }
+  log.ranks = static_cast<int>(ranks);
+}
+
 ParsedLog parse_json(const Json& document, const std::string& path) {
   ParsedLog log;
   log.format = "json";
   if (!document.is_object()) throw InputError(path + ": expected a JSON object (nccl-tests -J), got " +
                                               json_type_name(document));
+  check_json_version(document, path);
   if (const auto args = document.find("args"); args != document.end() && args->is_array() && !args->empty() &&
                                                (*args)[0].is_string())
     log.programs.emplace_back(path + ": args[0]", (*args)[0].get<std::string>());
-  if (const auto config = document.find("config"); config != document.end() && config->is_object()) {
-    const auto threads = integer_value(config->value("nthreads", Json()));
-    const auto gpus = integer_value(config->value("ngpus", Json()));
-    const auto devices = config->find("devices");
-    if (threads && gpus && devices != config->end() && devices->is_array() && !devices->empty() && *threads >= 1 &&
-        *gpus >= 1 && *threads * *gpus * static_cast<std::int64_t>(devices->size()) <= (1 << 16)) {
-      // One device entry per process (each lists its first rank only): nthreads x ngpus ranks each.
-      log.ranks = static_cast<int>(*threads * *gpus * static_cast<std::int64_t>(devices->size()));
-      log.ranks_where = "config: nthreads " + std::to_string(*threads) + " x ngpus " + std::to_string(*gpus) +
-                        " x " + std::to_string(devices->size()) + " processes";
-    }
-  }
+  read_json_ranks(document, log);
   const auto results = document.find("results");
   if (results == document.end()) throw InputError(path + ": missing field 'results' (not an nccl-tests -J file?)");
   if (!results->is_array()) throw InputError(path + ": field 'results': expected an array, got " +
@@ -356,20 +426,28 @@ void check_allreduce_row(const ResultRow& row, const std::string& path) {
     throw InputError(where + ": root " + std::to_string(*row.root) +
                      ": a rooted collective (reduce, broadcast), not an all-reduce (root -1)");
   const auto type_size = type_sizes().find(row.type);
-  if (type_size != type_sizes().end() && row.count > 0 && row.size_bytes != row.count * type_size->second)
+  if (type_size != type_sizes().end() && row.size_bytes != row.count * type_size->second)
     throw InputError(where + ": size " + std::to_string(row.size_bytes) + " bytes is not count " +
                      std::to_string(row.count) + " x " + std::to_string(type_size->second) + " bytes (" + row.type +
-                     "): the layout of all_gather or reduce_scatter, not an all-reduce");
+                     (row.count > 0 ? "): the layout of all_gather or reduce_scatter, not an all-reduce"
+                                    : "): a row of no elements moves no bytes"));
 }
 
-int resolve_workers(const ParsedLog& log, const NcclTestsImportOptions& options, const std::string& path) {
+// The log's rank count, or --workers when the log has none or an unusable one (said in `warnings`).
+int resolve_workers(const ParsedLog& log, const NcclTestsImportOptions& options, const std::string& path,
+                    std::vector<std::string>& warnings) {
   if (log.ranks && options.workers && *log.ranks != *options.workers)
     throw InputError("--workers " + std::to_string(*options.workers) + ": " + path + " was run on " +
                      std::to_string(*log.ranks) + " ranks (" + log.ranks_where + ")");
   if (log.ranks) return *log.ranks;
-  if (options.workers) return *options.workers;
-  throw InputError(path + ": the log does not say how many ranks ran (no '#  Rank' lines" +
-                   std::string(log.format == "json" ? ", no config.devices" : "") + "); give --workers N");
+  if (options.workers) {
+    if (!log.ranks_problem.empty())
+      warnings.push_back(path + ": " + log.ranks_problem + "; using --workers " + std::to_string(*options.workers));
+    return *options.workers;
+  }
+  if (!log.ranks_problem.empty())
+    throw InputError(path + ": " + log.ranks_problem + ", so the rank count is unknown; --workers N gives it");
+  throw InputError(path + ": the log does not say how many ranks ran (no '#  Rank' lines); give --workers N");
 }
 
 }  // namespace
@@ -377,18 +455,19 @@ int resolve_workers(const ParsedLog& log, const NcclTestsImportOptions& options,
 NcclTestsImport import_nccl_tests(const std::string& path, const NcclTestsImportOptions& options) {
   const std::string text = read_text_file(path);
   const auto first = text.find_first_not_of(" \t\r\n");
-  const ParsedLog log = first != std::string::npos && text[first] == '{' ? parse_json(parse_json_text(text, path), path)
-                                                                          : parse_text(text, path);
+  if (first == std::string::npos)
+    throw InputError(path + ": the file is empty (expected all_reduce_perf's output or its -J JSON file)");
+  const ParsedLog log = text[first] == '{' ? parse_json(parse_json_text(text, path), path) : parse_text(text, path);
   for (const auto& [where, program] : log.programs) check_program(where, program);
   if (log.rows.empty())
     throw InputError(path + ": no data rows (expected all_reduce_perf's table: size count type redop root time "
                      "algbw busbw ...)");
-  const int workers = resolve_workers(log, options, path);
-  const std::string workers_from = log.ranks ? log.ranks_where : "--workers";
-
   NcclTestsImport result;
   result.format = log.format;
   result.warnings = log.warnings;
+  const int workers = resolve_workers(log, options, path, result.warnings);
+  const std::string workers_from = log.ranks ? log.ranks_where : "--workers";
+
   for (const auto& [where, program] : log.programs) result.program = program;
   std::vector<LinkSample> samples;
   const char* placement = options.in_place ? "in-place" : "out-of-place";

@@ -28,16 +28,22 @@ struct NcclTestsImport {
 };
 
 /// Reads an all_reduce_perf result file: JSON when its first non-blank character is '{' (the -J
-/// output), else the text table that all_reduce_perf prints. The rank count comes from the log
-/// ("#  Rank" lines; in JSON nthreads x ngpus x the device list) or from options.workers; both
-/// given must agree. Samples use the out-of-place time (or in-place with options.in_place); rows
-/// whose time is N/A or nan, or that report wrong elements, are skipped with a warning.
-/// Throws InputError naming `path` (and the line or result index) for: an unreadable file, invalid
-/// or truncated JSON, a text row cut short or with the wrong number of columns, a data row before
-/// the column header, a log of another collective (all_gather_perf, ...; or rows whose redop is
-/// none, whose root is not -1, or whose size is not count x type size), algbw not size/time or
-/// busbw not algbw x 2(n-1)/n (loosely, for the printed rounding), no rank count, no usable row,
-/// and the fit's own errors (fit_alpha_beta).
+/// output, format versions 1 to 3), else the text table that all_reduce_perf prints. A text line
+/// opening with an unsigned integer or with two numbers is a data row (the size and count columns
+/// lead every layout), so a bad row is an error, never skipped as chatter. The rank count comes
+/// from the log ("#  Rank" lines; in JSON config.nthreads x config.ngpus x the device list) or from
+/// options.workers; both given must agree; options.workers replaces an unusable count in the log
+/// (an incomplete device list, a bad config field) with a warning. Samples use the out-of-place
+/// time (or in-place with options.in_place); rows whose time is N/A or nan, or that report wrong
+/// elements, are skipped with a warning.
+/// Throws InputError naming `path` (and the line, result index or field) for: an unreadable or
+/// empty file, invalid or truncated JSON, a JSON 'version' other than 1 to 3, a text row cut short
+/// or with the wrong number of columns, a size or count that is not a whole number >= 0, a negative
+/// time or bandwidth, a data row before the column header, a second column header (two runs in one
+/// log), a log of another collective (all_gather_perf, ...; or rows whose redop is none, whose root
+/// is not -1, or whose size is not count x type size), algbw not size/time or busbw not algbw x
+/// 2(n-1)/n (loosely, for the printed rounding), no usable rank count (naming the field or lines at
+/// fault) without options.workers, no usable row, and the fit's own errors (fit_alpha_beta).
 NcclTestsImport import_nccl_tests(const std::string& path, const NcclTestsImportOptions& options);
 
 }  // namespace syncplan

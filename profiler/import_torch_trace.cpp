@@ -61,6 +61,11 @@ std::optional<std::int64_t> integer_arg(const Json& event, const char* key) {
   return integer_value(*value);
 }
 
+// Chrome trace `ts` and `dur` are microseconds. A host range longer than a day is no measurement
+// (a corrupt or hand-edited trace), and a huge one would enclose every later range and silently
+// turn the layer into a container.
+constexpr double kLongestEvent_us = 86400 * units::kMicrosecondsPerSecond;
+
 Span read_span(const Json& event, const std::string& where) {
   const auto ts = event.find("ts");
   if (ts == event.end()) throw InputError(where + ": missing field 'ts'");
@@ -70,6 +75,9 @@ Span read_span(const Json& event, const std::string& where) {
   if (dur == event.end())
     throw InputError(where + ": missing field 'dur' (a complete event needs its duration, microseconds)");
   const double duration_us = read_nonnegative_number(*dur, where + ": field 'dur'");
+  if (duration_us > kLongestEvent_us)
+    throw InputError(where + ": field 'dur': " + format_exact(duration_us) +
+                     " us is over a day; not a plausible duration (Chrome trace durations are microseconds)");
   const auto id = [&](const char* key) {
     const auto it = event.find(key);
     return it == event.end() ? std::string("null") : it->dump();

@@ -155,7 +155,9 @@ void add_import_commands(CLI::App& app, Action& action) {
                     "syncplan.link/v1 alpha-beta fit (docs/link.md)");
   from_nccl_tests->add_option("log", nccl_tests->log_path, "all_reduce_perf's output: text log or -J JSON")->required();
   from_nccl_tests->add_option("--workers", nccl_tests->workers,
-                              "ranks of the run, when the log has no '#  Rank' lines (default: from the log)")
+                              "ranks of the run, when the log gives no usable count ('#  Rank' lines, -J "
+                              "config.nthreads x ngpus x devices; a warning names what it replaces), else it must "
+                              "agree (default: from the log)")
       ->check(CLI::Range(1, 1 << 16));
   from_nccl_tests->add_flag("--in-place", nccl_tests->in_place,
                             "fit the in-place times instead of the out-of-place ones (default: out-of-place)");

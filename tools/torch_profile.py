@@ -54,8 +54,9 @@ MODULE:CLASS (or FILE.py:CLASS) names a class built with no arguments whose inst
 `example_inputs(batch, seq)` (a tuple of forward arguments) and `example_loss(output, inputs)`
 (a scalar tensor); the built-in tiny-gpt is such a class.
 
-Exit codes: 0 success; 2 bad arguments (one line on stderr); 1 any other failure. Outputs are
-written whole or not at all (temporary file, then rename).
+Exit codes: 0 success; 2 bad arguments or an output that cannot be written (one line on stderr);
+1 any other failure. Outputs are written whole or not at all (temporary file, then rename), with the
+mode any new file gets (0666 less the umask).
 """
 
 import argparse
@@ -64,6 +65,7 @@ import importlib.util
 import json
 import math
 import os
+import secrets
 import statistics
 import sys
 import tempfile
@@ -612,20 +614,52 @@ def summarize(order, whole_forward_s, whole_backward_s, whole_step_s, optimizers
 # Output
 # --------------------------------------------------------------------------------------------------
 
+# Tries at a fresh temporary name before giving up (each name has 48 random bits).
+TEMPORARY_NAME_TRIES = 100
+
+
+def _create_beside(target):
+    """Opens a new hidden temporary file beside `target` for writing; returns (file, its path).
+
+    The file gets the mode any new file gets, 0666 less the umask (tempfile.mkstemp would make it
+    0600, so the renamed output would be private while every other file is not)."""
+    folder, name = os.path.split(target)
+    for _ in range(TEMPORARY_NAME_TRIES):
+        temporary = os.path.join(folder, f".{name}.tmp.{secrets.token_hex(6)}")
+        try:
+            handle = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        except FileExistsError:
+            continue
+        return os.fdopen(handle, "w"), temporary
+    raise FileExistsError(f"no free temporary name beside {target} after {TEMPORARY_NAME_TRIES} tries")
+
+
 def write_outputs(files):
-    """Writes every (path, text) to a temporary file beside it, then renames them all."""
-    temporaries = []
+    """Writes every (path, text) whole or not at all, as core/json_io.hpp's OutputFiles does: each to
+    a temporary file beside it (beside a symbolic link's target, which is replaced), then renames
+    them all. A target that exists and is not a regular file (/dev/null, a FIFO) is written
+    directly, after the others. Raises UsageError "PATH: cannot write file (...)" on failure."""
+    renamed, direct = [], []
     try:
-        for path, text in files:
-            folder = os.path.dirname(os.path.abspath(path))
-            handle, temporary = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".tmp.", dir=folder)
-            temporaries.append(temporary)
-            with os.fdopen(handle, "w") as out:
-                out.write(text)
-        for (path, _), temporary in zip(files, temporaries):
-            os.replace(temporary, path)
+        try:
+            for path, text in files:
+                target = os.path.realpath(path)
+                if os.path.exists(target) and not os.path.isfile(target):
+                    direct.append((path, target, text))
+                    continue
+                out, temporary = _create_beside(target)
+                renamed.append((path, target, temporary))
+                with out:
+                    out.write(text)
+            for path, target, temporary in renamed:
+                os.replace(temporary, target)
+            for path, target, text in direct:
+                with open(target, "w") as out:
+                    out.write(text)
+        except OSError as error:
+            raise UsageError(f"{path}: cannot write file ({error.strerror or error})") from error
     finally:
-        for temporary in temporaries:
+        for _, _, temporary in renamed:
             if os.path.exists(temporary):
                 os.remove(temporary)
 

@@ -200,3 +200,126 @@ TEST_CASE("bad nccl-tests logs are refused naming file and line", "[nccl-tests]"
     }
   }
 }
+
+TEST_CASE("the -J file's version: 1 to 3 are read, others refused naming the field", "[nccl-tests]") {
+  // nccl-tests has written JSON_FILE_VERSION 1 (when -J appeared) to 3; the fields read are the same.
+  const std::string text = sample_text("allreduce_16gpu.json");
+  REQUIRE(text.rfind("{\"version\":2,", 0) == 0);
+  const auto with_version = [&](const std::string& version) {
+    return write_log("version.json", "{\"version\":" + version + "," + text.substr(std::string("{\"version\":2,").size()));
+  };
+  for (const char* version : {"1", "3"}) {
+    INFO("version " << version);
+    CHECK(import_nccl_tests(with_version(version), {}).link.samples.size() == 25);
+  }
+  for (const char* version : {"9", "0", "\"2\"", "2.5", "null"}) {
+    INFO("version " << version);
+    CHECK_THROWS_WITH(import_nccl_tests(with_version(version), {}),
+                      Contains("version.json: field 'version': " + std::string(version)) && Contains("1 to 3"));
+  }
+  const std::string unversioned = "{" + text.substr(std::string("{\"version\":2,").size());
+  CHECK_THROWS_WITH(import_nccl_tests(write_log("unversioned.json", unversioned), {}),
+                    Contains("missing field 'version'") && Contains("1 to 3"));
+}
+
+TEST_CASE("the -J file's config: a bad rank field is named; --workers overrides it with a warning",
+          "[nccl-tests]") {
+  // allreduce_16gpu.json's config: "nthreads":1,"ngpus":8, 2 devices -> 16 ranks.
+  const std::string text = sample_text("allreduce_16gpu.json");
+  struct Case {
+    std::string from, to, expected;
+  };
+  const std::vector<Case> cases = {
+      {"\"ngpus\":8,", "\"ngpus\":0,", "field 'config.ngpus': expected a whole number >= 1, got 0"},
+      {"\"ngpus\":8,", "\"ngpus\":-1,", "field 'config.ngpus': expected a whole number >= 1, got -1"},
+      {"\"ngpus\":8,", "\"ngpus\":\"8\",", "field 'config.ngpus': expected a whole number >= 1, got \"8\""},
+      {"\"ngpus\":8,", "\"ngpus\":1.5,", "field 'config.ngpus': expected a whole number >= 1, got 1.5"},
+      {"\"ngpus\":8,", "", "field 'config.ngpus': missing"},
+      {"\"nthreads\":1,", "\"nthreads\":0,", "field 'config.nthreads': expected a whole number >= 1, got 0"},
+      {"\"devices\":[{", "\"no_devices\":[{", "field 'config.devices': missing"},
+      {"\"config\":{", "\"settings\":{", "no field 'config'"},
+  };
+  for (const Case& bad : cases) {
+    INFO(bad.to);
+    const auto at = text.find(bad.from);
+    REQUIRE(at != std::string::npos);
+    const std::string path = write_log("config.json", std::string(text).replace(at, bad.from.size(), bad.to));
+    CHECK_THROWS_WITH(import_nccl_tests(path, {}),
+                      Contains("config.json: " + bad.expected) && Contains("--workers N gives it"));
+    NcclTestsImportOptions options;
+    options.workers = 16;
+    const NcclTestsImport imported = import_nccl_tests(path, options);
+    CHECK(imported.link.workers == 16);
+    REQUIRE(imported.warnings.size() == 1);
+    CHECK_THAT(imported.warnings[0], Contains(bad.expected) && Contains("using --workers 16"));
+  }
+  // An empty device list, and more ranks than --workers allows (65,536).
+  const auto devices = text.find("\"devices\":[");
+  const std::string no_devices = text.substr(0, devices) + "\"devices\":[]}" + text.substr(text.find("]},\"results\"") + 2);
+  CHECK_THROWS_WITH(import_nccl_tests(write_log("no_devices.json", no_devices), {}),
+                    Contains("field 'config.devices': expected a non-empty array") && Contains("got []"));
+  const std::string huge = std::regex_replace(text, std::regex("\"nthreads\":1,"), "\"nthreads\":1000000000000,");
+  CHECK_THROWS_WITH(import_nccl_tests(write_log("huge.json", huge), {}),
+                    Contains("nthreads 1000000000000 x ngpus 8 x 2 processes is more than 65536 ranks"));
+}
+
+TEST_CASE("text rows with a negative or fractional size are errors, not chatter", "[nccl-tests]") {
+  // allreduce_8gpu.log's first row (line 18) is size 8, count 2.
+  const std::string text = sample_text("allreduce_8gpu.log");
+  const std::string first = "           8             2  ";
+  REQUIRE(text.find(first) != std::string::npos);
+  for (const auto& [size, count] : std::vector<std::pair<std::string, std::string>>{
+           {"          -8", "            -2"}, {"          -8", "             2"}, {"         8.5", "             2"},
+           {"          +8", "             2"}, {"        8e+0", "             2"}}) {
+    INFO(size << " " << count);
+    const std::string bad = std::string(text).replace(text.find(first), first.size(), size + "  " + count + "  ");
+    CHECK_THROWS_WITH(import_nccl_tests(write_log("bad_size.log", bad), {}),
+                      Contains("bad_size.log: line 18: column 'size'") && Contains(size.substr(size.find_first_not_of(" "))));
+  }
+  // Lines that open with something other than a number stay chatter between rows.
+  std::string chatty = text;
+  chatty.insert(chatty.find("          16 "),
+                "node-a01:41000:41000 [0] NCCL INFO Channel 00/02 : 0 1 2 3\n"
+                "2025-03-04 10:11:12 rank 0 alive\n"
+                "-- warning: 8 slow rows\n");
+  CHECK(import_nccl_tests(write_log("chatty.log", chatty), {}).link.samples.size() == 25);
+}
+
+TEST_CASE("size and count must agree even for a count of 0; a zero-size row is a sample", "[nccl-tests]") {
+  const std::string text = sample_text("allreduce_8gpu.log");
+  const std::string first = "           8             2  ";
+  const std::string zero_count = std::string(text).replace(text.find(first), first.size(),
+                                                           "           8             0  ");
+  CHECK_THROWS_WITH(import_nccl_tests(write_log("zero_count.log", zero_count), {}),
+                    Contains("line 18: size 8 bytes is not count 0 x 4 bytes"));
+  // all_reduce_perf -b 0 starts at 0 bytes: its time is the model's alpha, 30 us, and algbw 0.
+  const std::string zero_row = "           0             0     float     sum      -1    30.00    0.00    0.00       0"
+                               "    30.00    0.00    0.00       0\n";
+  std::string with_zero = text;
+  with_zero.insert(with_zero.find(first), zero_row);
+  const NcclTestsImport imported = import_nccl_tests(write_log("zero_size.log", with_zero), {});
+  REQUIRE(imported.link.samples.size() == 26);
+  CHECK(imported.link.samples.front().size_bytes == 0);
+  check_model(imported.link, 30e-6, 5e-11);
+}
+
+TEST_CASE("empty files, two runs in one log and incomplete device lists", "[nccl-tests]") {
+  for (const char* blank : {"", "  \n\t\n"})
+    CHECK_THROWS_WITH(import_nccl_tests(write_log("blank.log", blank), {}), Contains("blank.log: the file is empty"));
+  // Two runs appended: the second header (line 64) is refused, naming the first (line 16).
+  const std::string text = sample_text("allreduce_8gpu.log");
+  CHECK_THROWS_WITH(import_nccl_tests(write_log("twice.log", text + text), {}),
+                    Contains("twice.log: line 64: a second column header") && Contains("line 16"));
+  // Rank 3's device line missing: ranks 0-2 and 4-7 are no rank count; --workers gives it, said in a warning.
+  const std::string gap = std::regex_replace(text, std::regex("#  Rank  3 [^\n]*\n"), "");
+  REQUIRE(gap != text);
+  const std::string path = write_log("gap.log", gap);
+  CHECK_THROWS_WITH(import_nccl_tests(path, {}),
+                    Contains("gap.log: the device list") && Contains("incomplete") && Contains("--workers N"));
+  NcclTestsImportOptions options;
+  options.workers = 8;
+  const NcclTestsImport imported = import_nccl_tests(path, options);
+  REQUIRE(imported.warnings.size() == 1);
+  CHECK_THAT(imported.warnings[0], Contains("incomplete") && Contains("using --workers 8"));
+  check_model(imported.link, 30e-6, 5e-11);
+}

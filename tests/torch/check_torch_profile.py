@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Checks tools/torch_profile.py on the built-in tiny-gpt (run by torch_case.sh with a Python that has torch).
 
-usage: check_torch_profile.py profile|trace|custom --syncplan BIN --workdir DIR
+usage: check_torch_profile.py profile|trace|custom|outputs --syncplan BIN --workdir DIR
 
 profile: the hook profile is a valid SPEC profile whose layers are tiny-gpt's leaf modules in
          forward order, whose parameter counts add up to an independent count, and which `syncplan
@@ -11,6 +11,9 @@ trace:   the --trace output imports with `syncplan import torch-trace` into the 
          same order, with forward and backward totals close to the hook-measured ones.
 custom:  a MODULE:CLASS model (tied_embeddings.py) whose second embedding uses only the first one's
          weight: tied_to, parameter counts by hand, and a measured backward for the tied module.
+outputs: under umask 027 the profile gets mode 0640 (0666 less the umask, as any new file: not
+         tempfile's 0600); a --trace that is a FIFO is written through, not replaced by a file; an
+         output that cannot be written (in /sys) is exit code 2 with one line naming it.
 Exit code 0 when every check holds, 1 otherwise (the failed checks are printed).
 """
 
@@ -19,8 +22,10 @@ import importlib.util
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -56,6 +61,13 @@ RUN_ARGS = ["--batch", "2", "--seq", "32", "--iters", "3", "--warmup", "1", "--t
 # T = 2(p-1) alpha + 2(p-1)/p * n / B, for p = 8 workers on 10 Gbit/s links with alpha = 5 us.
 BITS_PER_GIGABIT, BITS_PER_BYTE = 1e9, 8
 WORKERS, ALPHA_S, BANDWIDTH_BPS = 8, 5e-6, 10 * BITS_PER_GIGABIT / BITS_PER_BYTE
+
+# The outputs mode's umask (group may read, others nothing) and the mode it gives a new file.
+OUTPUT_UMASK = 0o027
+OUTPUT_MODE = 0o640
+# The quickest run that still writes a profile and a trace, for the outputs mode.
+QUICK_ARGS = ["--batch", "1", "--seq", "8", "--iters", "1", "--warmup", "0", "--threads", "1", "--trace-iters", "1"]
+FIFO_WAIT_S = 10  # after the script has exited, what it wrote to the FIFO is there at once
 
 # The trace's ranges come from other iterations than the hook medians, the profiler records every op
 # inside them (overhead the hook run does not have), torch without Kineto rounds each range to whole
@@ -201,16 +213,53 @@ def check_custom_model(checks, workdir, syncplan):
                                               "backward runs, so its span is not empty)")
 
 
+def check_outputs(checks, workdir, syncplan):
+    profile = os.path.join(workdir, "profile.json")
+    fifo = os.path.join(workdir, "trace.fifo")
+    os.mkfifo(fifo)
+    received = []
+    # Opening a FIFO blocks until the writer opens it: a reader thread takes what the script writes.
+    reader = threading.Thread(target=lambda: received.append(open(fifo).read()), daemon=True)
+    reader.start()
+    previous = os.umask(OUTPUT_UMASK)
+    try:
+        result = run([sys.executable, TORCH_PROFILE, *QUICK_ARGS, "--trace", fifo, "-o", profile])
+    finally:
+        os.umask(previous)
+    reader.join(timeout=FIFO_WAIT_S)
+    if not checks.check(result.returncode == 0, f"torch_profile.py exited {result.returncode}"):
+        return
+    mode = stat.S_IMODE(os.stat(profile).st_mode)
+    checks.check(mode == OUTPUT_MODE, f"profile.json has mode {mode:o} under umask {OUTPUT_UMASK:03o}, "
+                                      f"expected {OUTPUT_MODE:o}")
+    checks.check(stat.S_ISFIFO(os.lstat(fifo).st_mode), "the --trace FIFO was replaced by a regular file")
+    if checks.check(len(received) == 1, "nothing came through the --trace FIFO"):
+        trace = json.loads(received[0])
+        events = trace["traceEvents"] if isinstance(trace, dict) else trace  # Kineto's object or the bare array
+        checks.check(any(event.get("name", "").startswith("syncplan.forward:") for event in events),
+                     "the trace read from the FIFO has no syncplan.forward ranges")
+    leftovers = [name for name in os.listdir(workdir) if ".tmp." in name]
+    checks.check(not leftovers, f"temporary files left behind: {leftovers}")
+
+    # sysfs refuses new files, even to root: a write error, exit 2 with one line naming the output.
+    unwritable = "/sys/syncplan-torch-test-profile.json"
+    failed = run([sys.executable, TORCH_PROFILE, *QUICK_ARGS, "-o", unwritable])
+    lines = failed.stderr.splitlines()
+    checks.check(failed.returncode == 2, f"-o {unwritable}: exit code {failed.returncode}, expected 2")
+    checks.check(len(lines) == 1 and unwritable in lines[0] and "cannot write file" in lines[0],
+                 f"-o {unwritable}: stderr is not one line naming it: {failed.stderr!r}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=["profile", "trace", "custom"])
+    parser.add_argument("mode", choices=["profile", "trace", "custom", "outputs"])
     parser.add_argument("--syncplan", required=True)
     parser.add_argument("--workdir", required=True)
     args = parser.parse_args()
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
     checks = Checks()
-    modes = {"profile": check_profile, "trace": check_trace, "custom": check_custom_model}
+    modes = {"profile": check_profile, "trace": check_trace, "custom": check_custom_model, "outputs": check_outputs}
     modes[args.mode](checks, args.workdir, args.syncplan)
     if checks.failures:
         print(f"{len(checks.failures)} check(s) failed")

@@ -231,3 +231,36 @@ TEST_CASE("torch-trace: bad traces are errors that name the file, the event and 
               {"name": "syncplan.backward:z", "ph": "X", "ts": 9, "dur": 3}])",
           {"layer 'z'", "no 'syncplan.forward:' ones"});
 }
+
+TEST_CASE("torch-trace: a duration over a day or not finite is an error naming the event") {
+  // Two iterations of layers a and b (us): forward a 0+10, b 20+DUR, backward b 40+5, a 50+6;
+  // forward a 100+10, b 120+12, backward b 140+5, a 150+6. With DUR 1e308 b's first range would
+  // enclose a's second one, so b would pass for a container and drop out of the profile unseen.
+  const auto with_b_duration = [](const std::string& duration_us) {
+    return parse_json_text(R"([{"name": "syncplan.forward:a", "ph": "X", "ts": 0, "dur": 10},
+      {"name": "syncplan.forward:b", "ph": "X", "ts": 20, "dur": )" + duration_us + R"(},
+      {"name": "syncplan.backward:b", "ph": "X", "ts": 40, "dur": 5},
+      {"name": "syncplan.backward:a", "ph": "X", "ts": 50, "dur": 6},
+      {"name": "syncplan.forward:a", "ph": "X", "ts": 100, "dur": 10},
+      {"name": "syncplan.forward:b", "ph": "X", "ts": 120, "dur": 12},
+      {"name": "syncplan.backward:b", "ph": "X", "ts": 140, "dur": 5},
+      {"name": "syncplan.backward:a", "ph": "X", "ts": 150, "dur": 6}])",
+                           "long.json");
+  };
+  // The trace itself is fine: with DUR 12 both layers come out, b's forward the median of {12, 12}.
+  const Profile profile = torch_trace_to_profile(with_b_duration("12"), "long.json", {}).profile;
+  REQUIRE(profile.layers.size() == 2);
+  CHECK(*profile.layers[1].forward_s == Approx(12 * kUs));
+  for (const auto& [duration_us, complaint] : std::vector<std::pair<std::string, std::string>>{
+           {"1e308", "over a day"}, {"86400000001", "over a day"}, {"Infinity", "non-finite"}, {"NaN", "non-finite"}}) {
+    INFO("dur " << duration_us);
+    CHECK_THROWS_WITH(torch_trace_to_profile(with_b_duration(duration_us), "long.json", {}),
+                      Contains("long.json: traceEvents[1] 'syncplan.forward:b'") && Contains("'dur'") &&
+                          Contains(complaint));
+  }
+  // A day (86400 s = 8.64e10 us) itself is still a duration: one layer, one iteration.
+  const Json day = parse_json_text(R"([{"name": "syncplan.forward:a", "ph": "X", "ts": 0, "dur": 86400000000},
+    {"name": "syncplan.backward:a", "ph": "X", "ts": 86400000000, "dur": 7}])",
+                                   "day.json");
+  CHECK(*torch_trace_to_profile(day, "day.json", {}).profile.layers[0].forward_s == Approx(86400.0));
+}

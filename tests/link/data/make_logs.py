@@ -242,3 +242,10 @@ if __name__ == "__main__":
           .replace("".join(l + "\n" for l in four.splitlines() if "   Rank " in l), ""))
     write("allreduce_bad_number.log", good_8.replace("    82.43", "    8z.43", 1))
     write("allreduce_extra_column.log", good_8.replace("     float     sum      -1", "     float     sum   sum     -1", 3))
+    first_row = "           8             2  "  # size 8 B, count 2 floats
+    write("allreduce_negative_size.log", good_8.replace(first_row, "          -8            -2  ", 1))
+    write("allreduce_zero_count.log", good_8.replace(first_row, "           8             0  ", 1))
+    write("allreduce_two_runs.log", good_8 + good_8)  # two runs appended to one file
+    write("allreduce_empty.log", "")
+    write("allreduce_version_9.json", good_json.replace("{\"version\":2,", "{\"version\":9,", 1) + "\n")
+    write("allreduce_ngpus_zero.json", good_json.replace("\"ngpus\":8,", "\"ngpus\":0,", 1) + "\n")
