@@ -39,9 +39,8 @@ AlphaBetaFit fit_alpha_beta(const std::vector<LinkSample>& samples, FitErrors er
                      (distinct.empty() ? "" : " (" + std::to_string(*distinct.begin()) + " bytes)"));
 
   // An all-reduce over a day long is no measurement; such values would also overflow the sums.
-  constexpr double kLongestSample_s = 86400;
   for (std::size_t i = 0; i < samples.size(); ++i)
-    if (!(samples[i].time_s <= kLongestSample_s))
+    if (!(samples[i].time_s <= kLongestCollective_s))
       throw InputError(origin + ": sample " + std::to_string(i) + " (" + std::to_string(samples[i].size_bytes) +
                        " bytes): time " + format_exact(samples[i].time_s) + " s is over a day; not a measurement");
 
@@ -90,14 +89,14 @@ AlphaBetaFit fit_alpha_beta(const std::vector<LinkSample>& samples, FitErrors er
 }
 
 std::string describe_fit(const AlphaBetaFit& fit, FitErrors errors) {
-  char bandwidth[64] = "unbounded bandwidth";
-  if (fit.beta_s_per_byte > 0)
-    std::snprintf(bandwidth, sizeof bandwidth, "%.3f GB/s", 1.0 / fit.beta_s_per_byte / units::kBytesPerGB);
-  char text[256];
-  std::snprintf(text, sizeof text, "alpha %.2f us, beta %.4e s/byte (%s), R^2 %.5f (%s errors)",
-                units::seconds_to_us(fit.alpha_s), fit.beta_s_per_byte, bandwidth, fit.r_squared,
-                to_string(errors).c_str());
-  return std::string(text) + (fit.through_origin ? "; the free fit's alpha was negative, refitted with alpha = 0" : "");
+  const std::string bandwidth = fit.beta_s_per_byte > 0
+                                    ? format_short(1.0 / fit.beta_s_per_byte / units::kBytesPerGB, 3) + " GB/s"
+                                    : "unbounded bandwidth";
+  char beta[32];
+  std::snprintf(beta, sizeof beta, "%.4e", fit.beta_s_per_byte);  // at most 11 characters
+  return "alpha " + format_short(units::seconds_to_us(fit.alpha_s), 2) + " us, beta " + beta + " s/byte (" +
+         bandwidth + "), R^2 " + format_short(fit.r_squared, 5) + " (" + to_string(errors) + " errors)" +
+         (fit.through_origin ? "; the free fit's alpha was negative, refitted with alpha = 0" : "");
 }
 
 LinkFit fitted_link(std::vector<LinkSample> samples, int workers, std::string source, const AlphaBetaFit& fit) {

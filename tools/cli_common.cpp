@@ -27,6 +27,7 @@ bool same_file(const std::string& a, const std::string& b) {
 
 void check_output_paths(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
   namespace fs = std::filesystem;
+  check_input_paths(inputs);
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const auto& [option, path] = outputs[i];
     if (path.empty()) continue;

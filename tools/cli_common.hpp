@@ -32,14 +32,15 @@ struct NamedPath {
   std::string path;
 };
 
-/// Checks, before a command reads or writes anything, that every given output can be written:
-/// its folder exists, it is not a folder, it is not the same file as an input or another output.
-/// Throws InputError naming the option and the path.
+/// Checks, before a command reads or writes anything, the inputs as check_input_paths does, and
+/// that every given output can be written: its folder exists, it is not a folder, it is not the
+/// same file as an input or another output. Throws InputError naming the option and the path.
 void check_output_paths(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs);
 
 /// Checks, before a command reads anything, that every given input (a path an option names) is a
-/// readable regular file. Throws InputError "OPTION: PATH: ..." saying it is missing, a directory,
-/// not a regular file or unreadable.
+/// readable regular file (a FIFO or device could block or never end; core/json_io.cpp reads only
+/// regular files). Throws InputError "OPTION: PATH: ..." saying it is missing, a directory, not a
+/// regular file or unreadable.
 void check_input_paths(const std::vector<NamedPath>& inputs);
 
 /// The one-line description of a profile printed above tables.

@@ -205,12 +205,10 @@ int run_plan(const PlanOptions& options_in) {
   const PlanAlgorithm& algorithm = find_plan_algorithm(options.algorithm);
   if (options.profile_path.empty() && options.model.model.empty())
     throw InputError("plan: give --profile PROFILE.json, or --model NAME with --cluster or --link");
-  const std::vector<NamedPath> input_paths = {
-      {"--profile", options.profile_path}, {"--cluster", options.sync.cluster_path}, {"--link", options.sync.link_path}};
-  check_input_paths(input_paths);
   check_output_paths({{"-o", options.output_path}, {"--report", options.report_path},
                       {"--profile-out", options.profile_out_path}},
-                     input_paths);
+                     {{"--profile", options.profile_path}, {"--cluster", options.sync.cluster_path},
+                      {"--link", options.sync.link_path}});
 
   const PlanInputs inputs = read_plan_inputs(options);
   const Profile& profile = inputs.profile;

@@ -57,7 +57,6 @@ int run_simulate(const SimulateOptions& options) {
   const int period = options.plan_path.empty() ? checked_period(options.period) : 0;
   const std::vector<NamedPath> inputs = {{"--profile", options.profile_path}, {"--plan", options.plan_path},
                                          {"--cluster", options.sync.cluster_path}, {"--link", options.sync.link_path}};
-  check_input_paths(inputs);
   check_output_paths({{"-o", options.output_path}, {"--trace", options.trace_path}}, inputs);
   if (!options.sync.cluster_path.empty()) return run_simulate_des(options);
   if (options.iterations_given || options.comm_streams != 1)
