@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -65,7 +66,7 @@ constexpr std::int64_t kMaxBlocks = std::int64_t{1} << 20;  // grid-stride loops
 void check_launch() { SYNCPLAN_CUDA_CHECK(cudaGetLastError()); }
 
 template <class Function>
-__global__ void for_each_kernel(std::int64_t count, Function f) {
+__global__ void __launch_bounds__(kThreads) for_each_kernel(std::int64_t count, Function f) {
   const std::int64_t step = static_cast<std::int64_t>(gridDim.x) * blockDim.x;
   for (std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count; i += step) f(i);
 }
@@ -80,7 +81,7 @@ void for_each(std::int64_t count, Function f, cudaStream_t stream) {
 }
 
 template <class Function>
-__global__ void rows_kernel(std::int64_t rows, Function f) {
+__global__ void __launch_bounds__(kThreads) rows_kernel(std::int64_t rows, Function f) {
   const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kWarpsPerBlock + threadIdx.x / kWarpSize;
   if (row < rows) f(row, static_cast<int>(threadIdx.x % kWarpSize));  // a whole warp per row, or none
 }
@@ -95,8 +96,12 @@ void for_each_row(std::int64_t rows, Function f, cudaStream_t stream) {
   check_launch();
 }
 
+// The bound makes the compiler keep to 64 registers a thread: a 1024-thread block gets no more
+// (65536 per multiprocessor), and a kernel over the limit fails at launch ("too many resources
+// requested"); NormParamGradient<float> needed 62 without it.
 template <class Function>
-__global__ void column_sums_kernel(std::int64_t rows, std::int64_t cols, Function f) {
+__global__ void __launch_bounds__(kWarpSize * kWarpSize)
+    column_sums_kernel(std::int64_t rows, std::int64_t cols, Function f) {
   __shared__ float2 partial[kWarpSize][kWarpSize + 1];
   const std::int64_t col = static_cast<std::int64_t>(blockIdx.x) * kWarpSize + threadIdx.x;
   float2 sum = make_float2(0.0f, 0.0f);
@@ -136,25 +141,34 @@ cudaDataType_t data_type() {
   return std::is_same_v<Element, float> ? CUDA_R_32F : CUDA_R_16BF;
 }
 
-// One strided-batched GEMM with fp32 accumulation (no TF32 for fp32; tensor cores for bf16).
+// One strided-batched GEMM with fp32 accumulation (no TF32 for fp32; tensor cores for bf16). The
+// call's arguments are checked on the host first: cuBLAS's rules, and every matrix inside its tensor.
 template <class Element>
-void run_gemm(cublasHandle_t blas, cudaStream_t stream, const StridedGemm& row_major, const Element* a,
-              const Element* b, Element* c) {
+void run_gemm(cublasHandle_t blas, cudaStream_t stream, const StridedGemm& row_major, std::span<const Element> a,
+              std::span<const Element> b, std::span<Element> c) {
   const StridedGemm g = column_major(row_major);
   SYNCPLAN_CHECK(g.m > 0 && g.n > 0 && g.k > 0 && g.batch > 0);
-  SYNCPLAN_CUBLAS_CHECK(cublasSetStream(blas, stream));
+  if (const std::string error = cublas_argument_error(g); !error.empty())
+    throw InternalError("GEMM call breaks cuBLAS's rules: " + error);
   // column_major() swaps the operands: the call's A is the row-major B, its B the row-major A.
+  const GemmExtents reach = column_major_extents(g);
+  const auto size = [](auto tensor) { return static_cast<std::int64_t>(tensor.size()); };
+  if (reach.a > size(b) || reach.b > size(a) || reach.c > size(c))
+    throw InternalError("GEMM call reaches past its tensors: " + std::to_string(reach.b) + ", " +
+                        std::to_string(reach.a) + ", " + std::to_string(reach.c) + " elements of A, B, C holding " +
+                        std::to_string(a.size()) + ", " + std::to_string(b.size()) + ", " + std::to_string(c.size()));
+  SYNCPLAN_CUBLAS_CHECK(cublasSetStream(blas, stream));
   SYNCPLAN_CUBLAS_CHECK(cublasGemmStridedBatchedEx_64(
       blas, g.transpose_a ? CUBLAS_OP_T : CUBLAS_OP_N, g.transpose_b ? CUBLAS_OP_T : CUBLAS_OP_N, g.m, g.n, g.k,
-      &g.alpha, b + g.a_offset, data_type<Element>(), g.lda, g.stride_a, a + g.b_offset, data_type<Element>(), g.ldb,
-      g.stride_b, &g.beta, c + g.c_offset, data_type<Element>(), g.ldc, g.stride_c, g.batch, CUBLAS_COMPUTE_32F,
-      CUBLAS_GEMM_DEFAULT));
+      &g.alpha, b.data() + g.a_offset, data_type<Element>(), g.lda, g.stride_a, a.data() + g.b_offset,
+      data_type<Element>(), g.ldb, g.stride_b, &g.beta, c.data() + g.c_offset, data_type<Element>(), g.ldc,
+      g.stride_c, g.batch, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 template <class Element>
-void run_gemms(cublasHandle_t blas, cudaStream_t stream, const std::vector<StridedGemm>& gemms, const Element* a,
-               const Element* b, Element* c) {
-  for (const StridedGemm& gemm : gemms) run_gemm(blas, stream, gemm, a, b, c);
+void run_gemms(cublasHandle_t blas, cudaStream_t stream, const std::vector<StridedGemm>& gemms,
+               std::span<const Element> a, std::span<const Element> b, std::span<Element> c) {
+  for (const StridedGemm& gemm : gemms) run_gemm<Element>(blas, stream, gemm, a, b, c);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -613,7 +627,7 @@ void linear_forward(const LinearOp& op, std::int64_t tokens, std::span<const Ele
   require(weight, k * n, "weight");
   require(bias, op.bias ? n : 0, "bias");
   require(y, tokens * n, "y");
-  run_gemm(blas, stream, linear_gemm(LinearProduct::kForward, op, tokens), x.data(), weight.data(), y.data());
+  run_gemm<Element>(blas, stream, linear_gemm(LinearProduct::kForward, op, tokens), x, weight, y);
   if (op.bias) for_each(tokens * n, AddBias<Element>{bias.data(), y.data(), n}, stream);
 }
 
@@ -628,9 +642,8 @@ void linear_backward(const LinearOp& op, std::int64_t tokens, std::span<const El
   require(d_x, tokens * k, "d_x");
   require(d_weight, k * n, "d_weight");
   require(d_bias, op.bias ? n : 0, "d_bias");
-  run_gemm(blas, stream, linear_gemm(LinearProduct::kInputGradient, op, tokens), d_y.data(), weight.data(), d_x.data());
-  run_gemm(blas, stream, linear_gemm(LinearProduct::kWeightGradient, op, tokens), x.data(), d_y.data(),
-           d_weight.data());
+  run_gemm<Element>(blas, stream, linear_gemm(LinearProduct::kInputGradient, op, tokens), d_y, weight, d_x);
+  run_gemm<Element>(blas, stream, linear_gemm(LinearProduct::kWeightGradient, op, tokens), x, d_y, d_weight);
   if (op.bias) column_sums(tokens, n, BiasGradient<Element>{d_y.data(), d_bias.data(), n}, stream);
 }
 
@@ -841,8 +854,7 @@ void attention_scores_forward(const AttentionHeads& heads, std::int64_t batch, s
   require(k, a.tokens() * a.kv_heads * a.head_dim, "k");
   require(probs, a.scores(), "probs");
   // P_i = scale Q_i K_j^T, then the causal softmax of each row.
-  run_gemms(blas, stream, attention_gemms(AttentionProduct::kScores, heads, batch, seq), q.data(), k.data(),
-            probs.data());
+  run_gemms<Element>(blas, stream, attention_gemms(AttentionProduct::kScores, heads, batch, seq), q, k, probs);
   for_each_row(a.batch * a.heads * seq, CausalSoftmax<Element>{probs.data(), seq}, stream);
 }
 
@@ -863,10 +875,11 @@ void attention_scores_backward(const AttentionHeads& heads, std::int64_t batch, 
   for_each_row(a.batch * a.heads * seq,
                SoftmaxBackward<Element>{probs.data(), d_probs.data(), workspace.data(), seq, a.scale()}, stream);
   // d_Q_i = dS_i K_j; d_K_j = sum over the group's i of dS_i^T Q_i.
-  run_gemms(blas, stream, attention_gemms(AttentionProduct::kQueryGradient, heads, batch, seq), workspace.data(),
-            k.data(), d_q.data());
-  run_gemms(blas, stream, attention_gemms(AttentionProduct::kKeyGradient, heads, batch, seq), workspace.data(),
-            q.data(), d_k.data());
+  const std::span<const Element> d_scores = workspace;
+  run_gemms<Element>(blas, stream, attention_gemms(AttentionProduct::kQueryGradient, heads, batch, seq), d_scores, k,
+                     d_q);
+  run_gemms<Element>(blas, stream, attention_gemms(AttentionProduct::kKeyGradient, heads, batch, seq), d_scores, q,
+                     d_k);
 }
 
 template <class Element>
@@ -881,17 +894,17 @@ void attention_context_forward(const AttentionContextOp& op, std::int64_t batch,
   require(mask, dropout ? a.scores() : 0, "mask");
   require(out, a.tokens() * a.heads * a.head_dim, "out");
   require(workspace, dropout ? a.scores() : 0, "workspace");
-  const Element* p = probs.data();
+  std::span<const Element> p = probs;
   if (dropout) {
     const auto keep_scale = static_cast<float>(1.0 / (1.0 - op.dropout_p));
     for_each(a.scores(),
              Dropout<Element>{probs.data(), workspace.data(), mask.data(), seed, static_cast<float>(op.dropout_p),
                               keep_scale, true},
              stream);
-    p = workspace.data();
+    p = workspace;
   }
   // O_i = dropout(P_i) V_j, written into head i's columns of out.
-  run_gemms(blas, stream, attention_gemms(AttentionProduct::kContext, op.shape, batch, seq), p, v.data(), out.data());
+  run_gemms<Element>(blas, stream, attention_gemms(AttentionProduct::kContext, op.shape, batch, seq), p, v, out);
 }
 
 template <class Element>
@@ -910,19 +923,19 @@ void attention_context_backward(const AttentionContextOp& op, std::int64_t batch
   require(d_v, a.tokens() * a.kv_heads * a.head_dim, "d_v");
   require(workspace, dropout ? a.scores() : 0, "workspace");
   // dP_i = d_O_i V_j^T, then through the dropout.
-  run_gemms(blas, stream, attention_gemms(AttentionProduct::kProbsGradient, op.shape, batch, seq), d_out.data(),
-            v.data(), d_probs.data());
-  const Element* p = probs.data();
+  run_gemms<Element>(blas, stream, attention_gemms(AttentionProduct::kProbsGradient, op.shape, batch, seq), d_out, v,
+                     d_probs);
+  std::span<const Element> p = probs;
   if (dropout) {
     const auto keep_scale = static_cast<float>(1.0 / (1.0 - op.dropout_p));
     std::uint8_t* kept = const_cast<std::uint8_t*>(mask.data());  // read only (draw = false)
     for_each(a.scores(), Dropout<Element>{d_probs.data(), d_probs.data(), kept, 0, 0.0f, keep_scale, false}, stream);
     for_each(a.scores(), Dropout<Element>{probs.data(), workspace.data(), kept, 0, 0.0f, keep_scale, false}, stream);
-    p = workspace.data();
+    p = workspace;
   }
   // d_V_j = sum over the group's i of dropout(P_i)^T d_O_i.
-  run_gemms(blas, stream, attention_gemms(AttentionProduct::kValueGradient, op.shape, batch, seq), p, d_out.data(),
-            d_v.data());
+  run_gemms<Element>(blas, stream, attention_gemms(AttentionProduct::kValueGradient, op.shape, batch, seq), p, d_out,
+                     d_v);
 }
 
 template <class Element>
@@ -963,7 +976,7 @@ void square_gemm(std::int64_t n, std::span<const Element> a, std::span<const Ele
   StridedGemm gemm;
   gemm.m = gemm.n = gemm.k = n;
   gemm.lda = gemm.ldb = gemm.ldc = n;
-  run_gemm(blas, stream, gemm, a.data(), b.data(), c.data());
+  run_gemm<Element>(blas, stream, gemm, a, b, c);
 }
 
 template <class Element>

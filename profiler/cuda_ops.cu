@@ -7,6 +7,7 @@
 #include "profiler/cuda_kernels.cuh"
 #include "profiler/overloaded.hpp"
 
+#include <string>
 #include <utility>
 
 namespace syncplan::cuda {
@@ -33,7 +34,15 @@ CudaContext::~CudaContext() {
 }
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : bytes_(bytes) {
-  if (bytes > 0) SYNCPLAN_CUDA_CHECK(cudaMalloc(&data_, bytes));
+  if (bytes == 0) return;
+  const cudaError_t error = cudaMalloc(&data_, bytes);
+  if (error == cudaErrorMemoryAllocation) {
+    cudaGetLastError();  // not a sticky error: clear it, or the next launch check would report it
+    data_ = nullptr;
+    throw DeviceOutOfMemory("CUDA: cudaMalloc of " + std::to_string(bytes) + " bytes failed: out of memory");
+  }
+  if (error != cudaSuccess)
+    report_library_error("CUDA", "cudaMalloc(&data_, bytes)", cudaGetErrorString(error), __FILE__, __LINE__);
 }
 
 DeviceBuffer::~DeviceBuffer() {

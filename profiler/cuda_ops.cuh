@@ -3,6 +3,7 @@
 // profiler and by the test that compares the two.
 #pragma once
 
+#include "profiler/library_check.hpp"
 #include "profiler/op_tensors.hpp"
 
 #include <cublas_v2.h>
@@ -31,7 +32,15 @@ class CudaContext {
   cublasHandle_t blas_ = nullptr;
 };
 
-/// One device allocation of `bytes` (cudaMalloc), freed on destruction; movable.
+/// cudaMalloc had too little free device memory: a LibraryError (exit 1 when nothing handles it);
+/// the profiler turns it into an InputError that names the workload (docs/profiler.md section 3).
+class DeviceOutOfMemory : public LibraryError {
+ public:
+  using LibraryError::LibraryError;
+};
+
+/// One device allocation of `bytes` (cudaMalloc), freed on destruction; movable. Throws
+/// DeviceOutOfMemory when the device has too little free memory, LibraryError on other errors.
 class DeviceBuffer {
  public:
   explicit DeviceBuffer(std::size_t bytes);

@@ -8,6 +8,8 @@
 #include "profiler/cuda_kernels.cuh"
 #include "profiler/cuda_ops.cuh"
 
+#include <iomanip>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,6 +18,16 @@ namespace syncplan {
 namespace {
 
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
+// Device memory left free beyond the profiler's buffers: cuBLAS's workspace, the kernels' modules
+// as they load lazily, and cudaMalloc's rounding of a few thousand allocations.
+constexpr std::int64_t kHeadroomBytes = std::int64_t{1} << 30;
+
+// Bytes as GiB with one decimal, e.g. "23.4".
+std::string gib_text(double bytes) {
+  std::ostringstream text;
+  text << std::fixed << std::setprecision(1) << bytes / kBytesPerGiB;
+  return text.str();
+}
 
 // CUDA events, destroyed on scope exit (errors ignored: it also runs while an error unwinds).
 class Events {
@@ -78,27 +90,31 @@ std::vector<LayerSamples> time_layers(const Model& model, const Workload& worklo
                       cuda::op_workspace_elements(op, workload) * static_cast<std::int64_t>(sizeof(Element));
   std::size_t free_bytes = 0, total_bytes = 0;
   SYNCPLAN_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  if (static_cast<double>(buffer_bytes) > static_cast<double>(free_bytes))
-    throw InputError("--batch " + std::to_string(workload.batch) + " --seq " + std::to_string(workload.seq) +
-                     ": the cuda profile of " + model.name + " needs " +
-                     std::to_string(static_cast<double>(buffer_bytes) / kBytesPerGiB) +
-                     " GiB of device memory, more than the " +
-                     std::to_string(static_cast<double>(free_bytes) / kBytesPerGiB) + " GiB free on " + device_name +
-                     "; use a smaller batch or sequence");
+  const std::string too_large = "--batch " + std::to_string(workload.batch) + " --seq " +
+                                std::to_string(workload.seq) + ": the cuda profile of " + model.name + " needs " +
+                                gib_text(static_cast<double>(buffer_bytes)) + " GiB of device memory (and " +
+                                gib_text(static_cast<double>(kHeadroomBytes)) + " GiB to spare), more than the " +
+                                gib_text(static_cast<double>(free_bytes)) + " GiB free on " + device_name +
+                                "; use a smaller batch or sequence";
+  if (buffer_bytes + kHeadroomBytes > static_cast<std::int64_t>(free_bytes)) throw InputError(too_large);
 
   const cuda::CudaContext context;
   // Every buffer of every layer at once, as in training (activations are kept for the backward).
   std::vector<std::vector<OpBench<Element>>> layers(model.layers.size());
   std::uint64_t seed = options.seed;
-  for (std::size_t i = 0; i < model.layers.size(); ++i)
-    for (const LayerOp& op : model.layers[i].ops) {
-      ++seed;
-      layers[i].push_back(OpBench<Element>{
-          &op,
-          cuda::DeviceTensors<Element>(op_tensors(op, workload), cuda::op_workspace_elements(op, workload), seed,
-                                       context.stream()),
-          seed});
-    }
+  try {
+    for (std::size_t i = 0; i < model.layers.size(); ++i)
+      for (const LayerOp& op : model.layers[i].ops) {
+        ++seed;
+        layers[i].push_back(OpBench<Element>{
+            &op,
+            cuda::DeviceTensors<Element>(op_tensors(op, workload), cuda::op_workspace_elements(op, workload), seed,
+                                         context.stream()),
+            seed});
+      }
+  } catch (const cuda::DeviceOutOfMemory&) {
+    throw InputError(too_large + " (cudaMalloc ran out)");  // the headroom was too small: still bad input
+  }
 
   // forward[i] .. forward[i + 1] bracket layer i's forward; backward[i + 1] .. backward[i] its backward.
   const std::size_t count = layers.size();

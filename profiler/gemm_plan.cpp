@@ -3,6 +3,7 @@
 
 #include "core/errors.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <utility>
 
@@ -16,6 +17,38 @@ StridedGemm column_major(const StridedGemm& g) {
   std::swap(c.lda, c.ldb);
   std::swap(c.stride_a, c.stride_b);
   return c;
+}
+
+std::string cublas_argument_error(const StridedGemm& g) {
+  const auto at_least = [](const char* name, std::int64_t value, std::int64_t minimum, const char* rule) {
+    return value >= minimum ? std::string()
+                            : std::string(name) + " " + std::to_string(value) + " < " + std::to_string(minimum) +
+                                  " (" + rule + ")";
+  };
+  for (const std::string& error :
+       {at_least("m", g.m, 0, "m >= 0"), at_least("n", g.n, 0, "n >= 0"), at_least("k", g.k, 0, "k >= 0"),
+        at_least("batch", g.batch, 1, "batch >= 1"),
+        g.transpose_a ? at_least("lda", g.lda, std::max<std::int64_t>(1, g.k), "lda >= max(1, k) for A^T")
+                      : at_least("lda", g.lda, std::max<std::int64_t>(1, g.m), "lda >= max(1, m) for A"),
+        g.transpose_b ? at_least("ldb", g.ldb, std::max<std::int64_t>(1, g.n), "ldb >= max(1, n) for B^T")
+                      : at_least("ldb", g.ldb, std::max<std::int64_t>(1, g.k), "ldb >= max(1, k) for B"),
+        at_least("ldc", g.ldc, std::max<std::int64_t>(1, g.m), "ldc >= max(1, m)")})
+    if (!error.empty()) return error;
+  return {};
+}
+
+GemmExtents column_major_extents(const StridedGemm& g) {
+  // A stored matrix of `rows` x `columns`, column-major with leading dimension ld.
+  const auto extent = [&g](std::int64_t offset, std::int64_t stride, std::int64_t ld, std::int64_t rows,
+                           std::int64_t columns) {
+    if (rows == 0 || columns == 0) return offset;
+    return offset + (g.batch - 1) * stride + (columns - 1) * ld + rows;
+  };
+  GemmExtents e;
+  e.a = g.transpose_a ? extent(g.a_offset, g.stride_a, g.lda, g.k, g.m) : extent(g.a_offset, g.stride_a, g.lda, g.m, g.k);
+  e.b = g.transpose_b ? extent(g.b_offset, g.stride_b, g.ldb, g.n, g.k) : extent(g.b_offset, g.stride_b, g.ldb, g.k, g.n);
+  e.c = extent(g.c_offset, g.stride_c, g.ldc, g.m, g.n);
+  return e;
 }
 
 StridedGemm linear_gemm(LinearProduct product, const LinearOp& op, std::int64_t tokens) {

@@ -6,6 +6,7 @@
 #include "profiler/model_layers.hpp"
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 namespace syncplan {
@@ -30,6 +31,21 @@ struct StridedGemm {
 /// column-major C^T = op(B)^T op(A)^T: the call takes B as its A and A as its B, with the same
 /// transposes, and m, n swapped.
 StridedGemm column_major(const StridedGemm& row_major);
+
+/// The first of cuBLAS's argument rules for a column-major call that `call` breaks, or "" when it
+/// keeps them all (cuBLAS documentation, "cublasGemmStridedBatchedEx": m, n, k >= 0; batch >= 1;
+/// lda >= max(1, m) untransposed or max(1, k) transposed; ldb >= max(1, k) or max(1, n);
+/// ldc >= max(1, m)). A call that breaks one fails with CUBLAS_STATUS_INVALID_VALUE on the GPU.
+std::string cublas_argument_error(const StridedGemm& call);
+
+/// How many elements from its base pointer each operand of a column-major call reaches: the last
+/// element of the last matrix plus one, offset + (batch - 1) stride + (columns - 1) ld + rows for a
+/// stored matrix of rows x columns (op(A) m x k, op(B) k x n, C m x n). The launcher checks these
+/// against the tensors' lengths, so a wrong stride is an error rather than an out-of-bounds read.
+struct GemmExtents {
+  std::int64_t a = 0, b = 0, c = 0;  ///< elements, of the call's A, B and C
+};
+GemmExtents column_major_extents(const StridedGemm& call);
 
 /// The products of a linear layer (cpu_kernels.hpp): x [T, k], weight [k, n], y and d_y [T, n].
 enum class LinearProduct {

@@ -2,11 +2,15 @@
 // reference of cublasGemmStridedBatchedEx's column-major semantics and compared with the products
 // written out index by index: the CUDA kernels' index arithmetic, tested without a GPU.
 #include "profiler/gemm_plan.hpp"
+#include "profiler/model_spec.hpp"
 #include "tests/kernels/check_close.hpp"
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <variant>
 #include <vector>
 
 using namespace syncplan;
@@ -125,5 +129,108 @@ TEST_CASE("attention GEMM calls compute every head's products, grouped-query inc
     check_equal(out, out_ref);
     check_equal(d_p, d_p_ref);
     check_equal(d_v, d_v_ref);
+  }
+}
+
+namespace {
+
+// The checks the CUDA launcher makes before each cuBLAS call (cuda_kernels.cu, run_gemm): cuBLAS's
+// argument rules, and every operand within its tensor. Returns the extents for the caller to compare.
+GemmExtents checked_call(const StridedGemm& row_major, std::int64_t a_size, std::int64_t b_size, std::int64_t c_size) {
+  const StridedGemm call = column_major(row_major);
+  INFO("cuBLAS rule broken: " << cublas_argument_error(call));
+  CHECK(cublas_argument_error(call).empty());
+  const GemmExtents reach = column_major_extents(call);
+  // The call's A is the row-major B and its B the row-major A.
+  CHECK(reach.b <= a_size);
+  CHECK(reach.a <= b_size);
+  CHECK(reach.c <= c_size);
+  return reach;
+}
+
+}  // namespace
+
+TEST_CASE("cuBLAS argument rules and operand extents, by hand", "[kernels][gemm_plan]") {
+  // Linear forward, T = 5, k = 3, n = 4: the column-major call computes y^T [4 x 5] = W^T x^T, so
+  // m = 4, n = 5, k = 3; its A is W stored 4 x 3 (ld 4): reaches (3 - 1) 4 + 4 = 12 = k n elements;
+  // its B is x stored 3 x 5 (ld 3): (5 - 1) 3 + 3 = 15 = T k; C is 4 x 5 (ld 4): 4 x 4 + 4 = 20 = T n.
+  const StridedGemm call = column_major(linear_gemm(LinearProduct::kForward, LinearOp{3, 4, false}, 5));
+  CHECK(call.m == 4);
+  CHECK(call.n == 5);
+  CHECK(call.k == 3);
+  CHECK(cublas_argument_error(call).empty());
+  const GemmExtents reach = column_major_extents(call);
+  CHECK(reach.a == 12);
+  CHECK(reach.b == 15);
+  CHECK(reach.c == 20);
+
+  // Broken calls name the rule: lda 3 < m = 4 (A untransposed); ldb 2 < n = 5 with B transposed.
+  StridedGemm bad = call;
+  bad.lda = 3;
+  CHECK(cublas_argument_error(bad).rfind("lda 3 < 4", 0) == 0);
+  bad = call;
+  bad.transpose_b = true;
+  bad.ldb = 2;
+  CHECK(cublas_argument_error(bad).rfind("ldb 2 < 5", 0) == 0);
+  bad = call;
+  bad.batch = 0;
+  CHECK(cublas_argument_error(bad).rfind("batch 0 < 1", 0) == 0);
+
+  // A batch of 3 matrices 20 elements apart starting at offset 7 reaches 7 + 2 x 20 + 20 = 67 of C.
+  StridedGemm batched = call;
+  batched.batch = 3;
+  batched.c_offset = 7;
+  batched.stride_c = 20;
+  CHECK(column_major_extents(batched).c == 67);
+}
+
+TEST_CASE("every GEMM call of GPT-2 and Llama-2-7B at full size keeps cuBLAS's rules and its tensors",
+          "[kernels][gemm_plan]") {
+  // The sizes the GPU check profiles (batch 8 x seq 1024) and a long Llama sequence; the last call of
+  // each product must reach the end of its output exactly (the output is covered, and no further).
+  struct Size {
+    const char* model;
+    std::int64_t batch, seq;
+  };
+  for (const Size size : {Size{"gpt2", 8, 1024}, Size{"llama-2-7b", 1, 4096}, Size{"tiny-gpt", 2, 24}}) {
+    INFO(size.model << " at batch " << size.batch << " x seq " << size.seq);
+    const Model model = expand_model(read_model_spec_file(std::string(SYNCPLAN_DATA_DIR) + "/models/" + size.model +
+                                                          ".json"));
+    const std::int64_t B = size.batch, S = size.seq, T = B * S;
+    int linear_products = 0, attention_products = 0;
+    for (const ModelLayer& layer : model.layers)
+      for (const LayerOp& op : layer.ops) {
+        if (const auto* linear = std::get_if<LinearOp>(&op)) {
+          const std::int64_t k = linear->in_features, n = linear->out_features;
+          CHECK(checked_call(linear_gemm(LinearProduct::kForward, *linear, T), T * k, k * n, T * n).c == T * n);
+          CHECK(checked_call(linear_gemm(LinearProduct::kInputGradient, *linear, T), T * n, k * n, T * k).c == T * k);
+          CHECK(checked_call(linear_gemm(LinearProduct::kWeightGradient, *linear, T), T * k, T * n, k * n).c == k * n);
+          ++linear_products;
+        }
+        const AttentionHeads* heads = nullptr;
+        if (const auto* scores = std::get_if<AttentionScoresOp>(&op)) heads = &scores->shape;
+        if (const auto* context = std::get_if<AttentionContextOp>(&op)) heads = &context->shape;
+        if (heads == nullptr) continue;
+        const std::int64_t queries = T * heads->heads * heads->head_dim, kv = T * heads->kv_heads * heads->head_dim,
+                           probs = B * heads->heads * S * S;
+        struct Product {
+          AttentionProduct product;
+          std::int64_t a, b, c;
+        };
+        for (const Product p : {Product{AttentionProduct::kScores, queries, kv, probs},
+                                Product{AttentionProduct::kQueryGradient, probs, kv, queries},
+                                Product{AttentionProduct::kKeyGradient, probs, queries, kv},
+                                Product{AttentionProduct::kContext, probs, kv, queries},
+                                Product{AttentionProduct::kProbsGradient, queries, kv, probs},
+                                Product{AttentionProduct::kValueGradient, probs, queries, kv}}) {
+          std::int64_t furthest_c = 0;
+          for (const StridedGemm& gemm : attention_gemms(p.product, *heads, B, S))
+            furthest_c = std::max(furthest_c, checked_call(gemm, p.a, p.b, p.c).c);
+          CHECK(furthest_c == p.c);
+        }
+        ++attention_products;
+      }
+    CHECK(linear_products > 0);
+    CHECK(attention_products > 0);
   }
 }
