@@ -64,13 +64,19 @@ Profile profile_from_json(const Json& document, const std::string& origin) {
   for (std::size_t i = 0; i < layers.size(); ++i) {
     const Json& item = layers[i];
     std::string where = origin + ": layers[" + std::to_string(i) + "]";
-    if (item.is_object() && item.contains("name") && item["name"].is_string() &&
-        !is_nonfinite_token(item["name"]) &&
-        !item["name"].get_ref<const std::string&>().empty())
+    const bool named = item.is_object() && item.contains("name") && item["name"].is_string() &&
+                       !is_nonfinite_token(item["name"]);
+    const std::size_t name_size = named ? item["name"].get_ref<const std::string&>().size() : 0;
+    if (name_size > 0 && name_size <= kLongestLayerName)
       where = origin + ": layer '" + item["name"].get<std::string>() + "'";
     ObjectReader reader(item, where);
     LayerProfile layer;
     layer.name = reader.required_string("name");
+    // Module paths are far shorter; a huge name would also overflow std::regex's recursion
+    // (plan --every-iteration).
+    if (layer.name.size() > kLongestLayerName)
+      throw InputError(where + ": field 'name': " + std::to_string(layer.name.size()) + " characters, at most " +
+                       std::to_string(kLongestLayerName));
     layer.param_count = reader.optional_integer("param_count", 0);
     layer.param_bytes = reader.optional_integer("param_bytes", 0);
     layer.forward_s = reader.optional_seconds("forward_s");

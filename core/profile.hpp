@@ -11,6 +11,8 @@
 namespace syncplan {
 
 inline constexpr const char* kProfileFormat = "syncplan.profile/v1";
+/// The longest layer name a profile may hold (characters; docs/formats.md).
+inline constexpr std::size_t kLongestLayerName = 1024;
 
 /// One layer (module) of the model. std::nullopt means unknown, never zero (SPEC section 3).
 struct LayerProfile {
@@ -41,7 +43,8 @@ struct Profile {
 void validate_profile(const Profile& profile, const std::string& origin);
 
 /// Parses a syncplan.profile/v1 document. Unknown keys, wrong types, negative or non-finite
-/// numbers, duplicate or empty names and an empty layer list throw InputError naming `origin`,
+/// numbers, duplicate, empty or over-long (kLongestLayerName) names and an empty layer list throw
+/// InputError naming `origin`,
 /// the field and the layer.
 Profile profile_from_json(const Json& document, const std::string& origin);
 

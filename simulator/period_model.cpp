@@ -74,6 +74,12 @@ BackpropTimes backprop_times(const Profile& profile, const std::string& origin) 
   return times;
 }
 
+void require_finite_periods(const BackpropTimes& times, int period, const std::string& origin) {
+  if (!std::isfinite(period * (times.compute_s() + times.sync_total_s())))
+    throw InputError(origin + ": field 'layers': the times of H = " + std::to_string(period) +
+                     " iterations add up to more than a double can hold");
+}
+
 double link_end_s(const BackpropTimes& times, std::span<const int> layers) {
   double link_free = 0;
   for (const int j : layers) link_free = std::max(times.ready_s[j], link_free) + times.sync_s[j];

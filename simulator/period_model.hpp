@@ -82,6 +82,11 @@ struct PeriodTiming {
 /// SPEC section 5, first rule.
 double link_end_s(const BackpropTimes& times, std::span<const int> layers);
 
+/// Throws InputError "ORIGIN: field 'layers': the times of H iterations add up to more than a double
+/// can hold" unless H x (compute + every sync) is finite: no strategy's period of H iterations
+/// exceeds that (S-SGD without overlap), so every period timed afterwards is a finite number.
+void require_finite_periods(const BackpropTimes& times, int period, const std::string& origin);
+
 /// wait_h = max(0, link_end_s - B_L) for one iteration (SPEC section 5).
 double iteration_wait_s(const BackpropTimes& times, std::span<const int> layers);
 

@@ -217,6 +217,7 @@ int run_plan(const PlanOptions& options_in) {
   // The table compares the strategies unfused; the chosen plan is searched for its fused period.
   const SearchOptions unfused_search = options.search;
   options.search.bucket_alpha_s = inputs.alpha_s;
+  if (!automatic) require_finite_periods(times, fixed_period, inputs.origin);
   const int period = automatic ? auto_period(times, algorithm, options, inputs.alpha_s) : fixed_period;
 
   struct Row {

@@ -87,6 +87,7 @@ int run_simulate(const SimulateOptions& options) {
     what = "strategy " + options.strategy;
   }
   const int h_count = static_cast<int>(timing.iteration_s.size());
+  require_finite_periods(times, h_count, options.profile_path);
   const double lower_bound =
       buckets ? fused_lower_bound_s(times, h_count, buckets->alpha_s) : best_lower_bound_s(times, h_count);
 

@@ -12,7 +12,8 @@
 #   fused_buckets                     plan --fuse-buckets: buckets, bound, period model and DES agree
 #   link_fit                          plan/simulate --link: all-reduce times from an alpha-beta fit
 #   main_job                          the README's plan --model gpt2 --cluster, reproduced by the DES
-#   huge_times                        a backward time of 1e200 s prints as 1e+200, in short lines
+#   huge_times                        a backward time of 1e200 s prints as 1e+200, in short lines; times
+#                                     whose period overflows, and 30,000-character names, are refused
 set -euo pipefail
 
 case_name="$1" syncplan="$2" python="$3" workdir="$4"
@@ -229,6 +230,31 @@ PY
   grep -Eq '^ssgd +2e\+200 +1e\+200 +' plan.txt || { echo "FAIL: plan table"; exit 1; }
   if awk 'length > 160 { exit 1 }' simulate.txt plan.txt; then :; else echo "FAIL: a line over 160 characters"; exit 1; fi
   echo "ok: huge times print short"
+  # 1e308 s is finite, but H = 2 periods of it are not: refused (exit 2), never printed as inf/null.
+  "$python" - "$data/tiny_profile.json" <<'PY'
+import json, sys
+profile = json.load(open(sys.argv[1]))
+profile["layers"][2]["backward_s"] = 1e308
+json.dump(profile, open("overflow.json", "w"))
+profile = json.load(open(sys.argv[1]))
+profile["layers"][0]["name"] = "transformer.h.0." + "x" * 30000  # std::regex recursed on this and crashed
+json.dump(profile, open("long_name.json", "w"))
+PY
+  expect_refused() {  # expect_refused TEXT OUTPUT syncplan-args...: exit 2, one line holding TEXT, no OUTPUT
+    local text=$1 output=$2 status=0
+    shift 2
+    "$syncplan" "$@" >out.txt 2>err.txt || status=$?
+    cat err.txt
+    [[ $status == 2 && $(wc -l <err.txt) == 1 ]] && grep -qF -- "$text" err.txt && [[ ! -e $output ]] ||
+      { echo "FAIL: syncplan $* exited $status, expected 2 with '$text' and no $output"; exit 1; }
+  }
+  expect_refused "the times of H = 2 iterations add up to more than a double can hold" overflow-plan.json \
+    plan --profile overflow.json --period 2 -o overflow-plan.json
+  expect_refused "the times of H = 2 iterations add up to more than a double can hold" overflow-result.json \
+    simulate --profile overflow.json --strategy wfbp --period 2 -o overflow-result.json
+  expect_refused "field 'name': 30016 characters, at most 1024" long-plan.json \
+    plan --profile long_name.json --period 2 --every-iteration '.*mlp' -o long-plan.json
+  echo "ok: overflowing periods and over-long names refused"
 }
 
 # --link (SPEC section 7): link_8workers.json fits T(n) = 7e-4 + 1.4e-9 n s at 8 workers, the same
