@@ -4,7 +4,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/install-deps.sh
 jobs=$(nproc 2>/dev/null || echo 2)
-echo "build: configuring and compiling syncplan into build/ (a few minutes the first time)" >&2
+echo "build: configuring and compiling syncplan into build/ (about 10-15 minutes on 2 cores the first time: the tool, its tests and benchmarks)" >&2
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release "$@" >/dev/null
 if ! cmake --build build -j "$jobs" >build/build.log 2>&1; then
   cat build/build.log >&2
