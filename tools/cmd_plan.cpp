@@ -58,7 +58,11 @@ std::string ratio_text(double ratio) {
 
 Json finite_or_null(double value) { return std::isfinite(value) ? Json(value) : Json(nullptr); }
 
-std::string percent_text(double fraction) { return format_short(100.0 * fraction, 2) + "%"; }
+// A percentage to 2 decimals; rounding noise (e.g. a gap of 7e-12%) reads 0.00%, never an exponent.
+std::string percent_text(double fraction) {
+  const double percent = std::round(100.0 * fraction * 100.0) / 100.0 + 0.0;  // + 0.0: -0 reads 0
+  return format_short(percent, 2) + "%";
+}
 
 // The chosen plan, one row per iteration: how many layers sync (of which extra, from bubble
 // filling), the output-most and input-most of them (backprop order), and the iteration's wait.
