@@ -2,8 +2,8 @@
 #include "profiler/cpu_profile.hpp"
 
 #include "core/errors.hpp"
-#include "profiler/cpu_kernels.hpp"
-#include "profiler/overloaded.hpp"
+#include "model/cpu/kernels.hpp"
+#include "core/overloaded.hpp"
 
 #include <Eigen/Core>
 

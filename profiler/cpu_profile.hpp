@@ -1,11 +1,11 @@
 // The CPU backend of `syncplan profile --device cpu`: every layer's ops run on host buffers with
-// the reference kernels (profiler/cpu_kernels.hpp), timed with std::chrono::steady_clock
+// the reference kernels (model/cpu/kernels.hpp), timed with std::chrono::steady_clock
 // (docs/profiler.md section 3).
 #pragma once
 
 #include "profiler/measurement.hpp"
-#include "profiler/model_spec.hpp"
-#include "profiler/op_tensors.hpp"
+#include "model/model_spec.hpp"
+#include "model/op_tensors.hpp"
 
 #include <cstdint>
 #include <span>

@@ -4,9 +4,9 @@
 
 #include "core/errors.hpp"
 #include "core/units.hpp"
-#include "profiler/cuda_check.hpp"
-#include "profiler/cuda_kernels.cuh"
-#include "profiler/cuda_ops.cuh"
+#include "core/cuda_check.hpp"
+#include "model/cuda/kernels.cuh"
+#include "model/cuda/ops.cuh"
 
 #include <iomanip>
 #include <sstream>

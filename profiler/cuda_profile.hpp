@@ -1,10 +1,10 @@
 // The CUDA backend of `syncplan profile --device cuda`: every layer's ops run on the GPU
-// (profiler/cuda_kernels.cuh), timed with CUDA events, and the GEMM ceiling (docs/profiler.md
+// (model/cuda/kernels.cuh), timed with CUDA events, and the GEMM ceiling (docs/profiler.md
 // sections 3 and 5). Host-only declarations: built when SYNCPLAN_HAVE_CUDA, linked by the CLI.
 #pragma once
 
 #include "profiler/measurement.hpp"
-#include "profiler/model_spec.hpp"
+#include "model/model_spec.hpp"
 
 #include <string>
 

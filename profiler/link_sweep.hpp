@@ -4,7 +4,7 @@
 
 #include "core/link.hpp"
 #include "profiler/alpha_beta_fit.hpp"
-#include "profiler/mpi_session.hpp"
+#include "comm/mpi_session.hpp"
 
 #include <cstdint>
 #include <functional>

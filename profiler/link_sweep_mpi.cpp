@@ -1,7 +1,7 @@
 // The CPU backend of profile-link: MPI_Allreduce on float buffers, timed with MPI_Wtime.
 #include "profiler/link_sweep.hpp"
 
-#include "profiler/mpi_check.hpp"
+#include "comm/mpi_check.hpp"
 
 #include <vector>
 

@@ -3,8 +3,8 @@
 
 #include "core/errors.hpp"
 #include "core/units.hpp"
-#include "profiler/cuda_check.hpp"
-#include "profiler/nccl_check.hpp"
+#include "core/cuda_check.hpp"
+#include "comm/nccl_check.hpp"
 
 #include <cstring>
 #include <vector>

@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/json_io.hpp"
-#include "profiler/model_spec.hpp"
+#include "model/model_spec.hpp"
 
 #include <cstdint>
 #include <optional>

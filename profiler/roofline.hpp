@@ -3,7 +3,7 @@
 #pragma once
 
 #include "core/json_io.hpp"
-#include "profiler/model_layers.hpp"
+#include "model/model_layers.hpp"
 
 #include <optional>
 #include <string>

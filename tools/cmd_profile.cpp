@@ -4,7 +4,7 @@
 #include "core/json_io.hpp"
 #include "profiler/cpu_profile.hpp"
 #include "profiler/measurement.hpp"
-#include "profiler/model_spec.hpp"
+#include "model/model_spec.hpp"
 #include "profiler/roofline.hpp"
 #if SYNCPLAN_HAVE_CUDA_KERNELS
 #include "profiler/cuda_profile.hpp"

@@ -4,7 +4,7 @@
 
 #include "reference_data.hpp"
 
-#include "profiler/model_spec.hpp"
+#include "model/model_spec.hpp"
 
 #include <algorithm>
 #include <filesystem>

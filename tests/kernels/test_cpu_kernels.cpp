@@ -1,8 +1,8 @@
 // The CPU reference kernels: every backward against central finite differences of its forward,
 // and hand-derived values on tiny inputs (docs/profiler.md section 2).
-#include "profiler/cpu_kernels.hpp"
+#include "model/cpu/kernels.hpp"
 #include "profiler/cpu_profile.hpp"
-#include "profiler/op_tensors.hpp"
+#include "model/op_tensors.hpp"
 #include "tests/kernels/check_close.hpp"
 
 #include <catch2/catch.hpp>

@@ -4,9 +4,9 @@
 // CTest reports as skipped, never as passed.
 #include "core/errors.hpp"
 #include "profiler/cpu_profile.hpp"
-#include "profiler/cuda_ops.cuh"
+#include "model/cuda/ops.cuh"
 #include "profiler/cuda_profile.hpp"
-#include "profiler/model_spec.hpp"
+#include "model/model_spec.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

@@ -1,8 +1,8 @@
-// The GEMM calls the CUDA kernels make (profiler/gemm_plan.hpp), executed on the CPU by a
+// The GEMM calls the CUDA kernels make (model/gemm_plan.hpp), executed on the CPU by a
 // reference of cublasGemmStridedBatchedEx's column-major semantics and compared with the products
 // written out index by index: the CUDA kernels' index arithmetic, tested without a GPU.
-#include "profiler/gemm_plan.hpp"
-#include "profiler/model_spec.hpp"
+#include "model/gemm_plan.hpp"
+#include "model/model_spec.hpp"
 #include "tests/kernels/check_close.hpp"
 
 #include <catch2/catch.hpp>
@@ -134,7 +134,7 @@ TEST_CASE("attention GEMM calls compute every head's products, grouped-query inc
 
 namespace {
 
-// The checks the CUDA launcher makes before each cuBLAS call (cuda_kernels.cu, run_gemm): cuBLAS's
+// The checks the CUDA launcher makes before each cuBLAS call (model/cuda/kernels.cu, run_gemm): cuBLAS's
 // argument rules, and every operand within its tensor. Returns the extents for the caller to compare.
 GemmExtents checked_call(const StridedGemm& row_major, std::int64_t a_size, std::int64_t b_size, std::int64_t c_size) {
   const StridedGemm call = column_major(row_major);

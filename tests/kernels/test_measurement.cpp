@@ -3,7 +3,7 @@
 #include "core/errors.hpp"
 #include "profiler/cpu_profile.hpp"
 #include "profiler/measurement.hpp"
-#include "profiler/model_spec.hpp"
+#include "model/model_spec.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -3,7 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include "core/errors.hpp"
-#include "profiler/model_spec.hpp"
+#include "model/model_spec.hpp"
 #include "profiler/roofline.hpp"
 
 #include <filesystem>

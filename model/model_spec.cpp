@@ -1,6 +1,6 @@
 // syncplan.model/v1 reading and the expansion of GPT-2 and Llama specs into Hugging Face's leaf
 // modules (docs/models.md sections 1 and 2).
-#include "profiler/model_spec.hpp"
+#include "model/model_spec.hpp"
 
 #include "core/errors.hpp"
 

@@ -1,5 +1,5 @@
 // The GEMM calls of the linear and attention products, row-major, and their cuBLAS translation.
-#include "profiler/gemm_plan.hpp"
+#include "model/gemm_plan.hpp"
 
 #include "core/errors.hpp"
 

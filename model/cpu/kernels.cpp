@@ -1,10 +1,10 @@
 // The CPU reference kernels with Eigen: row-major maps over the callers' spans, one function per
 // op and pass, as docs/models.md section 3 and docs/profiler.md section 2 write them.
-#include "profiler/cpu_kernels.hpp"
+#include "model/cpu/kernels.hpp"
 
 #include "core/errors.hpp"
-#include "profiler/counter_random.hpp"
-#include "profiler/op_tensors.hpp"
+#include "core/counter_random.hpp"
+#include "model/op_tensors.hpp"
 
 #include <Eigen/Core>
 

@@ -3,8 +3,8 @@
 // profiler and by the test that compares the two.
 #pragma once
 
-#include "profiler/library_check.hpp"
-#include "profiler/op_tensors.hpp"
+#include "core/library_check.hpp"
+#include "model/op_tensors.hpp"
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>

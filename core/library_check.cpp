@@ -1,5 +1,5 @@
 // The single reporter of failed MPI, CUDA and NCCL calls.
-#include "profiler/library_check.hpp"
+#include "core/library_check.hpp"
 
 #include <filesystem>
 

@@ -1,11 +1,11 @@
 // Device buffers per op and the dispatch of each op's pass to its CUDA launcher.
-#include "profiler/cuda_ops.cuh"
+#include "model/cuda/ops.cuh"
 
 #include "core/errors.hpp"
-#include "profiler/cublas_check.hpp"
-#include "profiler/cuda_check.hpp"
-#include "profiler/cuda_kernels.cuh"
-#include "profiler/overloaded.hpp"
+#include "core/cublas_check.hpp"
+#include "core/cuda_check.hpp"
+#include "model/cuda/kernels.cuh"
+#include "core/overloaded.hpp"
 
 #include <string>
 #include <utility>

@@ -1,9 +1,9 @@
 // The CUDA kernels of every op of docs/models.md section 3, forward and backward, in fp32 and bf16:
 // host launchers that check shapes, take a stream and check the launch, mirroring the CPU
-// reference (profiler/cpu_kernels.hpp) argument for argument (docs/profiler.md section 4).
+// reference (model/cpu/kernels.hpp) argument for argument (docs/profiler.md section 4).
 #pragma once
 
-#include "profiler/model_layers.hpp"
+#include "model/model_layers.hpp"
 
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -15,7 +15,7 @@
 namespace syncplan::cuda {
 
 // ---------------------------------------------------------------------------------------------
-// Conventions: as in cpu_kernels.hpp (row-major, T = B S tokens, outputs and input gradients
+// Conventions: as in model/cpu/kernels.hpp (row-major, T = B S tokens, outputs and input gradients
 // written, parameter gradients added into), with these differences:
 //  * spans hold device memory; Element is float or __nv_bfloat16 (activations, parameters and
 //    gradients in the workload's dtype); saved statistics (mean, rstd, lse, losses) are fp32.

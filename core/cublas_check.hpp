@@ -1,7 +1,7 @@
 // SYNCPLAN_CUBLAS_CHECK: every cuBLAS call of the profiler goes through it (STYLE item 9).
 #pragma once
 
-#include "profiler/library_check.hpp"
+#include "core/library_check.hpp"
 
 #include <cublas_v2.h>
 

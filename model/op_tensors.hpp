@@ -3,8 +3,8 @@
 // compares the outputs), so that every backend runs the same op on the same shapes.
 #pragma once
 
-#include "profiler/counter_random.hpp"
-#include "profiler/model_layers.hpp"
+#include "core/counter_random.hpp"
+#include "model/model_layers.hpp"
 
 #include <cstdint>
 #include <string>
@@ -35,7 +35,7 @@ enum class Pass { kForward, kBackward };
 /// One tensor of an op.
 struct OpTensor {
   std::string name;             ///< the kernel argument's name, e.g. "x", "weight", "d_weight"
-  std::int64_t elements = 0;    ///< element count (shape in cpu_kernels.hpp), >= 1
+  std::int64_t elements = 0;    ///< element count (shape in model/cpu/kernels.hpp), >= 1
   TensorKind kind = TensorKind::kValue;
   TensorRole role = TensorRole::kInput;
   std::int64_t id_bound = 0;    ///< kTokenId only: values are drawn from [0, id_bound)

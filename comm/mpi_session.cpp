@@ -1,7 +1,7 @@
 // MpiSession on Open MPI (or any MPI-3 library): initialization, node-local rank, agreement.
-#include "profiler/mpi_session.hpp"
+#include "comm/mpi_session.hpp"
 
-#include "profiler/mpi_check.hpp"
+#include "comm/mpi_check.hpp"
 
 #include <cstdlib>
 #include <string>

@@ -1,8 +1,8 @@
-// The tensor lists of every op, following the kernel signatures of profiler/cpu_kernels.hpp.
-#include "profiler/op_tensors.hpp"
+// The tensor lists of every op, following the kernel signatures of model/cpu/kernels.hpp.
+#include "model/op_tensors.hpp"
 
 #include "core/errors.hpp"
-#include "profiler/overloaded.hpp"
+#include "core/overloaded.hpp"
 
 namespace syncplan {
 
@@ -96,7 +96,7 @@ std::vector<OpTensor> op_tensors(const LayerOp& op, const Workload& workload) {
                 .take();
           },
           [&](const ResidualAddOp& o) {
-            // The backward adds the branch's gradient into the residual stream's (cpu_kernels.hpp).
+            // The backward adds the branch's gradient into the residual stream's (model/cpu/kernels.hpp).
             return TensorList()
                 .add("a", T * o.width, Role::kInput)
                 .add("b", T * o.width, Role::kInput)

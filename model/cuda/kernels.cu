@@ -1,13 +1,13 @@
 // The CUDA kernels and their launchers: simple kernels (a grid-stride loop per element, a warp
-// per row, a 32 x 32 block per 32 columns) and cuBLAS GEMMs, in the order of cuda_kernels.cuh.
-#include "profiler/cuda_kernels.cuh"
+// per row, a 32 x 32 block per 32 columns) and cuBLAS GEMMs, in the order of kernels.cuh.
+#include "model/cuda/kernels.cuh"
 
 #include "core/errors.hpp"
-#include "profiler/counter_random.hpp"
-#include "profiler/cublas_check.hpp"
-#include "profiler/cuda_check.hpp"
-#include "profiler/gemm_plan.hpp"
-#include "profiler/op_tensors.hpp"
+#include "core/counter_random.hpp"
+#include "core/cublas_check.hpp"
+#include "core/cuda_check.hpp"
+#include "model/gemm_plan.hpp"
+#include "model/op_tensors.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -133,7 +133,7 @@ void column_sums(std::int64_t rows, std::int64_t cols, Function f, cudaStream_t 
 }
 
 // ---------------------------------------------------------------------------------------------
-// GEMM: the calls of profiler/gemm_plan.hpp, whose index arithmetic the CPU build tests
+// GEMM: the calls of model/gemm_plan.hpp, whose index arithmetic the CPU build tests
 // ---------------------------------------------------------------------------------------------
 
 template <class Element>

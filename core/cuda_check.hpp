@@ -1,7 +1,7 @@
 // SYNCPLAN_CUDA_CHECK: every CUDA runtime call of the profiler goes through it (STYLE item 9).
 #pragma once
 
-#include "profiler/library_check.hpp"
+#include "core/library_check.hpp"
 
 #include <cuda_runtime_api.h>
 

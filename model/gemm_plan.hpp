@@ -3,7 +3,7 @@
 // the index arithmetic the CUDA kernels rely on (docs/profiler.md section 4).
 #pragma once
 
-#include "profiler/model_layers.hpp"
+#include "model/model_layers.hpp"
 
 #include <cstdint>
 #include <string>
@@ -47,7 +47,7 @@ struct GemmExtents {
 };
 GemmExtents column_major_extents(const StridedGemm& call);
 
-/// The products of a linear layer (cpu_kernels.hpp): x [T, k], weight [k, n], y and d_y [T, n].
+/// The products of a linear layer (model/cpu/kernels.hpp): x [T, k], weight [k, n], y and d_y [T, n].
 enum class LinearProduct {
   kForward,        ///< y = x W              (A = x, B = weight, C = y)
   kInputGradient,  ///< d_x = d_y W^T        (A = d_y, B = weight, C = d_x)

@@ -1,7 +1,7 @@
 // SYNCPLAN_MPI_CHECK: every MPI call of the profiler goes through it (STYLE item 9).
 #pragma once
 
-#include "profiler/library_check.hpp"
+#include "core/library_check.hpp"
 
 #include <mpi.h>
 

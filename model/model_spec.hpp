@@ -4,7 +4,7 @@
 
 #include "core/json_io.hpp"
 #include "core/profile.hpp"
-#include "profiler/model_layers.hpp"
+#include "model/model_layers.hpp"
 
 #include <cstdint>
 #include <filesystem>

@@ -3,7 +3,7 @@
 // are tested against them (docs/profiler.md).
 #pragma once
 
-#include "profiler/model_layers.hpp"
+#include "model/model_layers.hpp"
 
 #include <cstdint>
 #include <span>
@@ -108,7 +108,7 @@ void residual_add_forward(std::span<const float> a, std::span<const float> b, st
 /// Where the residual stream forks, its gradient is the sum of both paths': d_stream += d_branch.
 void residual_add_backward(std::span<const float> d_branch, std::span<float> d_stream);
 
-/// Dropout: y = x mask / (1 - p), mask[i] = dropout_keeps(seed, i, p) (profiler/counter_random.hpp,
+/// Dropout: y = x mask / (1 - p), mask[i] = dropout_keeps(seed, i, p) (core/counter_random.hpp,
 /// the same draw as the CUDA kernel). p = 0 copies x and keeps everything. mask [n] bytes, 1 = kept.
 void dropout_forward(const DropoutOp& op, std::uint64_t seed, std::span<const float> x, std::span<float> y,
                      std::span<std::uint8_t> mask);

@@ -1,8 +1,8 @@
 // FLOP and byte accounting of the ops, formula by formula as docs/models.md section 3 writes them.
-#include "profiler/model_layers.hpp"
+#include "model/model_layers.hpp"
 
 #include "core/errors.hpp"
-#include "profiler/overloaded.hpp"
+#include "core/overloaded.hpp"
 
 #include <numeric>
 

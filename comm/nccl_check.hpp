@@ -1,7 +1,7 @@
 // SYNCPLAN_NCCL_CHECK: every NCCL call of the profiler goes through it (STYLE item 9).
 #pragma once
 
-#include "profiler/library_check.hpp"
+#include "core/library_check.hpp"
 
 #include <nccl.h>
 
