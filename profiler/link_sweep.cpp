@@ -1,9 +1,12 @@
-// Sweep options, sizes and samples shared by the MPI and NCCL all-reduce sweeps.
+// Sweep options, sizes, the timed loop through a communicator, and the samples of a sweep.
 #include "profiler/link_sweep.hpp"
 
 #include "core/errors.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <span>
 #include <string>
 
 namespace syncplan {
@@ -39,27 +42,38 @@ std::vector<std::int64_t> sweep_sizes(const LinkSweepOptions& options) {
   return sizes;
 }
 
-std::vector<SweepPoint> run_sweep(const MpiSession& mpi, const LinkSweepOptions& options,
-                                  const SweepProgress& progress, const MeasureSize& measure) {
+std::vector<SweepPoint> run_sweep(const MpiSession& mpi, Communicator& comm, const LinkSweepOptions& options,
+                                  const SweepProgress& progress, const SweepBuffer& buffer) {
+  const float expected = expected_allreduce_average(mpi.size());
   std::vector<SweepPoint> points;
   for (const std::int64_t size_bytes : sweep_sizes(options)) {
     SweepPoint point;
     point.size_bytes = size_bytes;
     point.count = size_bytes / kFloatBytes;
-    const RankMeasurement measured = measure(point.count);
-    point.time_s = mpi.max(measured.mean_s);
-    point.wrong_elements = mpi.sum(measured.wrong_elements);
+    const std::span<float> bucket[] = {std::span<float>(buffer.data, static_cast<std::size_t>(point.count))};
+    const std::string name = std::to_string(size_bytes) + " B";
+    buffer.fill(point.count, static_cast<float>(mpi.rank() + 1));
+    for (int i = 0; i < options.warmup_iters; ++i) comm.average(name, bucket, kSweepDeadline_s);
+    mpi.barrier();
+    using Clock = std::chrono::steady_clock;
+    const Clock::time_point start = Clock::now();
+    for (int i = 0; i < options.iters; ++i) comm.average(name, bucket, kSweepDeadline_s);
+    const double mean_s = std::chrono::duration<double>(Clock::now() - start).count() / options.iters;
+    point.time_s = mpi.max(mean_s);
+    point.wrong_elements = mpi.sum(count_wrong(buffer.read(point.count), point.count, expected));
     points.push_back(point);
     if (progress) progress(point);
   }
   return points;
 }
 
-float expected_allreduce_sum(int ranks) { return static_cast<float>(ranks) * static_cast<float>(ranks + 1) / 2; }
+float expected_allreduce_average(int ranks) { return static_cast<float>(ranks + 1) / 2; }
 
 std::int64_t count_wrong(const std::vector<float>& values, std::int64_t count, float expected) {
   SYNCPLAN_CHECK(count >= 0 && static_cast<std::size_t>(count) <= values.size());
-  return std::count_if(values.begin(), values.begin() + count, [expected](float value) { return value != expected; });
+  const float tolerance = 1e-6f * std::fabs(expected);
+  return std::count_if(values.begin(), values.begin() + count,
+                       [&](float value) { return !(std::fabs(value - expected) <= tolerance); });
 }
 
 std::vector<LinkSample> sweep_samples(const std::vector<SweepPoint>& points, int workers) {

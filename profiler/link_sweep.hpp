@@ -1,9 +1,10 @@
 // All-reduce sweeps over message sizes (`syncplan profile-link`, docs/link.md): the options, the
-// sizes, one measuring function per backend (MPI on CPUs, NCCL on GPUs), and the fit of the result.
+// sizes, the sweep through a communicator (MPI on CPUs, NCCL on GPUs), and the samples to fit.
 #pragma once
 
 #include "core/link.hpp"
 #include "profiler/alpha_beta_fit.hpp"
+#include "comm/communicator.hpp"
 #include "comm/mpi_session.hpp"
 
 #include <cstdint>
@@ -27,7 +28,7 @@ struct SweepPoint {
   std::int64_t size_bytes = 0;      ///< bytes per rank
   std::int64_t count = 0;           ///< float elements per rank (size_bytes / 4)
   double time_s = 0;                ///< max over ranks of the mean time of one all-reduce, seconds
-  std::int64_t wrong_elements = 0;  ///< elements, summed over ranks, that were not the expected sum
+  std::int64_t wrong_elements = 0;  ///< elements, summed over ranks, that were not the expected average
 };
 
 /// Called on every rank after each size is measured (rank 0 prints the row).
@@ -41,31 +42,37 @@ void check_sweep_options(const LinkSweepOptions& options, std::int64_t max_count
 /// 4 bytes (one float), without repeats.
 std::vector<std::int64_t> sweep_sizes(const LinkSweepOptions& options);
 
-/// What a backend measured for one size on this rank.
-struct RankMeasurement {
-  double mean_s = 0;                ///< mean time of one all-reduce on this rank, seconds
-  std::int64_t wrong_elements = 0;  ///< elements of this rank's result that are not the expected sum
+/// The buffer a sweep averages: `data` holds the largest size's floats where the communicator
+/// wants them (host memory for MPI, device memory for NCCL); `fill` sets the first `count` to a
+/// value, `read` copies the first `count` to the host.
+struct SweepBuffer {
+  float* data = nullptr;
+  std::function<void(std::int64_t count, float value)> fill;
+  std::function<std::vector<float>(std::int64_t count)> read;
 };
 
-/// Measures `count` float elements on this rank (warm-up, barrier, timed calls, result check).
-using MeasureSize = std::function<RankMeasurement(std::int64_t count)>;
+/// Seconds a sweep's average may take before the communicator gives up (CommTimeout).
+inline constexpr double kSweepDeadline_s = 60;
 
-/// The sweep every backend runs: for each size of sweep_sizes(options), `measure` on every rank,
-/// then the largest mean over ranks and the wrong elements summed over ranks; `progress` after each.
-/// Collective.
-std::vector<SweepPoint> run_sweep(const MpiSession& mpi, const LinkSweepOptions& options,
-                                  const SweepProgress& progress, const MeasureSize& measure);
+/// The sweep every backend runs, through `comm` (comm/communicator.hpp): for each size of
+/// sweep_sizes(options), rank r fills the buffer with r + 1, runs `warmup_iters` averages, meets
+/// the others at a barrier, times `iters` averages (each start then wait, on the host's steady
+/// clock: launch and polling included), then checks the result; the point holds the largest mean
+/// over ranks and the wrong elements summed over ranks; `progress` after each. Collective; throws
+/// LibraryError, and CommTimeout when an average exceeds kSweepDeadline_s.
+std::vector<SweepPoint> run_sweep(const MpiSession& mpi, Communicator& comm, const LinkSweepOptions& options,
+                                  const SweepProgress& progress, const SweepBuffer& buffer);
 
-/// The value each backend's all-reduce must produce: rank r contributes r + 1 to every element, so
-/// the sum is 1 + 2 + ... + ranks (exact in float up to thousands of ranks).
-float expected_allreduce_sum(int ranks);
+/// The value each average must produce: rank r contributes r + 1, so the mean is (ranks + 1) / 2,
+/// a multiple of 1/2 (exact in float).
+float expected_allreduce_average(int ranks);
 
-/// Elements among the first `count` of `values` that are not `expected`.
+/// Elements among the first `count` of `values` that differ from `expected` by more than 1e-6 of
+/// it (NCCL's ncclAvg may premultiply by 1/ranks in float: a rounding or two, 1.2e-7 each).
 std::int64_t count_wrong(const std::vector<float>& values, std::int64_t count, float expected);
 
-/// Measures MPI_Allreduce (MPI_FLOAT, MPI_SUM) on MPI_COMM_WORLD at every size: warm-up, barrier,
-/// `iters` timed calls with MPI_Wtime, the mean per call, its maximum over ranks; then checks the
-/// result (every element must be 1 + 2 + ... + ranks). Collective; throws LibraryError.
+/// The MPI sweep: the communicator's MPI backend (MPI_Iallreduce, MPI_SUM, then / ranks) on a host
+/// buffer. Collective; throws LibraryError.
 std::vector<SweepPoint> sweep_allreduce_mpi(const MpiSession& mpi, const LinkSweepOptions& options,
                                             const SweepProgress& progress);
 

@@ -6,9 +6,7 @@
 #include "profiler/measurement.hpp"
 #include "model/model_spec.hpp"
 #include "profiler/roofline.hpp"
-#if SYNCPLAN_HAVE_CUDA_KERNELS
-#include "profiler/cuda_profile.hpp"
-#endif
+#include "profiler/gpu_backend.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/model_profile.hpp"
 
@@ -57,8 +55,9 @@ BackendResult estimate_backend(const Model& model, const Workload& workload, con
 
 // The measured devices share everything but the measurement (docs/profiler.md): medians, the
 // spread printed and reported, and the ceiling check, which fails the run (exit 1, nothing written).
+template <class Measure>
 BackendResult measured_backend(const Model& model, const Workload& workload, const ProfileOptions& options,
-                               Measurement (*measure)(const Model&, const Workload&, const TimingOptions&)) {
+                               const Measure& measure) {
   TimingOptions timing;
   timing.warmup_steps = options.warmup;
   timing.repeats = options.repeats;
@@ -88,13 +87,12 @@ BackendResult cpu_backend(const Model& model, const Workload& workload, const Pr
 }
 
 BackendResult cuda_backend(const Model& model, const Workload& workload, const ProfileOptions& options) {
-#if SYNCPLAN_HAVE_CUDA_KERNELS
-  return measured_backend(model, workload, options, measure_cuda);
-#else
-  (void)model, (void)workload, (void)options;
-  throw InputError("--device cuda: this syncplan was built without CUDA (configure with -DSYNCPLAN_WITH_CUDA=ON; "
-                   "docs/profiler.md)");
-#endif
+  // The GPU backend library is loaded only here (docs/comm.md section 4).
+  const GpuBackend gpu = require_gpu_backend("--device cuda");
+  return measured_backend(model, workload, options,
+                          [&gpu](const Model& m, const Workload& w, const TimingOptions& t) {
+                            return gpu.measure_cuda(m, w, t);
+                          });
 }
 
 struct BackendEntry {
@@ -118,16 +116,9 @@ std::string known_models_text(const std::filesystem::path& models_dir) {
 }  // namespace
 
 bool cuda_profiling_available() {
-#if SYNCPLAN_HAVE_CUDA_KERNELS
-  try {
-    cuda_device_name();
-    return true;
-  } catch (const InputError&) {
-    return false;
-  }
-#else
-  return false;
-#endif
+  std::string why;
+  const std::optional<GpuBackend> gpu = GpuBackend::load(why);
+  return gpu && gpu->device_count(why) > 0;
 }
 
 std::filesystem::path data_dir() {

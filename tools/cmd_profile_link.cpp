@@ -4,9 +4,7 @@
 #include "core/units.hpp"
 #include "profiler/link_sweep.hpp"
 #include "tools/cli_common.hpp"
-#if SYNCPLAN_HAVE_NCCL
 #include "profiler/link_sweep_nccl.hpp"
-#endif
 
 #include <climits>
 #include <cstdio>
@@ -14,6 +12,7 @@
 #include <functional>
 #include <iostream>
 #include <memory>
+#include <optional>
 
 namespace syncplan::cli {
 
@@ -59,39 +58,53 @@ struct Backend {
   const char* source;          // the link file's "source"
   const char* default_max_bytes;
   std::int64_t max_count;      // elements per all-reduce the backend can take
-  std::vector<SweepPoint> (*sweep)(const MpiSession&, const LinkSweepOptions&, const SweepProgress&);
 };
 
-const Backend kMpiBackend{"mpi", "measured:mpi", kMpiDefaultMaxBytes, INT_MAX, sweep_allreduce_mpi};
-#if SYNCPLAN_HAVE_NCCL
-const Backend kNcclBackend{"nccl", "measured:nccl", kNcclDefaultMaxBytes, kNcclMaxCount, sweep_allreduce_nccl};
-#endif
+const Backend kMpiBackend{"mpi", "measured:mpi", kMpiDefaultMaxBytes, INT_MAX};
+const Backend kNcclBackend{"nccl", "measured:nccl", kNcclDefaultMaxBytes, kNcclMaxCount};
 
-// The backend to run; "auto" is NCCL when this build has it and every rank sees a GPU of its own.
-// Collective (all ranks agree); `why` says how "auto" decided.
-const Backend& choose_backend(const MpiSession& mpi, const std::string& requested, std::string& why) {
-  if (requested == "mpi") return kMpiBackend;
-#if SYNCPLAN_HAVE_NCCL
+// The backend to run, with the GPU backend library for NCCL, and how "auto" decided.
+struct ChosenBackend {
+  const Backend* backend = &kMpiBackend;
+  std::optional<GpuBackend> gpu;  // loaded for nccl
+  std::string why;
+};
+
+// "auto" is NCCL when every rank loads the GPU backend library (with NCCL) and sees a GPU of its
+// own; "nccl" demands both (InputError naming the rank and why). Collective: all ranks agree.
+ChosenBackend choose_backend(const MpiSession& mpi, const std::string& requested) {
+  ChosenBackend chosen;
+  if (requested == "mpi") return chosen;
+  std::string why;
+  std::optional<GpuBackend> gpu = GpuBackend::load(why);
+  if (gpu && gpu->nccl().open == nullptr) {
+    why = std::string("the GPU backend (") + gpu->description() + ") was built without NCCL";
+    gpu.reset();
+  }
+  const int unloaded = mpi.first_failing_rank(gpu.has_value());
   if (requested == "nccl") {
-    require_cuda_device_per_rank(mpi);
-    return kNcclBackend;
+    if (unloaded >= 0)
+      throw InputError("--backend nccl: " +
+                       (unloaded == mpi.rank() ? why : "rank " + std::to_string(unloaded) + " has no GPU backend"));
+    require_cuda_device_per_rank(mpi, *gpu);
+    chosen.backend = &kNcclBackend;
+    chosen.gpu = gpu;
+    return chosen;
+  }
+  if (unloaded >= 0) {
+    chosen.why = "auto: no GPU backend on rank " + std::to_string(unloaded);
+    return chosen;
   }
   std::string reason;
-  const int devices = visible_cuda_devices(reason);
-  const int failing = mpi.first_failing_rank(devices > mpi.local_rank());
-  if (failing < 0) {
-    why = "auto: a CUDA device per rank";
-    return kNcclBackend;
+  const int failing = first_rank_without_device(mpi, *gpu, reason);
+  if (failing >= 0) {
+    chosen.why = "auto: no CUDA device for rank " + std::to_string(failing);
+    return chosen;
   }
-  why = "auto: no CUDA device for rank " + std::to_string(failing);
-  return kMpiBackend;
-#else
-  (void)mpi;
-  if (requested == "nccl")
-    throw InputError("--backend nccl: this syncplan was built without CUDA and NCCL (SYNCPLAN_WITH_CUDA, docs/link.md)");
-  why = "auto: built without CUDA and NCCL";
-  return kMpiBackend;
-#endif
+  chosen.backend = &kNcclBackend;
+  chosen.gpu = gpu;
+  chosen.why = "auto: a CUDA device per rank";
+  return chosen;
 }
 
 // Runs `check` on rank 0 only (e.g. the output path, which only rank 0 writes); when it fails,
@@ -112,7 +125,7 @@ void check_on_root(const MpiSession& mpi, const std::function<void()>& check) {
 
 void print_header(const MpiSession& mpi, const Backend& backend, const std::string& why,
                   const LinkSweepOptions& sweep) {
-  std::printf("# syncplan profile-link: all-reduce of float32 (sum) across %d rank%s, backend %s%s\n", mpi.size(),
+  std::printf("# syncplan profile-link: all-reduce of float32 (avg) across %d rank%s, backend %s%s\n", mpi.size(),
               mpi.size() == 1 ? "" : "s", backend.name, why.empty() ? "" : (" (" + why + ")").c_str());
   std::printf("# sizes %lld..%lld B x%d, warmup %d, iters %d; time: max over ranks of the mean per all-reduce\n",
               static_cast<long long>(sweep.min_bytes), static_cast<long long>(sweep.max_bytes), sweep.step_factor,
@@ -127,14 +140,15 @@ void print_header(const MpiSession& mpi, const Backend& backend, const std::stri
 void print_row(const SweepPoint& point, int workers) {
   const LinkSample sample = allreduce_sample(point.size_bytes, point.time_s, workers);
   std::printf("%12lld  %12lld  %8s  %6s  %10.2f  %9.3f  %9.3f  %6lld\n", static_cast<long long>(point.size_bytes),
-              static_cast<long long>(point.count), "float", "sum", units::seconds_to_us(point.time_s),
+              static_cast<long long>(point.count), "float", "avg", units::seconds_to_us(point.time_s),
               sample.algbw_GBps, sample.busbw_GBps, static_cast<long long>(point.wrong_elements));
   std::fflush(stdout);
 }
 
 int profile_link(const MpiSession& mpi, const ProfileLinkOptions& options) {
-  std::string why;
-  const Backend& backend = choose_backend(mpi, options.backend, why);
+  const ChosenBackend chosen = choose_backend(mpi, options.backend);
+  const Backend& backend = *chosen.backend;
+  const std::string& why = chosen.why;
   LinkSweepOptions sweep;
   sweep.min_bytes = parse_size_bytes(options.min_bytes, "--min-bytes");
   sweep.max_bytes = parse_size_bytes(options.max_bytes.empty() ? backend.default_max_bytes : options.max_bytes,
@@ -147,14 +161,16 @@ int profile_link(const MpiSession& mpi, const ProfileLinkOptions& options) {
   check_on_root(mpi, [&] { check_output_paths({{"-o", options.output_path}}, {}); });
 
   if (mpi.is_root()) print_header(mpi, backend, why, sweep);
-  const std::vector<SweepPoint> points = backend.sweep(mpi, sweep, [&](const SweepPoint& point) {
+  const SweepProgress progress = [&](const SweepPoint& point) {
     if (mpi.is_root()) print_row(point, mpi.size());
-  });
+  };
+  const std::vector<SweepPoint> points = chosen.gpu ? sweep_allreduce_nccl(mpi, *chosen.gpu, sweep, progress)
+                                                    : sweep_allreduce_mpi(mpi, sweep, progress);
   std::int64_t wrong_sizes = 0;
   for (const SweepPoint& point : points) wrong_sizes += point.wrong_elements > 0;
   if (wrong_sizes > 0) {
     if (mpi.is_root())
-      std::cerr << "syncplan: error: the all-reduce returned wrong sums at " << wrong_sizes
+      std::cerr << "syncplan: error: the all-reduce returned wrong averages at " << wrong_sizes
                 << " sizes (column #wrong); " << options.output_path << " not written\n";
     return 1;
   }
@@ -200,8 +216,9 @@ void add_profile_link_command(CLI::App& app, Action& action) {
       "rank with NCCL), print an nccl-tests-style table (size B, count, time us, algbw and busbw GB/s, "
       "busbw = algbw x 2(n-1)/n), fit time = alpha + beta x size and write a syncplan.link/v1 file (docs/link.md)");
   command->add_option("--backend", options->backend,
-                      "mpi: MPI_Allreduce on CPU buffers; nccl: ncclAllReduce on one GPU per rank; auto: nccl when "
-                      "built with CUDA and every rank sees a GPU, else mpi (default: auto)")
+                      "mpi: MPI_Iallreduce on CPU buffers; nccl: ncclAllReduce (ncclAvg) on one GPU per rank, from "
+                      "the GPU backend library (docs/comm.md); auto: nccl when every rank loads that library and "
+                      "sees a GPU of its own, else mpi (default: auto)")
       ->check(CLI::IsMember({"auto", "mpi", "nccl"}));
   command->add_option("-b,--min-bytes", options->min_bytes,
                       "first size in bytes; K, M, G suffixes are x1024 (default: 8)");

@@ -1,0 +1,17 @@
+// The MPI backend of the communicator (docs/comm.md): host buffers, MPI_Iallreduce (MPI_SUM) then
+// a division by the world size, progressed by MPI_Test polling.
+#pragma once
+
+#include "comm/communicator.hpp"
+#include "comm/mpi_session.hpp"
+
+namespace syncplan {
+
+/// A communicator over a duplicate of MPI_COMM_WORLD (so that buckets never match the session's
+/// own collectives). A bucket of one buffer is reduced in place; several are packed into one
+/// contiguous buffer first and unpacked when done. Averages are the float sum divided by the
+/// world size. A bucket of more than 2^31 - 1 elements is an InputError (MPI 3 counts are int).
+/// abort(code) is MPI_Abort. Collective (MPI_Comm_dup); throws LibraryError when it fails.
+Communicator make_mpi_communicator(const MpiSession& mpi);
+
+}  // namespace syncplan
