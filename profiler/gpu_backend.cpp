@@ -67,6 +67,12 @@ GpuBackend require_gpu_backend(const std::string& what) {
   return *gpu;
 }
 
+bool cuda_device_available() {
+  std::string why;
+  const std::optional<GpuBackend> gpu = GpuBackend::load(why);
+  return gpu && gpu->device_count(why) > 0;
+}
+
 int GpuBackend::device_count(std::string& why) const {
   AbiStatus status;
   const int count = table_->device_count(&status);

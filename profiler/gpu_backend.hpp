@@ -80,6 +80,10 @@ class GpuBackend {
 /// asked to run on a GPU; `what` names the request, e.g. "--device cuda").
 GpuBackend require_gpu_backend(const std::string& what);
 
+/// True when the GPU backend library loads and sees a CUDA device (`plan --model --device auto`
+/// then measures instead of estimating); false, quietly, otherwise.
+bool cuda_device_available();
+
 /// The path GpuBackend::load tries: $SYNCPLAN_GPU_BACKEND, else ../lib/libsyncplan_gpu.so
 /// relative to the executable.
 std::string gpu_backend_path();

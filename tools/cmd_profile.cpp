@@ -1,12 +1,10 @@
-// `syncplan profile`: a model spec expanded into layers and timed by one backend per --device
-// (docs/models.md). Adding a backend is one function and one row of kBackends.
+// `syncplan profile`: the options, the spec and data folders, and the printing and writing of a
+// model profile (made by profiler/model_profile.hpp, which has the backends).
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
-#include "profiler/cpu_profile.hpp"
-#include "profiler/measurement.hpp"
 #include "model/model_spec.hpp"
-#include "profiler/roofline.hpp"
 #include "profiler/gpu_backend.hpp"
+#include "profiler/model_profile.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/model_profile.hpp"
 
@@ -25,87 +23,6 @@ namespace syncplan::cli {
 
 namespace {
 
-/// What a backend measures or estimates: each layer's forward and backward seconds, in the
-/// model's layer order, and the profile's `source` (SPEC section 3).
-struct BackendResult {
-  std::string source;
-  std::vector<LayerTimes> times;
-  std::optional<Json> report;  // measured devices: the side report (docs/profiler.md)
-};
-
-using Backend = BackendResult (*)(const Model& model, const Workload& workload, const ProfileOptions& options);
-
-BackendResult estimate_backend(const Model& model, const Workload& workload, const ProfileOptions& options) {
-  const GpuCatalog catalog = read_gpu_catalog_file((data_dir() / "gpus.json").string());
-  if (options.gpu.empty()) {
-    std::string known;
-    for (const GpuSpec& gpu : catalog.gpus) known += (known.empty() ? "" : ", ") + gpu.name;
-    throw InputError("--gpu: required with --device estimate (known: " + known + ")");
-  }
-  const GpuSpec& gpu = catalog.find(options.gpu);
-  const RooflineMachine machine = roofline_machine(catalog, gpu, workload.dtype);
-  BackendResult result;
-  result.source = "estimated:roofline:" + gpu.name;
-  for (const ModelLayer& layer : model.layers) result.times.push_back(roofline_layer_times(layer, workload, machine));
-  std::cout << "roofline on " << gpu.name << " (" << gpu.datasheet << "), compute efficiency "
-            << catalog.compute_efficiency << ", memory efficiency " << catalog.memory_efficiency
-            << ": an estimate, not a measurement\n";
-  return result;
-}
-
-// The measured devices share everything but the measurement (docs/profiler.md): medians, the
-// spread printed and reported, and the ceiling check, which fails the run (exit 1, nothing written).
-template <class Measure>
-BackendResult measured_backend(const Model& model, const Workload& workload, const ProfileOptions& options,
-                               const Measure& measure) {
-  TimingOptions timing;
-  timing.warmup_steps = options.warmup;
-  timing.repeats = options.repeats;
-  timing.gemm_ceiling = options.gemm_ceiling;
-  const Measurement measurement = measure(model, workload, timing);
-  const MeasurementSummary summary = summarize_measurement(model, workload, measurement);
-  print_measurement_summary(std::cout, summary, measurement);
-  if (measurement.gemm_ceiling_flops_per_s) {
-    const std::vector<CeilingViolation> above = layers_above_ceiling(summary, *measurement.gemm_ceiling_flops_per_s);
-    if (!above.empty())
-      throw std::runtime_error("--gemm-ceiling: layer '" + above.front().layer + "' " + above.front().pass + " ran at " +
-                               format_exact(above.front().flops_per_s) + " FLOP/s, above the measured GEMM ceiling " +
-                               format_exact(*measurement.gemm_ceiling_flops_per_s) + " FLOP/s (" +
-                               std::to_string(above.size()) +
-                               " layer passes above it): a timing or FLOP count is wrong; nothing written");
-    std::cout << "ceiling check: no layer above the GEMM ceiling\n";
-  }
-  BackendResult result;
-  result.source = measurement.source;
-  for (const MeasuredLayer& layer : summary.layers) result.times.push_back({layer.forward_s, layer.backward_s});
-  result.report = measurement_report_json(model, workload, options.device, timing, measurement, summary);
-  return result;
-}
-
-BackendResult cpu_backend(const Model& model, const Workload& workload, const ProfileOptions& options) {
-  return measured_backend(model, workload, options, measure_cpu);
-}
-
-BackendResult cuda_backend(const Model& model, const Workload& workload, const ProfileOptions& options) {
-  // The GPU backend library is loaded only here (docs/comm.md section 4).
-  const GpuBackend gpu = require_gpu_backend("--device cuda");
-  return measured_backend(model, workload, options,
-                          [&gpu](const Model& m, const Workload& w, const TimingOptions& t) {
-                            return gpu.measure_cuda(m, w, t);
-                          });
-}
-
-struct BackendEntry {
-  const char* device;
-  Backend run;
-};
-
-const BackendEntry kBackends[] = {
-    {"estimate", estimate_backend},
-    {"cpu", cpu_backend},
-    {"cuda", cuda_backend},
-};
-
 // The model names --model accepts: "dreamddp-llama-8l, gpt2, ...".
 std::string known_models_text(const std::filesystem::path& models_dir) {
   std::string names;
@@ -115,11 +32,7 @@ std::string known_models_text(const std::filesystem::path& models_dir) {
 
 }  // namespace
 
-bool cuda_profiling_available() {
-  std::string why;
-  const std::optional<GpuBackend> gpu = GpuBackend::load(why);
-  return gpu && gpu->device_count(why) > 0;
-}
+bool cuda_profiling_available() { return cuda_device_available(); }
 
 std::filesystem::path data_dir() {
   const char* override_dir = std::getenv("SYNCPLAN_DATA_DIR");
@@ -140,40 +53,22 @@ std::filesystem::path model_spec_path(const std::string& model) {
 }
 
 Profile make_model_profile(const ProfileOptions& options, Json* report) {
-  const std::filesystem::path spec_path = model_spec_path(options.model);
-  const Model model = expand_model(read_model_spec_file(spec_path.string()));
-  Workload workload;
-  workload.batch = options.batch;
-  // seq 0 (plan --model's default): the model's context, at most kDefaultSeq tokens.
-  workload.seq = options.seq > 0 ? options.seq : std::min<long long>(model.max_position_embeddings, kDefaultSeq);
-  workload.dtype = parse_dtype(options.dtype, "--dtype");
-  check_workload(model, workload);
-
-  Backend backend = nullptr;
-  for (const BackendEntry& entry : kBackends)
-    if (options.device == entry.device) backend = entry.run;
-  SYNCPLAN_CHECK(backend != nullptr);  // CLI11 admits only the devices of kBackends
-  if (options.device == "estimate" && (options.gemm_ceiling || !options.report_path.empty()))
-    throw InputError(std::string(options.gemm_ceiling ? "--gemm-ceiling" : "--report") +
-                     ": only with the measured devices (--device cpu or cuda)");
-  const BackendResult result = backend(model, workload, options);
-  SYNCPLAN_CHECK(result.times.size() == model.layers.size());
-  if (report != nullptr && result.report) *report = *result.report;
-
-  Profile profile = model_profile_skeleton(model, workload.dtype, result.source);
-  double forward_s = 0, backward_s = 0;
-  for (std::size_t i = 0; i < profile.layers.size(); ++i) {
-    profile.layers[i].forward_s = result.times[i].forward_s;
-    profile.layers[i].backward_s = result.times[i].backward_s;
-    forward_s += result.times[i].forward_s;
-    backward_s += result.times[i].backward_s;
-  }
-  validate_profile(profile, spec_path.string());
-  std::cout << model.name << ": " << model.layers.size() << " layers, " << model.param_count() << " parameters ("
-            << model.param_count() * dtype_size_bytes(workload.dtype) << " bytes in " << dtype_name(workload.dtype)
-            << "), batch " << workload.batch << " x seq " << workload.seq << ": forward " << seconds_text(forward_s)
-            << " s, backward " << seconds_text(backward_s) << " s per step (" << result.source << ")\n";
-  return profile;
+  ModelProfileRequest request;
+  request.spec_path = model_spec_path(options.model);
+  request.gpu_catalog_path = data_dir() / "gpus.json";
+  request.device = options.device;
+  request.dtype = options.dtype;
+  request.gpu = options.gpu;
+  request.batch = options.batch;
+  request.seq = options.seq;
+  request.warmup = options.warmup;
+  request.repeats = options.repeats;
+  request.gemm_ceiling = options.gemm_ceiling;
+  request.report = !options.report_path.empty();
+  ModelProfile made = syncplan::make_model_profile(request);
+  for (const std::string& note : made.notes) std::cout << note << '\n';
+  if (report != nullptr && made.report) *report = std::move(*made.report);
+  return std::move(made.profile);
 }
 
 namespace {
@@ -201,8 +96,7 @@ void add_profile_command(CLI::App& app, Action& action) {
       "profile", "Per-layer parameter counts and forward/backward times (s) of a model spec, as a "
                  "syncplan.profile/v1 (sync_s left null). Specs and GPUs are read from " + data +
                  " ($SYNCPLAN_DATA_DIR when set, else the repository's data/)");
-  std::vector<std::string> devices;
-  for (const BackendEntry& entry : kBackends) devices.emplace_back(entry.device);
+  const std::vector<std::string> devices = model_profile_devices();
   profile->add_option("--model", options->model,
                       "a model name from " + data + "/models (" + known_models_text(data_dir() / "models") +
                           ") or a path to a syncplan.model/v1 file (one containing '/' or ending in .json)")

@@ -1,8 +1,11 @@
-// A profile made from a model spec (`syncplan profile`, and `syncplan plan --model`): the spec
-// expanded into layers and timed by one backend per device (docs/models.md).
+// The command line's side of a model profile (`syncplan profile`, `syncplan plan --model`): the
+// options, where specs and GPUs are found, and thin wrappers over profiler/model_profile.hpp that
+// print its notes.
 #pragma once
 
+#include "core/json_io.hpp"
 #include "core/profile.hpp"
+#include "profiler/model_profile.hpp"
 
 #include <filesystem>
 #include <string>
@@ -10,7 +13,7 @@
 namespace syncplan::cli {
 
 /// The sequence length `plan --model` profiles at unless told (GPT-2's context).
-inline constexpr long long kDefaultSeq = 1024;
+inline constexpr long long kDefaultSeq = kDefaultProfileSeq;
 
 /// What to profile and how (the options of `syncplan profile`).
 struct ProfileOptions {
@@ -36,14 +39,14 @@ std::filesystem::path data_dir();
 /// message lists the known names and where they are), an unknown name, a missing file.
 std::filesystem::path model_spec_path(const std::string& model);
 
-/// True when this build has the CUDA profiler and the CUDA runtime sees a device (plan --model's
-/// `--device auto` then measures instead of estimating).
+/// True when the GPU backend library loads and sees a CUDA device (plan --model's `--device auto`
+/// then measures instead of estimating): profiler/gpu_backend.hpp's cuda_device_available.
 bool cuda_profiling_available();
 
-/// Expands options.model and times its layers with options.device's backend; prints one line
-/// per backend note and a summary to stdout. Throws InputError for bad names, sizes or devices.
-/// `report`, when given, receives the measured devices' side report (syncplan.profile-report/v1,
-/// docs/profiler.md); it stays null for the estimate.
+/// profiler/model_profile.hpp's make_model_profile for options.model (model_spec_path) and
+/// data_dir()'s gpus.json; prints its notes to stdout, one per line. Throws as that does and as
+/// model_spec_path. `report`, when given and options.report_path is set, receives the measured
+/// devices' side report (syncplan.profile-report/v1, docs/profiler.md).
 Profile make_model_profile(const ProfileOptions& options, Json* report = nullptr);
 
 }  // namespace syncplan::cli
