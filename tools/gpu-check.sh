@@ -2,7 +2,8 @@
 # The GPU check (issue 5, docs/profiler.md section 7): on a machine with an NVIDIA GPU (H100/H200,
 # sm_90), the CUDA toolkit, cmake and g++, build syncplan with CUDA, compare every CUDA kernel with
 # the CPU reference, profile GPT-2 small at batch 8 x 1024 in bf16 with the GEMM-ceiling check,
-# sweep a one-rank NCCL all-reduce, and plan and simulate the measured profile. Everything goes
+# sweep a one-rank NCCL all-reduce, test the NCCL communicator, and plan and simulate the measured
+# profile. Everything goes
 # under one folder: $OUT when set, else out/gpu-check, in at most 8 files (summary.txt first).
 # A failing step is recorded and the steps that do not need it still run; the exit status is 1
 # when any step failed. About 2-3 minutes on an H200 machine with 16 cores, most of it the build.
@@ -255,7 +256,7 @@ if needs configure tools; then
   check configure $?
 fi
 if needs build configure; then
-  run --to "$more/build.txt" timeout -k 10 400 cmake --build "$build" -j "$jobs" --target syncplan test_cuda_kernels
+  run --to "$more/build.txt" timeout -k 10 400 cmake --build "$build" -j "$jobs" --target syncplan test_cuda_kernels test_comm_nccl
   check build $?
 fi
 if ((dry_run == 0)) && [[ "${verdict[build]:-}" == ok ]] && grep -q 'syncplan: NCCL .*NOTFOUND' "$more/configure.txt"; then
@@ -292,7 +293,7 @@ if [[ "${verdict[profile]:-}" == FAILED ]] && grep -q 'gemm-ceiling' "$more/prof
 fi
 
 # --- 5. NCCL ----------------------------------------------------------------------------------------
-step 5 "one-rank NCCL all-reduce sweep (profile-link --backend nccl)"
+step 5 "one-rank NCCL all-reduce sweep (profile-link --backend nccl), and the NCCL communicator test"
 if needs nccl build; then
   if command -v mpirun >/dev/null; then
     mpirun_flags=()  # Open MPI refuses to start as root without this; other MPIs do not know it
@@ -304,6 +305,15 @@ if needs nccl build; then
     run --to "$more/profile-link.txt" timeout -k 10 150 "$syncplan" profile-link --backend nccl -o "$link"
   fi
   check nccl $? "$(grep -h '^# alpha-beta fit' "$more/profile-link.txt" 2>/dev/null)"
+fi
+
+# The communicator's NCCL backend through the GPU backend library: buckets averaged, abort.
+if needs comm-nccl build; then
+  run --to "$more/test_comm_nccl.txt" env SYNCPLAN_GPU_BACKEND="$build/lib/libsyncplan_gpu.so" \
+    timeout -k 10 120 "$build/tests/link/test_comm_nccl"
+  status=$?
+  if ((status == 0 && !dry_run)) && ! grep -q '^PASS' "$more/test_comm_nccl.txt"; then status=1; fi
+  check comm-nccl "$status" "$(grep -h -E '^(PASS|FAIL|skipped)' "$more/test_comm_nccl.txt" 2>/dev/null | tail -1)"
 fi
 
 # --- 6. plan and simulate ---------------------------------------------------------------------------

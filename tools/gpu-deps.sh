@@ -48,7 +48,7 @@ copy /usr/include/eigen3 /usr/share/eigen3/cmake
 boost_cmake="/usr/lib/$arch/cmake"
 copy "$boost_cmake"/Boost-1.* "$boost_cmake"/BoostDetectToolset-1.*.cmake "$boost_cmake"/boost_headers-1.*
 # Boost: the headers syncplan's sources include, with everything they include (g++ -M).
-grep -rl --include='*.cpp' --include='*.hpp' '#include <boost/' "$repo"/{core,profiler,simulator,planner,runtime,tools} 2>/dev/null |
+grep -rl --include='*.cpp' --include='*.hpp' '#include <boost/' "$repo"/{core,model,comm,profiler,simulator,planner,runtime,tools} 2>/dev/null |
   while read -r source; do g++ -std=c++20 -M -I"$repo" -I/usr/include/eigen3 "$source" 2>/dev/null || true; done |
   tr -s ' ' '\n' | grep '^/usr/include/boost/' | sort -u | while read -r header; do copy "$header"; done
 
