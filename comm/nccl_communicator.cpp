@@ -130,6 +130,7 @@ void nccl_abort(void* opaque, int /*code: the process goes on; the caller decide
   auto& state = *static_cast<NcclState*>(opaque);
   if (state.comm != nullptr) ncclCommAbort(state.comm);  // no check: nothing left to report to
   state.comm = nullptr;
+  for (auto& [id, bucket] : state.buckets) state.spare_events.push_back(bucket.done);  // destroyed with the state
   state.buckets.clear();
 }
 

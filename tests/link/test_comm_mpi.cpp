@@ -133,14 +133,20 @@ int overlap_case(const MpiSession& mpi) {
 
 // The last rank never starts bucket "stuck"; every other rank waits for it with a 2 s deadline,
 // must get CommTimeout naming the bucket and the deadline after 2 s and before 3 s, then aborts
-// the job (MPI_Abort with code 3), which also ends the last rank.
+// the job (MPI_Abort with code 3), which also ends the last rank; with code 1 when a rank's
+// timeout was wrong.
 constexpr double kDeadline_s = 2;
 constexpr int kAbortCode = 3;
 
 int timeout_case(const MpiSession& mpi) {
   Communicator comm = make_mpi_communicator(mpi);
+  // The waiting ranks meet once all have their verdict, before one of them aborts the job (which
+  // would end a slower one before it printed): a communicator of their own, without the last rank.
+  const bool stuck = comm.rank() == comm.size() - 1;
+  MPI_Comm waiting = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, stuck ? 1 : 0, comm.rank(), &waiting);
   std::fflush(stdout);
-  if (comm.rank() == comm.size() - 1) {
+  if (stuck) {
     std::this_thread::sleep_for(std::chrono::seconds(60));  // ended by the others' MPI_Abort
     std::printf("FAIL: rank %d was not ended by MPI_Abort\n", comm.rank());
     return 1;
@@ -152,16 +158,17 @@ int timeout_case(const MpiSession& mpi) {
   try {
     comm.wait(request, kDeadline_s);
     std::printf("FAIL: rank %d: wait returned without the last rank\n", comm.rank());
-    return 1;
+    std::fflush(stdout);
+    comm.abort(1);
   } catch (const CommTimeout& e) {
     const double waited_s = seconds_since(start);
     const bool right = e.bucket() == "stuck" && e.deadline_s() == kDeadline_s && waited_s >= kDeadline_s &&
                        waited_s < kDeadline_s + 1 && std::string(e.what()).find("'stuck'") != std::string::npos;
     std::printf("%s: rank %d: CommTimeout after %.3f s: %s\n", right ? "ok" : "FAIL", comm.rank(), waited_s, e.what());
     std::fflush(stdout);
-    if (!right) return 1;
+    MPI_Barrier(waiting);
+    comm.abort(right ? kAbortCode : 1);
   }
-  comm.abort(kAbortCode);
   return 1;  // not reached: MPI_Abort does not return
 }
 
