@@ -77,8 +77,6 @@ std::span<float> CpuGraph::at(const TensorRef& ref) {
   return whole.subspan(static_cast<std::size_t>(ref.offset), static_cast<std::size_t>(ref.elements));
 }
 
-std::span<float> CpuGraph::tensor(const TensorRef& ref) { return at(ref); }
-
 std::span<std::uint8_t> CpuGraph::mask(const TensorRef& ref) {
   SYNCPLAN_CHECK(ref.arena == Arena::kMasks && ref.offset + ref.elements <= graph_.mask_elements);
   return std::span<std::uint8_t>(masks_).subspan(static_cast<std::size_t>(ref.offset),

@@ -70,9 +70,6 @@ class CpuGraph {
   /// Whether layer `layer` computes with another layer's parameters (sync those with the owner).
   bool tied(std::size_t layer) const { return graph_.layers.at(layer).tied; }
 
-  /// The values of any tensor of the graph (tests read activations and gradients through this).
-  std::span<float> tensor(const TensorRef& ref);
-
  private:
   std::span<float> arena(Arena arena);
   std::span<float> at(const TensorRef& ref);

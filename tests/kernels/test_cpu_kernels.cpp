@@ -1,7 +1,7 @@
 // The CPU reference kernels: every backward against central finite differences of its forward,
 // and hand-derived values on tiny inputs (docs/profiler.md section 2).
 #include "model/cpu/kernels.hpp"
-#include "profiler/cpu_profile.hpp"
+#include "model/cpu/host_tensors.hpp"
 #include "model/op_tensors.hpp"
 #include "tests/kernels/check_close.hpp"
 

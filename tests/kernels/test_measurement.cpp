@@ -115,6 +115,27 @@ TEST_CASE("the cpu backend times tiny-gpt: every busy layer > 0, repeatable", "[
   CHECK(summary.step_cv.has_value());
 }
 
+TEST_CASE("the cpu backend times a Llama through its layer graph: the rotary table has no backward", "[measurement][cpu_profile]") {
+  // A small Llama (grouped-query attention): every layer computes both ways except
+  // model.rotary_emb, whose cos/sin tables depend on no parameter (forward only, backward 0 exactly).
+  const Json spec = Json::parse(R"({"format": "syncplan.model/v1", "name": "small-llama", "architecture": "llama",
+    "vocab_size": 64, "max_position_embeddings": 32, "hidden_size": 32, "num_hidden_layers": 2,
+    "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 48, "tie_word_embeddings": false,
+    "norm_eps": 1e-5, "rope_theta": 10000.0})");
+  const Model model = expand_model(model_spec_from_json(spec, "small-llama"));
+  TimingOptions options;
+  options.warmup_steps = 1;
+  options.repeats = 3;
+  const Measurement m = measure_cpu(model, workload(2, 16), options);
+  REQUIRE(m.layers.size() == model.layers.size());
+  for (std::size_t i = 0; i < model.layers.size(); ++i) {
+    INFO(model.layers[i].name);
+    const bool rotary = model.layers[i].name == "model.rotary_emb";
+    CHECK(median(m.layers[i].forward_s) > 0);
+    CHECK((median(m.layers[i].backward_s) == 0) == rotary);
+  }
+}
+
 TEST_CASE("the cpu backend refuses bf16 and buffers beyond memory", "[measurement][cpu_profile]") {
   Workload bf16 = workload(1, 8);
   bf16.dtype = Dtype::kBf16;
