@@ -6,8 +6,9 @@
 #
 # usage: cpu_profile_cases.sh CASE SYNCPLAN PYTHON WORKDIR
 #   tiny_gpt   tiny-gpt at batch 2 x seq 32, 1 warm-up + 5 repeats, --report; then plan --link
-#   ceiling    --gemm-ceiling at batch 1 x seq 8, where every product is far smaller than the
-#              ceiling's (8 x 128 x 512 against 256^3 and up): the check passes and is reported
+#   ceiling    --gemm-ceiling at batch 1 x seq 8, where every layer's product is tiny (8 x 128 x 512)
+#              and the ceiling's best comes from the squares 256^3 and up: the check passes and is
+#              reported
 #   ceiling_repeated  --gemm-ceiling at batch 8 x seq 64, 5 runs, none may fail: there tiny-gpt's
 #              products (512 x 128 x 512) run as fast as the squares, and the check once failed
 #              falsely in 1 of 3 runs; the ceiling now includes the layers' own GEMM shapes and the
