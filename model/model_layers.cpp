@@ -184,6 +184,10 @@ const char* module_kind_name(ModuleKind kind) {
   return "";
 }
 
+WeightLayout weight_layout(ModuleKind kind) {
+  return kind == ModuleKind::kLinear ? WeightLayout::kOutIn : WeightLayout::kInOut;
+}
+
 std::int64_t ParamTensor::count() const {
   return std::accumulate(shape.begin(), shape.end(), std::int64_t{1}, std::multiplies<>());
 }

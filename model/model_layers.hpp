@@ -173,6 +173,16 @@ enum class ModuleKind {
 /// The class name as PyTorch prints it: "Embedding", "Conv1D", "LlamaRMSNorm", ...
 const char* module_kind_name(ModuleKind kind);
 
+/// How a projection stores its weight matrix: HF Conv1D as [in, out] (y = x W), nn.Linear as
+/// [out, in] (y = x W^T).
+enum class WeightLayout {
+  kInOut,  ///< [in_features, out_features]: transformers' Conv1D (GPT-2)
+  kOutIn,  ///< [out_features, in_features]: torch.nn.Linear (Llama, lm_head)
+};
+
+/// The layout of `kind`'s weight: kOutIn for kLinear, kInOut otherwise.
+WeightLayout weight_layout(ModuleKind kind);
+
 /// One parameter tensor of a module, with PyTorch's name and shape (e.g. Conv1D's "weight"
 /// [in, out], nn.Linear's "weight" [out, in]).
 struct ParamTensor {

@@ -162,9 +162,8 @@ ModelLayer lm_head(const ModelSpec& spec, const std::string& embedding) {
   return head;
 }
 
-// GPT2LMHeadModel. The order is HF's module registration order, which DreamDDP's measured profile
-// (SPEC section 6) uses; it differs from execution order only inside a block (c_proj is listed
-// before attn_dropout, mlp.c_proj before mlp.act).
+// GPT2LMHeadModel, in forward call order (GPT2Block.forward, GPT2Attention.forward, GPT2MLP.forward):
+// HF registers c_proj before attn_dropout and mlp.c_proj before mlp.act, but runs them after.
 void expand_gpt2(const ModelSpec& s, std::vector<ModelLayer>& out) {
   const std::int64_t d = s.hidden_size, h = s.num_attention_heads, dh = s.head_dim(), I = s.intermediate_size;
   const auto layer_norm = [&](std::string name) {
@@ -180,14 +179,15 @@ void expand_gpt2(const ModelSpec& s, std::vector<ModelLayer>& out) {
     out.push_back(layer_norm(block + "ln_1"));
     // The scores run right after c_attn (split into heads is a view), so c_attn carries them.
     out.push_back(conv1d(block + "attn.c_attn", d, 3 * d, {AttentionScoresOp{{h, h, dh}}}));
-    out.push_back(conv1d(block + "attn.c_proj", d, d));
     // attn_dropout is applied to the probabilities, right before they multiply V.
     out.push_back(dropout(block + "attn.attn_dropout", {AttentionContextOp{{h, h, dh}, s.attn_pdrop}}));
+    out.push_back(conv1d(block + "attn.c_proj", d, d));
+    // The residual addition runs in GPT2Block right after the attention returns.
     out.push_back(dropout(block + "attn.resid_dropout", {DropoutOp{s.resid_pdrop, d}, ResidualAddOp{d}}));
     out.push_back(layer_norm(block + "ln_2"));
     out.push_back(conv1d(block + "mlp.c_fc", d, I));
-    out.push_back(conv1d(block + "mlp.c_proj", I, d));
     out.push_back(layer(block + "mlp.act", ModuleKind::kGelu, {}, {GeluOp{I}}));
+    out.push_back(conv1d(block + "mlp.c_proj", I, d));
     out.push_back(dropout(block + "mlp.dropout", {DropoutOp{s.resid_pdrop, d}, ResidualAddOp{d}}));
   }
   out.push_back(layer_norm("transformer.ln_f"));
@@ -239,6 +239,7 @@ Model expand_model(const ModelSpec& spec) {
   model.name = spec.name;
   model.architecture = spec.architecture;
   model.max_position_embeddings = spec.max_position_embeddings;
+  model.num_hidden_layers = spec.num_hidden_layers;
   if (spec.architecture == Architecture::kGpt2) expand_gpt2(spec, model.layers);
   else expand_llama(spec, model.layers);
   return model;

@@ -71,14 +71,15 @@ struct Model {
   std::string name;
   Architecture architecture = Architecture::kGpt2;
   std::int64_t max_position_embeddings = 0;  ///< longest sequence the model accepts
-  std::vector<ModelLayer> layers;            ///< profile order (docs/models.md section 2)
+  std::int64_t num_hidden_layers = 0;        ///< transformer blocks (GPT-2's residual-projection init scales by it)
+  std::vector<ModelLayer> layers;            ///< forward call order (docs/models.md section 2)
 
   /// Sum of the layers' param_count(): every parameter once (tied ones with their owner).
   std::int64_t param_count() const;
 };
 
-/// The layer list of `spec`, with Hugging Face's leaf-module names: GPT-2 in the order of
-/// DreamDDP's measured profile (module registration order), Llama in forward execution order;
+/// The layer list of `spec`, with Hugging Face's leaf-module names, in forward call order (the
+/// order the forward pass runs them; its reverse is the order their gradients become ready);
 /// computations that belong to no module are charged to the module that runs just before them
 /// (docs/models.md section 2).
 Model expand_model(const ModelSpec& spec);

@@ -1,178 +1,22 @@
-// The CPU profiler: host buffers per op, the reference kernels per pass, steady_clock per layer.
+// The CPU profiler: the layer graph on the host (model/cpu/cpu_graph.hpp), steady_clock around
+// each layer's forward and backward, and the Eigen GEMM ceiling.
 #include "profiler/cpu_profile.hpp"
 
+#include "core/counter_random.hpp"
 #include "core/errors.hpp"
-#include "model/cpu/kernels.hpp"
-#include "core/overloaded.hpp"
+#include "model/cpu/cpu_graph.hpp"
 
 #include <Eigen/Core>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <unistd.h>
+#include <utility>
 
 namespace syncplan {
-
-// ---------------------------------------------------------------------------------------------
-// Host tensors
-// ---------------------------------------------------------------------------------------------
-
-HostTensors::HostTensors(std::vector<OpTensor> tensors, std::uint64_t seed) : tensors_(std::move(tensors)) {
-  values_.resize(tensors_.size());
-  ids_.resize(tensors_.size());
-  masks_.resize(tensors_.size());
-  for (std::size_t i = 0; i < tensors_.size(); ++i) {
-    const OpTensor& tensor = tensors_[i];
-    const auto n = static_cast<std::size_t>(tensor.elements);
-    const bool random = tensor.role == TensorRole::kInput || tensor.role == TensorRole::kGradInput;
-    const std::uint64_t stream = tensor_fill_stream(seed, i);
-    switch (tensor.kind) {
-      case TensorKind::kValue:
-      case TensorKind::kFloat32:
-        values_[i].assign(n, 0.0f);
-        if (random)
-          for (std::size_t e = 0; e < n; ++e) values_[i][e] = counter_signed_uniform(stream, e);
-        break;
-      case TensorKind::kTokenId:
-        SYNCPLAN_CHECK(tensor.id_bound >= 1);
-        ids_[i].resize(n);
-        for (std::size_t e = 0; e < n; ++e) ids_[i][e] = counter_index(stream, e, tensor.id_bound);
-        break;
-      case TensorKind::kMask: masks_[i].assign(n, 0); break;
-    }
-  }
-}
-
-std::size_t HostTensors::index(const std::string& name) const {
-  for (std::size_t i = 0; i < tensors_.size(); ++i)
-    if (tensors_[i].name == name) return i;
-  return tensors_.size();
-}
-
-bool HostTensors::has(const std::string& name) const { return index(name) < tensors_.size(); }
-
-std::span<float> HostTensors::values(const std::string& name) {
-  const std::size_t i = index(name);
-  return i < tensors_.size() ? std::span<float>(values_[i]) : std::span<float>();
-}
-
-std::span<const std::int64_t> HostTensors::ids(const std::string& name) const {
-  const std::size_t i = index(name);
-  if (i == tensors_.size()) throw InternalError("HostTensors: no token-id tensor '" + name + "'");
-  return ids_[i];
-}
-
-std::span<std::uint8_t> HostTensors::mask(const std::string& name) {
-  const std::size_t i = index(name);
-  return i < tensors_.size() ? std::span<std::uint8_t>(masks_[i]) : std::span<std::uint8_t>();
-}
-
-// ---------------------------------------------------------------------------------------------
-// One pass of one op
-// ---------------------------------------------------------------------------------------------
-
-void run_op_cpu(const LayerOp& op, const Workload& workload, Pass pass, HostTensors& t, std::uint64_t seed) {
-  const std::int64_t T = workload.tokens(), B = workload.batch, S = workload.seq;
-  const bool forward = pass == Pass::kForward;
-  const auto in = [&t](const char* name) { return std::span<const float>(t.values(name)); };
-  const auto rows = [&t](const char* name, std::int64_t width) {
-    return cpu::contiguous_rows(std::span<const float>(t.values(name)), width);
-  };
-  const auto out_rows = [&t](const char* name, std::int64_t width) {
-    return cpu::contiguous_rows(t.values(name), width);
-  };
-  std::visit(
-      Overloaded{
-          [&](const TokenEmbeddingOp& o) {
-            if (forward) cpu::token_embedding_forward(o, t.ids("ids"), in("table"), t.values("out"));
-            else cpu::token_embedding_backward(o, t.ids("ids"), in("d_out"), t.values("d_table"));
-          },
-          [&](const PositionEmbeddingOp& o) {
-            if (forward) cpu::position_embedding_forward(o, B, S, in("x"), in("table"), t.values("out"));
-            else cpu::position_embedding_backward(o, B, S, in("d_out"), t.values("d_table"));
-          },
-          [&](const LinearOp& o) {
-            if (forward) cpu::linear_forward(o, T, in("x"), in("weight"), in("bias"), t.values("y"));
-            else
-              cpu::linear_backward(o, T, in("d_y"), in("x"), in("weight"), t.values("d_x"), t.values("d_weight"),
-                                   t.values("d_bias"));
-          },
-          [&](const LayerNormOp& o) {
-            if (forward)
-              cpu::layer_norm_forward(o, T, in("x"), in("weight"), in("bias"), t.values("y"), t.values("mean"),
-                                      t.values("rstd"));
-            else
-              cpu::layer_norm_backward(o, T, in("d_y"), in("x"), in("weight"), in("mean"), in("rstd"),
-                                       t.values("d_x"), t.values("d_weight"), t.values("d_bias"));
-          },
-          [&](const RmsNormOp& o) {
-            if (forward) cpu::rms_norm_forward(o, T, in("x"), in("weight"), t.values("y"), t.values("rstd"));
-            else
-              cpu::rms_norm_backward(o, T, in("d_y"), in("x"), in("weight"), in("rstd"), t.values("d_x"),
-                                     t.values("d_weight"));
-          },
-          [&](const GeluOp&) {
-            if (forward) cpu::gelu_forward(in("x"), t.values("y"));
-            else cpu::gelu_backward(in("d_y"), in("x"), t.values("d_x"));
-          },
-          [&](const SiluOp&) {
-            if (forward) cpu::silu_forward(in("x"), t.values("y"));
-            else cpu::silu_backward(in("d_y"), in("x"), t.values("d_x"));
-          },
-          [&](const GatedProductOp&) {
-            if (forward) cpu::gated_product_forward(in("a"), in("b"), t.values("y"));
-            else cpu::gated_product_backward(in("d_y"), in("a"), in("b"), t.values("d_a"), t.values("d_b"));
-          },
-          [&](const ResidualAddOp&) {
-            if (forward) cpu::residual_add_forward(in("a"), in("b"), t.values("y"));
-            else cpu::residual_add_backward(in("d_branch"), t.values("d_stream"));
-          },
-          [&](const DropoutOp& o) {
-            if (o.p == 0) return;  // the identity: no kernel (op_tensors lists nothing)
-            if (forward) cpu::dropout_forward(o, seed, in("x"), t.values("y"), t.mask("mask"));
-            else cpu::dropout_backward(o, in("d_y"), t.mask("mask"), t.values("d_x"));
-          },
-          [&](const RotaryApplyOp& o) {
-            const AttentionHeads& a = o.shape;
-            if (forward) {
-              cpu::rotary_forward(a.heads, a.head_dim, T, in("cos"), in("sin"), in("q"), t.values("q_out"));
-              cpu::rotary_forward(a.kv_heads, a.head_dim, T, in("cos"), in("sin"), in("k"), t.values("k_out"));
-            } else {
-              cpu::rotary_backward(a.heads, a.head_dim, T, in("cos"), in("sin"), in("d_q_out"), t.values("d_q"));
-              cpu::rotary_backward(a.kv_heads, a.head_dim, T, in("cos"), in("sin"), in("d_k_out"), t.values("d_k"));
-            }
-          },
-          [&](const RotaryTableOp& o) {
-            if (forward) cpu::rotary_table_forward(o, B, S, t.values("cos"), t.values("sin"));
-          },
-          [&](const AttentionScoresOp& o) {
-            const AttentionHeads& a = o.shape;
-            const std::int64_t q_width = a.heads * a.head_dim, kv_width = a.kv_heads * a.head_dim;
-            if (forward)
-              cpu::attention_scores_forward(a, B, S, rows("q", q_width), rows("k", kv_width), t.values("probs"));
-            else
-              cpu::attention_scores_backward(a, B, S, in("d_probs"), in("probs"), rows("q", q_width),
-                                             rows("k", kv_width), out_rows("d_q", q_width),
-                                             out_rows("d_k", kv_width));
-          },
-          [&](const AttentionContextOp& o) {
-            const std::int64_t kv_width = o.shape.kv_heads * o.shape.head_dim;
-            if (forward)
-              cpu::attention_context_forward(o, B, S, seed, in("probs"), rows("v", kv_width), t.mask("mask"),
-                                             t.values("out"));
-            else
-              cpu::attention_context_backward(o, B, S, in("d_out"), in("probs"), rows("v", kv_width),
-                                              t.mask("mask"), t.values("d_probs"), out_rows("d_v", kv_width));
-          },
-          [&](const CrossEntropyOp& o) {
-            if (forward)
-              cpu::cross_entropy_forward(o, T, in("logits"), t.ids("targets"), t.values("losses"), t.values("lse"));
-            else cpu::cross_entropy_backward(o, T, in("logits"), t.ids("targets"), in("lse"), 1.0f, t.values("d_logits"));
-          },
-      },
-      op);
-}
 
 // ---------------------------------------------------------------------------------------------
 // Timing
@@ -198,28 +42,41 @@ double available_memory_bytes() {
   return static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
 }
 
-struct OpBench {
-  const LayerOp* op;
-  HostTensors tensors;
-  std::uint64_t seed;
-};
+// The profile's batch: token ids and next-token targets uniform in [0, vocab) from `seed` (the
+// numbers do not change the time of any kernel but the embedding's scatter).
+void set_random_batch(cpu::CpuGraph& graph, std::uint64_t seed) {
+  const std::int64_t T = graph.graph().workload.tokens(), vocab = graph.graph().vocab_size;
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(T)), targets(static_cast<std::size_t>(T));
+  const std::uint64_t id_stream = splitmix64(seed), target_stream = splitmix64(seed + 1);
+  for (std::int64_t t = 0; t < T; ++t) {
+    ids[static_cast<std::size_t>(t)] = counter_index(id_stream, static_cast<std::uint64_t>(t), vocab);
+    targets[static_cast<std::size_t>(t)] = counter_index(target_stream, static_cast<std::uint64_t>(t), vocab);
+  }
+  graph.set_batch(ids, targets);
+}
 
-// Runs one pass of every op of a layer (in reverse for the backward) and returns its seconds; 0
-// exactly when no op has a kernel for the pass.
-double time_layer_pass(std::vector<OpBench>& ops, const Workload& workload, Pass pass) {
-  bool ran = false;
+// Seconds of `pass` of one layer; 0 exactly when the layer runs nothing in that pass.
+template <class Pass>
+double time_layer(bool runs, Pass&& pass) {
+  if (!runs) return 0.0;
   const Clock::time_point start = Clock::now();
-  const auto run = [&](OpBench& bench) {
-    if (bench.tensors.tensors().empty() || (pass == Pass::kBackward && !op_has_backward(*bench.op))) return;
-    run_op_cpu(*bench.op, workload, pass, bench.tensors, bench.seed);
-    ran = true;
-  };
-  if (pass == Pass::kForward)
-    for (OpBench& bench : ops) run(bench);
-  else
-    for (auto it = ops.rbegin(); it != ops.rend(); ++it) run(*it);
-  const Clock::time_point stop = Clock::now();
-  return ran ? std::chrono::duration<double>(stop - start).count() : 0.0;
+  pass();
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Best FLOP/s of 5 timed runs (after one untimed) of c = a b, a [m, k], b [k, n].
+double best_gemm_flops_per_s(Eigen::Index m, Eigen::Index k, Eigen::Index n) {
+  const Eigen::MatrixXf a = Eigen::MatrixXf::Random(m, k), b = Eigen::MatrixXf::Random(k, n);
+  Eigen::MatrixXf c(m, n);
+  c.noalias() = a * b;  // untimed: first touch of c, code and caches
+  double best = 0;
+  for (int repeat = 0; repeat < 5; ++repeat) {
+    const Clock::time_point start = Clock::now();
+    c.noalias() = a * b;
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    best = std::max(best, 2.0 * static_cast<double>(m) * static_cast<double>(k) * static_cast<double>(n) / seconds);
+  }
+  return best;
 }
 
 }  // namespace
@@ -231,9 +88,8 @@ Measurement measure_cpu(const Model& model, const Workload& workload, const Timi
                      "fp32); use --dtype fp32, or --device cuda or estimate for bf16");
   SYNCPLAN_CHECK(options.warmup_steps >= 0 && options.repeats >= 1);
 
-  std::int64_t buffer_bytes = 0;
-  for (const ModelLayer& layer : model.layers)
-    for (const LayerOp& op : layer.ops) buffer_bytes += op_tensor_bytes(op_tensors(op, workload), Dtype::kFp32);
+  // The buffers of the whole graph, as in training (activations are kept for the backward).
+  const std::int64_t buffer_bytes = build_layer_graph(model, workload).total_bytes(dtype_size_bytes(Dtype::kFp32));
   const double available_bytes = available_memory_bytes();
   if (static_cast<double>(buffer_bytes) > available_bytes)
     throw InputError("--batch " + std::to_string(workload.batch) + " --seq " + std::to_string(workload.seq) +
@@ -242,48 +98,55 @@ Measurement measure_cpu(const Model& model, const Workload& workload, const Timi
                      " GiB of buffers, more than the " + format_short(available_bytes / kBytesPerGiB, 2) +
                      " GiB available; use a smaller batch or sequence");
 
-  // Every buffer of every layer at once, as in training (activations are kept for the backward).
-  std::vector<std::vector<OpBench>> layers(model.layers.size());
-  std::uint64_t seed = options.seed;
-  for (std::size_t i = 0; i < model.layers.size(); ++i)
-    for (const LayerOp& op : model.layers[i].ops) {
-      ++seed;
-      layers[i].push_back({&op, HostTensors(op_tensors(op, workload), seed), seed});
-    }
+  cpu::CpuGraph graph(model, workload);
+  graph.initialize_parameters(options.seed);
+  set_random_batch(graph, options.seed);
+  graph.set_dropout_seed(options.seed);
 
   Measurement measurement;
   measurement.source = "measured:cpu";
   measurement.layers.resize(model.layers.size());
   for (int step = 0; step < options.warmup_steps + options.repeats; ++step) {
     const bool timed = step >= options.warmup_steps;
-    for (std::size_t i = 0; i < layers.size(); ++i) {
-      const double seconds = time_layer_pass(layers[i], workload, Pass::kForward);
+    graph.zero_gradients();  // the optimizer's part of a step: not timed
+    for (std::size_t i = 0; i < graph.layer_count(); ++i) {
+      const double seconds = time_layer(graph.graph().layers[i].has_forward(), [&] { graph.forward(i); });
       if (timed) measurement.layers[i].forward_s.push_back(seconds);
     }
-    for (std::size_t i = layers.size(); i-- > 0;) {
-      const double seconds = time_layer_pass(layers[i], workload, Pass::kBackward);
+    for (std::size_t i = graph.layer_count(); i-- > 0;) {
+      const double seconds = time_layer(graph.graph().layers[i].has_backward(), [&] { graph.backward(i); });
       if (timed) measurement.layers[i].backward_s.push_back(seconds);
     }
   }
-  if (options.gemm_ceiling) measurement.gemm_ceiling_flops_per_s = gemm_ceiling_cpu(measurement.gemm_ceiling_shape);
+  if (options.gemm_ceiling)
+    measurement.gemm_ceiling_flops_per_s = gemm_ceiling_cpu(model, workload, measurement.gemm_ceiling_shape);
   return measurement;
 }
 
-double gemm_ceiling_cpu(std::string& shape) {
+std::vector<GemmShape> ceiling_gemm_shapes(const Model& model, const Workload& workload) {
+  std::set<std::pair<std::int64_t, std::int64_t>> projections;  // (in, out) of every linear op
+  for (const ModelLayer& layer : model.layers)
+    for (const LayerOp& op : layer.ops)
+      if (const auto* linear = std::get_if<LinearOp>(&op)) projections.emplace(linear->in_features, linear->out_features);
+  std::vector<GemmShape> shapes;
+  for (const std::int64_t n : {256, 512, 1024}) shapes.push_back({n, n, n});
+  for (const auto& [in, out] : projections) {
+    std::int64_t rows = workload.tokens();
+    const auto flops = [&] { return 2.0 * static_cast<double>(rows) * static_cast<double>(in) * static_cast<double>(out); };
+    while (rows > kCeilingMinRows && flops() > kCeilingMaxGemmFlops) rows /= 2;
+    shapes.push_back({rows, in, out});
+  }
+  return shapes;
+}
+
+double gemm_ceiling_cpu(const Model& model, const Workload& workload, std::string& shape) {
   double best_flops_per_s = 0;
-  for (const Eigen::Index n : {256, 512, 1024}) {
-    const Eigen::MatrixXf a = Eigen::MatrixXf::Random(n, n), b = Eigen::MatrixXf::Random(n, n);
-    Eigen::MatrixXf c(n, n);
-    c.noalias() = a * b;  // untimed: first touch of c, code and caches
-    for (int repeat = 0; repeat < 5; ++repeat) {
-      const Clock::time_point start = Clock::now();
-      c.noalias() = a * b;
-      const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-      const double flops_per_s = 2.0 * static_cast<double>(n) * static_cast<double>(n) * static_cast<double>(n) / seconds;
-      if (flops_per_s > best_flops_per_s) {
-        best_flops_per_s = flops_per_s;
-        shape = std::to_string(n) + " x " + std::to_string(n) + " x " + std::to_string(n) + " fp32 (Eigen)";
-      }
+  for (const GemmShape& gemm : ceiling_gemm_shapes(model, workload)) {
+    const double flops_per_s = best_gemm_flops_per_s(gemm.m, gemm.k, gemm.n);
+    if (flops_per_s > best_flops_per_s) {
+      best_flops_per_s = flops_per_s;
+      shape = std::to_string(gemm.m) + " x " + std::to_string(gemm.k) + " x " + std::to_string(gemm.n) +
+              " fp32 (Eigen)";
     }
   }
   return best_flops_per_s;

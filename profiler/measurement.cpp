@@ -152,11 +152,12 @@ void print_measurement_summary(std::ostream& out, const MeasurementSummary& summ
 }
 
 std::vector<CeilingViolation> layers_above_ceiling(const MeasurementSummary& summary, double ceiling_flops_per_s) {
+  const double limit = ceiling_flops_per_s * kGemmCeilingMargin;
   std::vector<CeilingViolation> violations;
   for (const MeasuredLayer& layer : summary.layers) {
-    if (layer.forward_flops_per_s && *layer.forward_flops_per_s > ceiling_flops_per_s)
+    if (layer.forward_flops_per_s && *layer.forward_flops_per_s > limit)
       violations.push_back({layer.name, "forward", *layer.forward_flops_per_s});
-    if (layer.backward_flops_per_s && *layer.backward_flops_per_s > ceiling_flops_per_s)
+    if (layer.backward_flops_per_s && *layer.backward_flops_per_s > limit)
       violations.push_back({layer.name, "backward", *layer.backward_flops_per_s});
   }
   return violations;

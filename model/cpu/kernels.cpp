@@ -159,23 +159,28 @@ void position_embedding_backward(const PositionEmbeddingOp& op, std::int64_t bat
 // ---------------------------------------------------------------------------------------------
 
 void linear_forward(const LinearOp& op, std::int64_t tokens, std::span<const float> x, std::span<const float> weight,
-                    std::span<const float> bias, std::span<float> y) {
+                    std::span<const float> bias, std::span<float> y, WeightLayout layout) {
   const ConstMatrixView in = matrix(x, tokens, op.in_features, "x");
-  const ConstMatrixView w = matrix(weight, op.in_features, op.out_features, "weight");
   MatrixView out = matrix(y, tokens, op.out_features, "y");
-  out.noalias() = in * w;
+  if (layout == WeightLayout::kInOut) out.noalias() = in * matrix(weight, op.in_features, op.out_features, "weight");
+  else out.noalias() = in * matrix(weight, op.out_features, op.in_features, "weight").transpose();
   if (op.bias) out.rowwise() += vector(bias, op.out_features, "bias").matrix();
   else require_size(bias.size(), 0, "bias");
 }
 
 void linear_backward(const LinearOp& op, std::int64_t tokens, std::span<const float> d_y, std::span<const float> x,
                      std::span<const float> weight, std::span<float> d_x, std::span<float> d_weight,
-                     std::span<float> d_bias) {
+                     std::span<float> d_bias, WeightLayout layout) {
   const ConstMatrixView dy = matrix(d_y, tokens, op.out_features, "d_y");
   const ConstMatrixView in = matrix(x, tokens, op.in_features, "x");
-  const ConstMatrixView w = matrix(weight, op.in_features, op.out_features, "weight");
-  matrix(d_x, tokens, op.in_features, "d_x").noalias() = dy * w.transpose();
-  matrix(d_weight, op.in_features, op.out_features, "d_weight").noalias() += in.transpose() * dy;
+  MatrixView dx = matrix(d_x, tokens, op.in_features, "d_x");
+  if (layout == WeightLayout::kInOut) {
+    dx.noalias() = dy * matrix(weight, op.in_features, op.out_features, "weight").transpose();
+    matrix(d_weight, op.in_features, op.out_features, "d_weight").noalias() += in.transpose() * dy;
+  } else {
+    dx.noalias() = dy * matrix(weight, op.out_features, op.in_features, "weight");
+    matrix(d_weight, op.out_features, op.in_features, "d_weight").noalias() += dy.transpose() * in;
+  }
   if (op.bias) vector(d_bias, op.out_features, "d_bias") += dy.colwise().sum().array();
   else require_size(d_bias.size(), 0, "d_bias");
 }

@@ -52,15 +52,15 @@ void position_embedding_backward(const PositionEmbeddingOp& op, std::int64_t bat
 
 // --- linear (models.md 3.3) -------------------------------------------------------------------
 
-/// y = x W + b: x [T, k], weight [k, n] (HF Conv1D's layout; nn.Linear's [n, k] is its transpose),
-/// bias [n] or empty when !op.bias, y [T, n].
+/// y = x W + b: x [T, k], weight [k, n] (kInOut, HF Conv1D's layout) or [n, k] (kOutIn,
+/// nn.Linear's: y = x weight^T), bias [n] or empty when !op.bias, y [T, n].
 void linear_forward(const LinearOp& op, std::int64_t tokens, std::span<const float> x, std::span<const float> weight,
-                    std::span<const float> bias, std::span<float> y);
-/// d_x = d_y W^T [T, k]; d_weight += x^T d_y [k, n]; d_bias += column sums of d_y [n] (empty when
-/// !op.bias).
+                    std::span<const float> bias, std::span<float> y, WeightLayout layout = WeightLayout::kInOut);
+/// d_x = d_y W^T [T, k]; d_weight += x^T d_y [k, n] (kOutIn: d_y^T x [n, k]); d_bias += column
+/// sums of d_y [n] (empty when !op.bias).
 void linear_backward(const LinearOp& op, std::int64_t tokens, std::span<const float> d_y, std::span<const float> x,
                      std::span<const float> weight, std::span<float> d_x, std::span<float> d_weight,
-                     std::span<float> d_bias);
+                     std::span<float> d_bias, WeightLayout layout = WeightLayout::kInOut);
 
 // --- norms (models.md 3.4) --------------------------------------------------------------------
 

@@ -1,7 +1,7 @@
 // The CPU reference kernels: every backward against central finite differences of its forward,
 // and hand-derived values on tiny inputs (docs/profiler.md section 2).
 #include "model/cpu/kernels.hpp"
-#include "profiler/cpu_profile.hpp"
+#include "model/cpu/host_tensors.hpp"
 #include "model/op_tensors.hpp"
 #include "tests/kernels/check_close.hpp"
 
@@ -306,6 +306,26 @@ TEST_CASE("linear y = x W + b, and gradients accumulate into parameters", "[kern
   CHECK(d_x == std::vector<float>{1, 3});
   CHECK(d_w == std::vector<float>{2, 0, 4, 0});
   CHECK(d_b == std::vector<float>{2, 0});
+}
+
+TEST_CASE("linear with nn.Linear's [out, in] weight: y = x W^T, d_W = d_y^T x", "[kernels]") {
+  // The same product as above with W stored transposed: W^T = [[1, 3], [2, 4]] ([out, in]),
+  // no bias, 2 -> 3 features to make the shapes distinct: W^T rows [1, 3], [2, 4], [5, 6].
+  // x = [1, 2]: y = [1 + 6, 2 + 8, 5 + 12] = [7, 10, 17].
+  const LinearOp op{2, 3, false};
+  const std::vector<float> x{1, 2}, w_out_in{1, 3, 2, 4, 5, 6};
+  std::vector<float> y(3);
+  cpu::linear_forward(op, 1, x, w_out_in, {}, y, WeightLayout::kOutIn);
+  CHECK(y == std::vector<float>{7, 10, 17});
+  // d_y = [1, 0, 1]: d_x = d_y W = [1 + 5, 3 + 6] = [6, 9]; d_W [out, in] = d_y^T x =
+  // [[1, 2], [0, 0], [1, 2]].
+  const std::vector<float> d_y{1, 0, 1};
+  std::vector<float> d_x(2), d_w(6, 0.0f);
+  cpu::linear_backward(op, 1, d_y, x, w_out_in, d_x, d_w, {}, WeightLayout::kOutIn);
+  CHECK(d_x == std::vector<float>{6, 9});
+  CHECK(d_w == std::vector<float>{1, 2, 0, 0, 1, 2});
+  CHECK(weight_layout(ModuleKind::kLinear) == WeightLayout::kOutIn);
+  CHECK(weight_layout(ModuleKind::kConv1D) == WeightLayout::kInOut);
 }
 
 TEST_CASE("embeddings: lookup, position rows, scatter-add with repeated ids", "[kernels]") {

@@ -194,11 +194,13 @@ TEST_CASE("GPT-2 expands into HF's 125 leaf modules with tied lm_head", "[model]
   const Model model = shipped_model("gpt2");
   // wte, wpe, drop, 12 blocks of 10 modules, ln_f, lm_head.
   REQUIRE(model.layers.size() == 3 + 12 * 10 + 2);
+  // Forward call order (GPT2Block.forward): attn_dropout runs before c_proj, mlp.act before
+  // mlp.c_proj, although HF registers them the other way round.
   const char* block0[] = {"transformer.h.0.ln_1",          "transformer.h.0.attn.c_attn",
-                          "transformer.h.0.attn.c_proj",   "transformer.h.0.attn.attn_dropout",
+                          "transformer.h.0.attn.attn_dropout", "transformer.h.0.attn.c_proj",
                           "transformer.h.0.attn.resid_dropout", "transformer.h.0.ln_2",
-                          "transformer.h.0.mlp.c_fc",      "transformer.h.0.mlp.c_proj",
-                          "transformer.h.0.mlp.act",       "transformer.h.0.mlp.dropout"};
+                          "transformer.h.0.mlp.c_fc",      "transformer.h.0.mlp.act",
+                          "transformer.h.0.mlp.c_proj",    "transformer.h.0.mlp.dropout"};
   CHECK(model.layers[0].name == "transformer.wte");
   CHECK(model.layers[1].name == "transformer.wpe");
   CHECK(model.layers[2].name == "transformer.drop");
@@ -218,9 +220,9 @@ TEST_CASE("GPT-2 expands into HF's 125 leaf modules with tied lm_head", "[model]
   // c_attn carries the scores, attn_dropout the dropout and P V.
   REQUIRE(c_attn.ops.size() == 2);
   CHECK(std::holds_alternative<AttentionScoresOp>(c_attn.ops[1]));
-  REQUIRE(model.layers[6].ops.size() == 1);
-  CHECK(std::holds_alternative<AttentionContextOp>(model.layers[6].ops[0]));
-  CHECK(std::get<AttentionContextOp>(model.layers[6].ops[0]).dropout_p == 0.1);
+  REQUIRE(model.layers[5].ops.size() == 1);
+  CHECK(std::holds_alternative<AttentionContextOp>(model.layers[5].ops[0]));
+  CHECK(std::get<AttentionContextOp>(model.layers[5].ops[0]).dropout_p == 0.1);
 }
 
 TEST_CASE("Llama-2-7B expands in forward order with an untied lm_head", "[model][layers]") {
