@@ -58,3 +58,15 @@ TEST_CASE("sweep options are checked, naming the option", "[sweep]") {
   options.iters = 0;
   refused(options, "--iters");
 }
+
+TEST_CASE("the sweep's expected average and its tolerance", "[sweep]") {
+  // Ranks contribute 1, 2, ..., n: the mean is (n + 1) / 2.
+  CHECK(expected_allreduce_average(1) == 1.0f);
+  CHECK(expected_allreduce_average(3) == 2.0f);
+  CHECK(expected_allreduce_average(4) == 2.5f);
+  // 1e-6 of 2.5 is 2.5e-6: 2.5 + 2e-6 is within, 2.5 + 1e-5 and 2.51 are not; only the first 3 count.
+  const std::vector<float> values = {2.5f, 2.5f + 2e-6f, 2.5f + 1e-5f, 2.51f, 0.0f};
+  CHECK(count_wrong(values, 4, 2.5f) == 2);
+  CHECK(count_wrong(values, 2, 2.5f) == 0);
+  CHECK_THROWS_AS(count_wrong(values, 6, 2.5f), InternalError);
+}
