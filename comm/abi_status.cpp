@@ -34,8 +34,8 @@ void capture_current_exception(AbiStatus* status) noexcept {
 
 }  // namespace detail
 
-void throw_abi_status(const AbiStatus& status, const char* what) {
-  const std::string message(status.message, strnlen(status.message, kAbiMessageBytes));
+void throw_abi_status(const AbiStatus& status, const char* what, const std::string& context) {
+  const std::string message = context + std::string(status.message, strnlen(status.message, kAbiMessageBytes));
   switch (status.code) {
     case kAbiOk: return;
     case kAbiInputError: throw InputError(message);

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstddef>
+#include <string>
 
 namespace syncplan {
 
@@ -33,9 +34,10 @@ struct AbiStatus {
 template <class Body>
 int abi_call(AbiStatus* status, Body&& body) noexcept;
 
-/// Throws the error `status` holds (the types abi_call caught); returns when it is kAbiOk.
-/// `what` prefixes the message of internal errors, e.g. "GPU backend".
-void throw_abi_status(const AbiStatus& status, const char* what);
+/// Throws the error `status` holds (the types abi_call caught), its message after `context`
+/// (e.g. "bucket 'b': "); returns when it is kAbiOk. `what` also prefixes the message of internal
+/// errors, e.g. "GPU backend".
+void throw_abi_status(const AbiStatus& status, const char* what, const std::string& context = "");
 
 namespace detail {
 /// Fills `status` from the exception being handled (inside a catch block only).

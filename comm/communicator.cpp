@@ -38,12 +38,7 @@ BucketRequest Communicator::start(const std::string& bucket, std::span<const std
   AbiStatus status;
   BucketRequest request;
   table_.start(table_.state, parts.data(), parts.size(), ready_event, &request.id, &status);
-  if (status.code != kAbiOk) {
-    AbiStatus named = status;
-    const std::string message = "bucket '" + bucket + "': " + status.message;
-    named.message[message.copy(named.message, kAbiMessageBytes - 1)] = '\0';
-    throw_abi_status(named, table_.name);
-  }
+  throw_abi_status(status, table_.name, "bucket '" + bucket + "': ");
   buckets_.emplace(request.id, bucket);
   return request;
 }
