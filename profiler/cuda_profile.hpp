@@ -1,6 +1,7 @@
 // The CUDA backend of `syncplan profile --device cuda`: every layer's ops run on the GPU
 // (model/cuda/kernels.cuh), timed with CUDA events, and the GEMM ceiling (docs/profiler.md
-// sections 3 and 5). Host-only declarations: built when SYNCPLAN_HAVE_CUDA, linked by the CLI.
+// sections 3 and 5). Host-only declarations: built when SYNCPLAN_HAVE_CUDA, into the GPU backend
+// library (profiler/gpu_backend.hpp, which the CLI loads with dlopen) and test_cuda_kernels.
 #pragma once
 
 #include "profiler/measurement.hpp"

@@ -117,7 +117,8 @@ void add_profile_command(CLI::App& app, Action& action) {
                       "measured:cpu: meant for small models (with the default repeats, tiny-gpt at batch 8 x seq 64 "
                       "takes about 2 s, gpt2 at batch 1 x seq 64 about 15 s; the time grows with B S); "
                       "cuda: measured on GPU 0 (cuBLAS and syncplan's kernels, fp32 or bf16), source "
-                      "measured:<GPU name>, needs a CUDA build (docs/profiler.md)")
+                      "measured:<GPU name>, needs the GPU backend library (lib/libsyncplan_gpu.so beside bin/, made by a CUDA "
+                      "build, or $SYNCPLAN_GPU_BACKEND; docs/comm.md)")
       ->required()
       ->check(CLI::IsMember(devices));
   profile->add_option("--warmup", options->warmup,
