@@ -2,7 +2,7 @@
 // jitter, 125 layers, 10 periods of H = 10, under 2 s and 2 GB peak (peak_rss_MB) on 2 cores.
 // BM_des_scaling runs growing workers x layers x iterations and fits the time (expected O(N));
 // BM_des_identical_* show that identical workers cost one representative.
-#include "planner/des_strategies.hpp"
+#include "planner/strategy_table.hpp"
 
 #include <benchmark/benchmark.h>
 

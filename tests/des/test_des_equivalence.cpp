@@ -4,8 +4,8 @@
 // section 5's formulas on backprop_times(profile).
 #include "des_support.hpp"
 
-#include "planner/algorithm_table.hpp"
-#include "planner/des_strategies.hpp"
+#include "planner/strategy_table.hpp"
+#include "planner/strategy_table.hpp"
 #include "simulator/bucket_fusion.hpp"
 #include "profiler/import_dreamddp.hpp"
 
@@ -61,7 +61,7 @@ void check_equivalence(const Profile& profile, const Cluster& cluster, int perio
     DesOptions options;
     options.iterations = period * periods;
     options.sync_time = SyncTimeSource::kMeasured;
-    const DesResult result = run_des(layers, cluster, des_program(name, context, des_times, period), options);
+    const DesResult result = run_des(layers, cluster, des_test::des_program(name, context, des_times, period), options);
     REQUIRE(result.simulated_workers == 1);
     REQUIRE(result.iteration_s.size() == static_cast<std::size_t>(period * periods));
     // Each simulated period takes period_s (iterations do not overlap: every all-reduce of an
@@ -204,7 +204,7 @@ TEST_CASE("layers without parameters run no all-reduce under the cost model", "[
   DesOptions options;
   options.sync_time = SyncTimeSource::kModel;
   options.trace_workers = 1;
-  const DesResult result = run_des(layers, cluster, topology, model, des_program("wfbp", {layers, model, SyncTimeSource::kModel}, times, 1), options);
+  const DesResult result = run_des(layers, cluster, topology, model, des_test::des_program("wfbp", {layers, model, SyncTimeSource::kModel}, times, 1), options);
   REQUIRE(result.total_s == Approx(3.0204e-3).epsilon(1e-12));
   REQUIRE(run_strategy("wfbp", times, 1).timing.period_s == Approx(3.0204e-3).epsilon(1e-12));
   int allreduces = 0;
