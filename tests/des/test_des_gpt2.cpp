@@ -1,6 +1,6 @@
 // The DES and the main job on DreamDDP's measured GPT-2 profile (SPEC section 6), through the
-// library API only. Built into test_des_gpt2 with the golden tests' runner, which exits 77 (skipped) when the reference
-// data is absent, like the golden tests.
+// library API only. Built into test_des_gpt2 with the golden tests' runner, which exits 77
+// (skipped) when the reference data is absent.
 #include "des_support.hpp"
 #include "equivalence.hpp"
 #include "reference_data.hpp"
