@@ -52,7 +52,7 @@ BackpropTimes synthetic_times(int layer_count) {
 // period and its difference to dp's plan, timed the same way.
 void run_planner(benchmark::State& state, const BackpropTimes& times, int period, const char* algorithm,
                  std::optional<double> alpha_s = std::nullopt) {
-  const PlanAlgorithm& planner = find_plan_algorithm(algorithm);
+  const Strategy& planner = find_plan_algorithm(algorithm);
   SearchOptions options;
   options.bucket_alpha_s = alpha_s;
   PlanCandidate plan;
