@@ -36,7 +36,7 @@ constexpr long long kMaxIterations = 100'000;
 // The simulate request's fields and the flags that set them.
 constexpr std::initializer_list<FieldFlag> kSimulateFlags = {
     {"strategy", "--strategy"}, {"period", "--period"}, {"bucket_cap_bytes", "--bucket-cap-mb"},
-    {"sync_time", "--sync-time"}};
+    {"sync_time", "--sync-time"}, {"iterations", "--iterations"}, {"comm_streams", "--comm-streams"}};
 
 int run_simulate_des(const SimulateOptions& options, SimulateRequest request);
 

@@ -5,6 +5,7 @@
 
 #include "core/counter_random.hpp"
 #include "core/errors.hpp"
+#include "core/field_error.hpp"
 #include "core/overloaded.hpp"
 #include "core/units.hpp"
 #include "simulator/bucket_fusion.hpp"
@@ -458,11 +459,13 @@ DesResult run_des(const DesLayers& layers, const Cluster& cluster, const SyncPro
 DesResult run_des(const DesLayers& layers, const Cluster& cluster, const Topology& topology,
                   const AllreduceModel& model, const SyncProgram& program, const DesOptions& options) {
   SYNCPLAN_CHECK(topology.workers() == cluster.workers);
-  if (options.iterations < 1) throw InputError("--iterations: must be >= 1, got " + std::to_string(options.iterations));
+  if (options.iterations < 1)
+    throw FieldError("iterations", "iterations: must be >= 1, got " + std::to_string(options.iterations));
   if (!(options.bucket_alpha_s >= 0) || !std::isfinite(options.bucket_alpha_s))
-    throw InputError("bucket alpha_s: must be a finite number >= 0 s, got " + format_exact(options.bucket_alpha_s));
+    throw FieldError("bucket_alpha_s",
+                     "bucket_alpha_s: must be a finite number >= 0 s, got " + format_exact(options.bucket_alpha_s));
   if (options.comm_streams < 1)
-    throw InputError("--comm-streams: must be >= 1, got " + std::to_string(options.comm_streams));
+    throw FieldError("comm_streams", "comm_streams: must be >= 1, got " + std::to_string(options.comm_streams));
   SYNCPLAN_CHECK(program.period() >= 1);
   for (const auto& ops : program.iterations)
     for (const SyncOp& op : ops) {

@@ -63,7 +63,8 @@ struct DesResult {
 
 /// Runs `program` (repeated every period) on `cluster` for options.iterations iterations, with
 /// the cluster's topology and all-reduce model already built (they cost O(workers) to build).
-/// Throws InputError for options out of range.
+/// Throws FieldError naming the DesOptions field ("iterations", "comm_streams", "bucket_alpha_s")
+/// for options out of range.
 DesResult run_des(const DesLayers& layers, const Cluster& cluster, const Topology& topology,
                   const AllreduceModel& model, const SyncProgram& program, const DesOptions& options);
 
