@@ -44,8 +44,8 @@ DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTime
     const auto need = [&](const std::string& field, bool present) {
       if (present) return;
       std::string hint;
-      if (period_model && field == "sync_s") hint = " (or --cluster/--link to derive it from param_bytes)";
-      if (!period_model && field == "param_bytes") hint = " for the cluster's cost model (or use --sync-time measured)";
+      if (period_model && field == "sync_s") hint = " (or a cluster or link fit to derive it from param_bytes)";
+      if (!period_model && field == "param_bytes") hint = " for the cluster's cost model (or use the profile's measured sync_s)";
       throw InputError(origin + ": layer '" + layer.name + "': field '" + field + "' is null; the " +
                        (period_model ? "period model" : "simulator") + " needs it" + hint);
     };

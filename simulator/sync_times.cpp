@@ -15,7 +15,7 @@ Profile with_link_times(Profile profile, const LinkFit& link, const std::string&
   for (LayerProfile& layer : profile.layers) {
     if (!layer.param_bytes)
       throw InputError(profile_origin + ": layer '" + layer.name + "': field 'param_bytes' is null; the link fit " +
-                       link_origin + " needs it (or use --sync-time measured)");
+                       link_origin + " needs it (or use the profile's measured sync_s)");
     layer.sync_s = link.time_s(static_cast<double>(*layer.param_bytes));
   }
   profile.workers = link.workers;
