@@ -71,6 +71,13 @@ std::string describe_profile(const Profile& profile, const std::string& path) {
 
 std::string seconds_text(double seconds) { return format_short(seconds, 6); }
 
+std::string join_names(const std::vector<std::string>& names) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return text;
+}
+
 void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> widths;
   for (const auto& row : rows)

@@ -53,6 +53,9 @@ std::string describe_profile(const Profile& profile, const std::string& path);
 /// (format_short).
 std::string seconds_text(double seconds);
 
+/// Names for help texts: "a", "a and b", "a, b and c".
+std::string join_names(const std::vector<std::string>& names);
+
 /// Prints rows of cells as left-aligned columns separated by two spaces.
 void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows);
 

@@ -221,8 +221,8 @@ int run_plan(const PlanOptions& options) {
 void add_plan_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<PlanOptions>();
   CLI::App* plan = app.add_subcommand(
-      "plan", "Plan which layers sync in which iteration of a period; prints a table comparing "
-              "ssgd, wfbp, flsgd, plsgd-even, dreamddp, dp and search (seconds per period)");
+      "plan", "Plan which layers sync in which iteration of a period; prints a table comparing " +
+                  join_names(compared_strategy_names()) + " (seconds per period)");
   plan->add_option("--profile", options->profile_path, "syncplan.profile/v1 file (or --model)");
   CLI::Option* model = plan->add_option("--model", options->model.model,
                    "instead of --profile: a model spec (name in data/models, e.g. gpt2, or a file), profiled first "
@@ -260,7 +260,7 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_flag("--fill-bubbles", options->fill_bubbles,
                  "add extra syncs in idle link time that delay nothing (period unchanged; default: off)");
   plan->add_option("--algorithm", options->algorithm,
-                   "plsgd-even, wfbp, dreamddp, dp, search or best (default: best, the lowest period found)");
+                   strategy_names_text(StrategyUse::kPlan) + " (default: best, the lowest period found)");
   plan->add_option("--time-limit-s", options->search.time_limit_s,
                    "search: stop improving after this many seconds, in (0, 86400] (default: 1)");
   plan->add_option("--search-rounds", options->search.rounds,

@@ -40,6 +40,14 @@ constexpr std::initializer_list<FieldFlag> kSimulateFlags = {
 
 int run_simulate_des(const SimulateOptions& options, SimulateRequest request);
 
+// The strategies only the DES runs, for the help text: "ddp and mgwfbp".
+std::string cluster_only_names_text() {
+  std::vector<std::string> names;
+  for (const Strategy& strategy : strategies())
+    if (strategy.needs_cluster()) names.push_back(strategy.name);
+  return join_names(names);
+}
+
 // Writes the result and the trace together (both or neither), then says where.
 void commit_and_report(OutputFiles& outputs, const SimulateOptions& options) {
   outputs.commit();
@@ -212,8 +220,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   CLI::Option* plan = simulate->add_option("--plan", options->plan_path, "syncplan.plan/v1 file to time");
   CLI::Option* strategy = simulate->add_option(
       "--strategy", options->strategy,
-      "strategy to time: ssgd, wfbp, flsgd, plsgd-even, dreamddp, dp, search, best, and with --cluster ddp "
-      "and mgwfbp (needs --period)");
+      "strategy to time: " + strategy_names_text(StrategyUse::kPeriodModel) + ", and with --cluster also " +
+          cluster_only_names_text() + " (needs --period)");
   CLI::Option* period = simulate->add_option("--period", options->period, "H: iterations per period, 1..10000");
   plan->excludes(strategy);
   plan->excludes(period);
