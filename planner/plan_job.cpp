@@ -85,12 +85,7 @@ void validate_plan_request(const PlanRequest& request) {
     throw FieldError("max_overhead", "max_overhead: only with an automatic period");
   if (!request.period && !request.max_overhead)
     throw FieldError("max_overhead", "max_overhead: required with an automatic period, a fraction > 0 (e.g. 0.05 for 5%)");
-  if (request.period) {
-    require_valid_period(*request.period);
-    if (*request.period > kMaxPeriod)
-      throw FieldError("period", "period: at most " + std::to_string(kMaxPeriod) + ", got " +
-                                     std::to_string(*request.period));
-  }
+  if (request.period) require_valid_period(*request.period);
   strategy_for(request.algorithm, StrategyUse::kPlan);
   if (request.bucket_alpha_s && !(*request.bucket_alpha_s >= 0 && *request.bucket_alpha_s <= kLongestAlpha_s))
     throw FieldError("bucket_alpha_s", "bucket_alpha_s: must be a number from 0 to " + format_exact(kLongestAlpha_s) +

@@ -18,6 +18,12 @@ double relative_difference(double a, double b) {
   return scale == 0 ? 0.0 : std::fabs(a - b) / scale;
 }
 
+// A strategy's period: 1..kMaxPeriod (a plan brings its own, checked when it was read).
+void require_strategy_period(const SimulateRequest& request) {
+  if (request.plan) return;
+  require_valid_period(request.period);
+}
+
 ResultSubject subject_of(const SimulateRequest& request) {
   return {request.sync.profile.model, request.origin, request.plan ? request.plan_origin : "",
           request.plan ? "" : request.strategy};
@@ -26,6 +32,7 @@ ResultSubject subject_of(const SimulateRequest& request) {
 }  // namespace
 
 PeriodModelOutcome simulate_period_model(const SimulateRequest& request) {
+  require_strategy_period(request);
   PeriodModelOutcome outcome;
   outcome.times = backprop_times(request.sync.profile, request.origin);
   const BackpropTimes& times = outcome.times;
@@ -61,6 +68,7 @@ DesOutcome simulate_des(const SimulateRequest& request) {
   SYNCPLAN_CHECK(request.sync.cluster.has_value());
   const Cluster& cluster = *request.sync.cluster;
   const SyncTimeSource source = request.sync.source;
+  require_strategy_period(request);
   DesOutcome outcome;
   outcome.layers = des_layers(request.sync.profile, request.origin, source);
   const Topology topology(cluster);

@@ -140,6 +140,8 @@ Plan plan_from_assignment(const Assignment& assignment, const Profile& profile,
 
 void require_valid_period(long long period) {
   if (period < 1) throw FieldError("period", "period: must be >= 1, got " + std::to_string(period));
+  if (period > kMaxPeriod)
+    throw FieldError("period", "period: at most " + std::to_string(kMaxPeriod) + ", got " + std::to_string(period));
 }
 
 PeriodTiming time_unoverlapped(const BackpropTimes& times, const std::vector<bool>& after_compute,

@@ -104,7 +104,8 @@ void align_tied_layers(const BackpropTimes& times, Assignment& assignment);
 Plan plan_from_assignment(const Assignment& assignment, const Profile& profile,
                           const BackpropTimes& times, const std::string& algorithm);
 
-/// Throws FieldError "period: must be >= 1, got N" when period < 1.
+/// Throws FieldError "period: must be >= 1, got N" when period < 1, and "period: at most 10000,
+/// got N" above kMaxPeriod (every iteration is stored and timed).
 void require_valid_period(long long period);
 
 /// The timing of a strategy whose syncs run after compute with no overlap: in each iteration h
