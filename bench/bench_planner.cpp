@@ -5,7 +5,7 @@
 // period (--fuse-buckets, alpha 0.7 ms: data/clusters/8nodes-1gpu-10gbps.json's all-reduce
 // start-up), against dp's plan fused: each move costs a fusion DP, O(m^2) for m layers in an
 // iteration, so these run up to search's default time limit (1 s) and must stop there.
-#include "planner/algorithm_table.hpp"
+#include "planner/strategy_table.hpp"
 #include "profiler/import_dreamddp.hpp"
 #include "simulator/bucket_fusion.hpp"
 
@@ -52,7 +52,7 @@ BackpropTimes synthetic_times(int layer_count) {
 // period and its difference to dp's plan, timed the same way.
 void run_planner(benchmark::State& state, const BackpropTimes& times, int period, const char* algorithm,
                  std::optional<double> alpha_s = std::nullopt) {
-  const PlanAlgorithm& planner = find_plan_algorithm(algorithm);
+  const Strategy& planner = find_plan_algorithm(algorithm);
   SearchOptions options;
   options.bucket_alpha_s = alpha_s;
   PlanCandidate plan;

@@ -2,7 +2,8 @@
 // jitter, 125 layers, 10 periods of H = 10, under 2 s and 2 GB peak (peak_rss_MB) on 2 cores.
 // BM_des_scaling runs growing workers x layers x iterations and fits the time (expected O(N));
 // BM_des_identical_* show that identical workers cost one representative.
-#include "planner/des_strategies.hpp"
+#include "planner/strategy_table.hpp"
+#include "simulator/des/engine.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -56,7 +57,7 @@ void run(benchmark::State& state, int workers, int layer_count, int periods, boo
   const AllreduceModel model(cluster, topology);
   const DesStrategyContext context{layers, model, SyncTimeSource::kModel};
   const BackpropTimes times = backprop_times_for_des(context);
-  const SyncProgram program = des_program("dp", context, times, kPeriod);
+  const SyncProgram program = find_strategy("dp")->des_program(context, times, kPeriod);
   DesOptions options;
   options.iterations = periods * kPeriod;
   options.sync_time = SyncTimeSource::kModel;

@@ -2,7 +2,7 @@
 #include "planner/lower_bound.hpp"
 
 #include "simulator/bucket_fusion.hpp"
-#include "simulator/strategy_table.hpp"
+#include "simulator/period_model.hpp"
 
 #include <algorithm>
 #include <cmath>

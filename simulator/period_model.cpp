@@ -2,6 +2,7 @@
 #include "simulator/period_model.hpp"
 
 #include "core/errors.hpp"
+#include "core/field_error.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -26,52 +27,28 @@ void PeriodTiming::add_overlapped_iteration(const BackpropTimes& times, double l
   syncs.push_back(std::move(events));
 }
 
-TieGroups tie_groups(const Profile& profile) {
-  const std::size_t count = profile.layers.size();
-  const auto backprop_index = [&](std::size_t forward) { return static_cast<int>(count - 1 - forward); };
-  TieGroups ties;
-  ties.owner.resize(count);
-  ties.carrier.resize(count);
-  for (std::size_t j = 0; j < count; ++j) ties.owner[j] = ties.carrier[j] = static_cast<int>(j);
-  for (std::size_t i = 0; i < count; ++i)
-    if (profile.layers[i].tied_to)
-      if (const auto owner = profile.find(*profile.layers[i].tied_to))
-        ties.owner[backprop_index(i)] = backprop_index(*owner);
-  for (std::size_t j = 0; j < count; ++j)
-    ties.carrier[ties.owner[j]] = std::max(ties.carrier[ties.owner[j]], static_cast<int>(j));
-  for (std::size_t j = 0; j < count; ++j) ties.carrier[j] = ties.carrier[ties.owner[j]];
-  return ties;
-}
-
-BackpropTimes backprop_times(const Profile& profile, const std::string& origin) {
+BackpropTimes backprop_times(const DesLayers& layers, const std::vector<double>& sync_s, const std::string& origin) {
+  SYNCPLAN_CHECK(sync_s.size() == layers.size());
   BackpropTimes times;
-  const std::size_t count = profile.layers.size();
   double ready = 0;
-  for (std::size_t j = 0; j < count; ++j) {
-    const LayerProfile& layer = profile.layers[count - 1 - j];
-    for (const auto& [field, value] : {std::pair{"backward_s", &layer.backward_s},
-                                       std::pair{"sync_s", &layer.sync_s}})
-      if (!value->has_value())
-        throw InputError(origin + ": layer '" + layer.name + "': field '" + field +
-                         "' is null; the period model needs it" +
-                         (std::string(field) == "sync_s" ? " (or --cluster/--link to derive it from param_bytes)" : ""));
-    times.names.push_back(layer.name);
-    times.backward_s.push_back(*layer.backward_s);
-    times.sync_s.push_back(*layer.sync_s);
-    ready += *layer.backward_s;
+  for (std::size_t j = 0; j < layers.size(); ++j) {
+    times.names.push_back(layers.names[j]);
+    times.backward_s.push_back(layers.backward_s[j]);
+    times.sync_s.push_back(sync_s[j]);
+    ready += layers.backward_s[j];
     times.ready_s.push_back(ready);
-    times.forward_total_s += layer.forward_s.value_or(0.0);
-    times.update_total_s += layer.update_s.value_or(0.0);
+    times.forward_total_s += layers.forward_s[j];
+    times.update_total_s += layers.update_s[j];
   }
-  // The owner's all-reduce moves to its tie group's carrier; the other members sync nothing.
-  const TieGroups ties = tie_groups(profile);
-  times.carrier = ties.carrier;
-  const std::vector<double> own_sync(times.sync_s);
-  for (std::size_t j = 0; j < count; ++j)
-    times.sync_s[j] = ties.carrier[j] == static_cast<int>(j) ? own_sync[ties.owner[j]] : 0.0;
+  times.carrier = layers.carrier;
   if (!std::isfinite(times.backprop_s() + times.forward_total_s + times.update_total_s + times.sync_total_s()))
     throw InputError(origin + ": field 'layers': the times add up to more than a double can hold");
   return times;
+}
+
+BackpropTimes backprop_times(const Profile& profile, const std::string& origin) {
+  const DesLayers layers = des_layers(profile, origin, SyncTimeSource::kMeasured, LayerTimesUser::kPeriodModel);
+  return backprop_times(layers, layers.sync_s, origin);
 }
 
 void require_finite_periods(const BackpropTimes& times, int period, const std::string& origin) {
@@ -159,6 +136,37 @@ Plan plan_from_assignment(const Assignment& assignment, const Profile& profile,
     plan.layers.push_back(LayerSchedule{profile.layers[i].name, iterations});
   }
   return plan;
+}
+
+void require_valid_period(long long period) {
+  if (period < 1) throw FieldError("period", "period: must be >= 1, got " + std::to_string(period));
+  if (period > kMaxPeriod)
+    throw FieldError("period", "period: at most " + std::to_string(kMaxPeriod) + ", got " + std::to_string(period));
+}
+
+PeriodTiming time_unoverlapped(const BackpropTimes& times, const std::vector<bool>& after_compute,
+                               bool after_update) {
+  PeriodTiming timing;
+  const double sync_start = times.forward_total_s + times.backprop_s() +
+                            (after_update ? times.update_total_s : 0.0);
+  for (const bool syncs : after_compute) {
+    std::vector<SyncEvent> events;
+    double link_free = sync_start;
+    if (syncs) {
+      for (int j = 0; j < static_cast<int>(times.size()); ++j) {
+        events.push_back({j, link_free, link_free + times.sync_s[j], {}});
+        link_free += times.sync_s[j];
+      }
+    }
+    const double wait = syncs ? times.sync_total_s() : 0.0;
+    timing.wait_s.push_back(wait);
+    timing.iteration_s.push_back(times.compute_s() + wait);
+    timing.update_start_s.push_back(times.forward_total_s + times.backprop_s() +
+                                    (after_update ? 0.0 : wait));
+    timing.period_s += timing.iteration_s.back();
+    timing.syncs.push_back(std::move(events));
+  }
+  return timing;
 }
 
 PlanPrediction prediction_from_timing(const PeriodTiming& timing, double lower_bound_period_s) {

@@ -4,6 +4,7 @@
 
 #include "core/plan.hpp"
 #include "core/profile.hpp"
+#include "simulator/layer_times.hpp"
 
 #include <span>
 #include <string>
@@ -35,17 +36,15 @@ struct BackpropTimes {
   std::size_t backprop_index(std::size_t forward_index) const { return size() - 1 - forward_index; }
 };
 
-/// Tied parameters (profile `tied_to`; docs/time-model.md section 11), by backprop index: the
-/// group's owner (the layer others are tied to) and carrier (the group's latest-ready layer, whose
-/// sync averages the shared parameters once). Untied layers are their own owner and carrier.
-struct TieGroups {
-  std::vector<int> owner;
-  std::vector<int> carrier;
-};
-TieGroups tie_groups(const Profile& profile);
+/// The one builder of BackpropTimes (for the period model and for planning on the DES's times):
+/// names, b_j, B_j, F, U and the tie carriers from `layers`, and c_j = sync_s[j] (s, backprop order,
+/// already after the tied-layer rule). Throws InputError "ORIGIN: field 'layers': the times add up to
+/// more than a double can hold" when the sums are not finite.
+BackpropTimes backprop_times(const DesLayers& layers, const std::vector<double>& sync_s, const std::string& origin);
 
-/// Builds BackpropTimes from a profile. Every layer needs `backward_s` and `sync_s`; a null one
-/// throws InputError "ORIGIN: layer 'NAME': field 'backward_s' is null; the period model needs it".
+/// BackpropTimes from a profile's own sync_s (des_layers, then the builder above). Every layer needs
+/// `backward_s` and `sync_s`; a null one throws InputError "ORIGIN: layer 'NAME': field
+/// 'backward_s' is null; the period model needs it".
 BackpropTimes backprop_times(const Profile& profile, const std::string& origin);
 
 /// Which layers sync in each iteration of a period: iterations[h] holds backprop indices,
@@ -104,6 +103,16 @@ void align_tied_layers(const BackpropTimes& times, Assignment& assignment);
 /// `layers` of the result follow `profile`'s order; `predicted` is left empty.
 Plan plan_from_assignment(const Assignment& assignment, const Profile& profile,
                           const BackpropTimes& times, const std::string& algorithm);
+
+/// Throws FieldError "period: must be >= 1, got N" when period < 1, and "period: at most 10000,
+/// got N" above kMaxPeriod (every iteration is stored and timed).
+void require_valid_period(long long period);
+
+/// The timing of a strategy whose syncs run after compute with no overlap: in each iteration h
+/// with after_compute[h], every layer syncs back to back after backprop (`after_update` false) or
+/// after the update (`after_update` true).
+PeriodTiming time_unoverlapped(const BackpropTimes& times, const std::vector<bool>& after_compute,
+                               bool after_update);
 
 /// The plan's `predicted` block for `timing` (lower bound given separately).
 PlanPrediction prediction_from_timing(const PeriodTiming& timing, double lower_bound_period_s);

@@ -3,7 +3,6 @@
 
 #include "core/errors.hpp"
 #include "core/plan.hpp"
-#include "simulator/strategy_table.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -72,6 +71,13 @@ std::string describe_profile(const Profile& profile, const std::string& path) {
 
 std::string seconds_text(double seconds) { return format_short(seconds, 6); }
 
+std::string join_names(const std::vector<std::string>& names) {
+  std::string text;
+  for (std::size_t i = 0; i < names.size(); ++i)
+    text += (i == 0 ? "" : i + 1 == names.size() ? " and " : ", ") + names[i];
+  return text;
+}
+
 void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows) {
   std::vector<std::size_t> widths;
   for (const auto& row : rows)
@@ -100,6 +106,26 @@ int checked_period(const std::string& text) {
   if (significant.size() > 9 || std::stol(significant) > kMaxPeriod)
     throw InputError("--period: at most " + std::to_string(kMaxPeriod) + ", got " + text);
   return static_cast<int>(std::stol(significant));
+}
+
+SyncTimes read_sync_times(const std::string& profile_path, const SyncTimeOptions& options) {
+  if (options.sync_time_given && options.cluster_path.empty() && options.link_path.empty())
+    throw InputError("--sync-time: needs --cluster or --link (without them the profile's sync_s are used)");
+  return read_sync_times(read_profile_file(profile_path), profile_path, options);
+}
+
+SyncTimes read_sync_times(Profile profile, const std::string& origin, const SyncTimeOptions& options) {
+  if (options.sync_time_given && options.cluster_path.empty() && options.link_path.empty())
+    throw InputError("--sync-time: needs --cluster or --link (without them the profile's sync_s are used)");
+  SyncTimeInputs inputs;
+  if (!options.cluster_path.empty()) inputs.cluster = read_cluster_file(options.cluster_path);
+  if (!options.link_path.empty()) inputs.link = read_link_file(options.link_path);
+  inputs.cluster_origin = options.cluster_path;
+  inputs.link_origin = options.link_path;
+  inputs.mode = options.sync_time == "measured" ? SyncTimeMode::kMeasured
+                : options.sync_time == "model"  ? SyncTimeMode::kModel
+                                                : SyncTimeMode::kAuto;
+  return choose_sync_times(std::move(profile), origin, std::move(inputs));
 }
 
 }  // namespace syncplan::cli

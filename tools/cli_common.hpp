@@ -1,12 +1,15 @@
 // Pieces shared by the syncplan subcommands: registration, output checks, table printing.
 #pragma once
 
+#include "core/field_error.hpp"
 #include "core/profile.hpp"
 #include "simulator/period_model.hpp"
+#include "simulator/sync_times.hpp"
 
 #include <CLI/CLI.hpp>
 
 #include <functional>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -50,11 +53,57 @@ std::string describe_profile(const Profile& profile, const std::string& path);
 /// (format_short).
 std::string seconds_text(double seconds);
 
+/// Names for help texts: "a", "a and b", "a, b and c".
+std::string join_names(const std::vector<std::string>& names);
+
 /// Prints rows of cells as left-aligned columns separated by two spaces.
 void print_table(std::ostream& out, const std::vector<std::vector<std::string>>& rows);
 
 /// Reads the --period text as H: a whole number in [1, kMaxPeriod]. Throws InputError
 /// "--period: ..." quoting the text otherwise (also when it is too large for any integer type).
 int checked_period(const std::string& text);
+
+/// A library request's field and the flag that sets it, e.g. {"period", "--period"}.
+struct FieldFlag {
+  const char* field;
+  const char* flag;
+};
+
+/// Runs `job`; a FieldError about one of `flags`' fields comes out as an InputError that names the
+/// flag instead ("period: must be >= 1" -> "--period: must be >= 1"); other errors pass unchanged.
+template <class Job>
+auto with_flags(std::initializer_list<FieldFlag> flags, Job&& job) -> decltype(job()) {
+  try {
+    return job();
+  } catch (const FieldError& e) {
+    for (const FieldFlag& flag : flags)
+      if (e.field() == flag.field) throw InputError(e.renamed(flag.flag));
+    throw;
+  }
+}
+
+/// The --sync-time, --cluster and --link options of `plan` and `simulate`.
+struct SyncTimeOptions {
+  std::string cluster_path;     ///< --cluster (empty: none)
+  std::string link_path;        ///< --link (empty: none)
+  std::string sync_time = "auto";  ///< --sync-time: auto, measured or model
+  bool sync_time_given = false;
+};
+
+/// Reads the profile, and the cluster and link files when given, and lets choose_sync_times
+/// decide. Throws InputError when --sync-time is given without --cluster or --link.
+SyncTimes read_sync_times(const std::string& profile_path, const SyncTimeOptions& options);
+/// The same for a profile already in memory (e.g. made by `plan --model`); `origin` names it.
+SyncTimes read_sync_times(Profile profile, const std::string& origin, const SyncTimeOptions& options);
+
+/// The --sync-time help text shared by `plan` and `simulate`.
+inline constexpr const char* kSyncTimeHelp =
+    "with --cluster or --link: all-reduce times from the profile's sync_s ('measured'), the link fit or the "
+    "cluster's cost model on param_bytes ('model'), or 'auto': measured when the profile's workers equal the "
+    "link's or cluster's (default: auto)";
+/// The --link help text shared by `plan` and `simulate`.
+inline constexpr const char* kLinkHelp =
+    "syncplan.link/v1 file (profile-link, import nccl-tests): its alpha-beta fit replaces the cluster's "
+    "nominal all-reduce times, at the worker count it was measured at (see --sync-time)";
 
 }  // namespace syncplan::cli

@@ -1,6 +1,6 @@
 // `syncplan import dreamddp` and `syncplan import dreamddp-schedule` (SPEC section 2).
 #include "core/json_io.hpp"
-#include "planner/lower_bound.hpp"
+#include "planner/simulate_job.hpp"
 #include "profiler/import_dreamddp.hpp"
 #include "profiler/import_torch_trace.hpp"
 #include "profiler/import_nccl_tests.hpp"
@@ -61,14 +61,18 @@ int run_import_dreamddp(const DreamddpOptions& options) {
 int run_import_schedule(const ScheduleOptions& options) {
   check_output_paths({{"-o", options.output_path}},
                      {{"schedule", options.schedule_path}, {"--profile", options.profile_path}});
-  const Profile profile = read_profile_file(options.profile_path);
-  const BackpropTimes times = backprop_times(profile, options.profile_path);
-  Plan plan = import_dreamddp_schedule(options.schedule_path, profile);
-  const PeriodTiming timing = time_assignment(times, assignment_from_plan(plan, times, options.schedule_path));
-  plan.predicted = prediction_from_timing(timing, best_lower_bound_s(times, plan.period));
+  SimulateRequest request;
+  request.sync = choose_sync_times(read_profile_file(options.profile_path), options.profile_path, {});
+  request.origin = options.profile_path;
+  request.plan = import_dreamddp_schedule(options.schedule_path, request.sync.profile);
+  request.plan_origin = options.schedule_path;
+  // The plan's prediction is the period model's timing of it (SPEC section 4).
+  const PeriodModelOutcome outcome = simulate_period_model(request);
+  Plan plan = *request.plan;
+  plan.predicted = prediction_from_timing(outcome.timing, outcome.lower_bound_s);
   write_json_file_atomic(options.output_path, plan_to_json(plan));
   std::cout << "imported a schedule of period H = " << plan.period << " into " << options.output_path
-            << "; predicted period " << seconds_text(timing.period_s) << " s\n";
+            << "; predicted period " << seconds_text(outcome.timing.period_s) << " s\n";
   return 0;
 }
 

@@ -1,19 +1,15 @@
-// `syncplan plan`: compare the strategies, plan with the chosen algorithm, write the plan and report.
+// `syncplan plan`: parse the options, run the planning job (planner/plan_job.hpp), print the
+// comparison and the chosen plan, write the plan and report.
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
-#include "planner/algorithm_table.hpp"
-#include "planner/fill.hpp"
-#include "planner/lower_bound.hpp"
-#include "simulator/bucket_fusion.hpp"
+#include "core/report.hpp"
+#include "planner/plan_job.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/model_profile.hpp"
-#include "tools/sync_times.hpp"
 
 #include <cmath>
 #include <iostream>
-#include <limits>
 #include <memory>
-#include <regex>
 
 namespace syncplan::cli {
 
@@ -40,28 +36,20 @@ struct PlanOptions {
   bool dtype_given = false;  // --dtype; otherwise bf16 on a GPU or an estimate, fp32 on the CPU
 };
 
-// Where the plan's sync times and the fusion's alpha come from.
-struct PlanInputs {
-  Profile profile;
-  BackpropTimes times;
-  std::string sync_times_text;  // for the printout
-  std::string origin;           // the profile's file, or "--model NAME"
-  Profile model_profile;        // --model: the profile made, as written by --profile-out
-  std::optional<double> alpha_s;  // set when --fuse-buckets
-  std::string alpha_text;
+// The plan request's fields and the flags that set them.
+constexpr std::initializer_list<FieldFlag> kPlanFlags = {
+    {"period", "--period"},
+    {"max_overhead", "--max-overhead"},
+    {"algorithm", "--algorithm"},
+    {"every_iteration", "--every-iteration"},
+    {"search.time_limit_s", "--time-limit-s"},
+    {"search.rounds", "--search-rounds"},
+    {"bucket_alpha_s", "--alpha-s"},
 };
 
 std::string ratio_text(double ratio) {
   if (!std::isfinite(ratio)) return "n/a";  // e.g. a profile whose times are all zero
   return format_short(ratio, 2) + "x";
-}
-
-Json finite_or_null(double value) { return std::isfinite(value) ? Json(value) : Json(nullptr); }
-
-// A percentage to 2 decimals; rounding noise (e.g. a gap of 7e-12%) reads 0.00%, never an exponent.
-std::string percent_text(double fraction) {
-  const double percent = std::round(100.0 * fraction * 100.0) / 100.0 + 0.0;  // + 0.0: -0 reads 0
-  return format_short(percent, 2) + "%";
 }
 
 // The chosen plan, one row per iteration: how many layers sync (of which extra, from bubble
@@ -90,62 +78,6 @@ void print_assignment(std::ostream& out, const BackpropTimes& times, const Assig
   print_table(out, table);
 }
 
-// The largest --alpha-s: an all-reduce start-up of a minute is already far outside any network.
-constexpr double kLongestAlpha_s = 60;
-
-// The largest H `--period auto` tries.
-constexpr int kAutoMaxPeriod = 1000;
-// The most each candidate H's search may take under --period auto (s).
-constexpr double kAutoSearchLimit_s = 0.05;
-
-// --period auto: the smallest H whose planned wait is at most max_overhead of the period's compute
-// (fewer local steps between averages is better for convergence). Prints why.
-int auto_period(const BackpropTimes& times, const PlanAlgorithm& algorithm, const PlanOptions& options,
-                const std::optional<double>& alpha_s) {
-  if (!options.max_overhead_given)
-    throw InputError("--max-overhead: required with --period auto, a fraction > 0 (e.g. 0.05 for 5%)");
-  double best_overhead = std::numeric_limits<double>::infinity();
-  int best_period = 1;
-  // Up to kAutoMaxPeriod candidates: each search gets a small share of --time-limit-s.
-  SearchOptions search = options.search;
-  search.time_limit_s = std::min(search.time_limit_s, kAutoSearchLimit_s);
-  for (int period = 1; period <= kAutoMaxPeriod; ++period) {
-    const PeriodTiming timing = time_planned(times, algorithm.plan(times, period, search).assignment, alpha_s);
-    const double compute = period * times.compute_s();
-    const double overhead = compute > 0 ? timing.total_wait_s() / compute : (timing.total_wait_s() > 0 ? INFINITY : 0.0);
-    if (overhead <= options.max_overhead) {
-      std::cout << "period: H = " << period << " (--period auto): the smallest H whose planned wait, "
-                << seconds_text(timing.total_wait_s()) << " s, is at most " << percent_text(options.max_overhead)
-                << " of the period's compute, " << seconds_text(compute) << " s (it is " << percent_text(overhead)
-                << ")\n";
-      return period;
-    }
-    if (overhead < best_overhead) {
-      best_overhead = overhead;
-      best_period = period;
-    }
-  }
-  throw InputError("--max-overhead: no period H up to " + std::to_string(kAutoMaxPeriod) + " keeps the wait within " +
-                   percent_text(options.max_overhead) + " of compute (the least is " + percent_text(best_overhead) +
-                   " at H = " + std::to_string(best_period) + ")");
-}
-
-// The layers (backprop index) whose names match --every-iteration (std::regex_search, ECMAScript).
-std::vector<bool> pinned_layers(const BackpropTimes& times, const std::string& pattern) {
-  if (pattern.empty()) return {};
-  std::regex expression;
-  try {
-    expression = std::regex(pattern);
-  } catch (const std::regex_error& e) {
-    throw InputError("--every-iteration: invalid regular expression '" + pattern + "' (" + e.what() + ")");
-  }
-  std::vector<bool> pinned(times.size(), false);
-  bool any = false;
-  for (std::size_t j = 0; j < times.size(); ++j) any |= pinned[j] = std::regex_search(times.names[j], expression);
-  if (!any) throw InputError("--every-iteration: '" + pattern + "' matches no layer of the profile");
-  return pinned;
-}
-
 // plan --model: the model's profile, measured on the GPU when this build has the CUDA backend and
 // sees a device, else the roofline estimate for --gpu (said so: an estimate is never a measurement).
 Profile model_profile_for_plan(const PlanOptions& options) {
@@ -165,48 +97,72 @@ Profile model_profile_for_plan(const PlanOptions& options) {
   return make_model_profile(profile_options);
 }
 
-// Reads the profile, and the cluster or link fit when given: the sync times the plan is made for,
-// and the start-up time bucket fusion assumes.
-PlanInputs read_plan_inputs(const PlanOptions& options) {
-  if (options.alpha_given && !(options.alpha_s >= 0 && options.alpha_s <= kLongestAlpha_s))
-    throw InputError("--alpha-s: must be a number from 0 to " + format_exact(kLongestAlpha_s) + " (seconds), got " +
-                     format_exact(options.alpha_s));
-  if (options.alpha_given && !options.fuse_buckets) throw InputError("--alpha-s: only with --fuse-buckets");
-  PlanInputs inputs;
-  inputs.origin = options.model.model.empty() ? options.profile_path : "--model " + options.model.model;
-  if (!options.model.model.empty()) inputs.model_profile = model_profile_for_plan(options);
-  SyncTimes choice = options.model.model.empty()
-                         ? read_sync_times(options.profile_path, options.sync)
-                         : read_sync_times(inputs.model_profile, inputs.origin, options.sync);
-  inputs.times = sync_backprop_times(choice, inputs.origin);
-  inputs.sync_times_text = choice.text;
-  if (options.fuse_buckets) {
-    inputs.alpha_s = options.alpha_given ? std::optional<double>(options.alpha_s) : choice.alpha_s;
-    inputs.alpha_text = options.alpha_given ? "--alpha-s" : choice.alpha_text;
-  }
-  if (options.fuse_buckets && !inputs.alpha_s)
-    throw InputError("--fuse-buckets: needs the all-reduce start-up time alpha: give --cluster, --link or --alpha-s");
-  inputs.profile = std::move(choice.profile);
-  return inputs;
-}
-
-int run_plan(const PlanOptions& options_in) {
-  PlanOptions options = options_in;
-  if (!(options.search.time_limit_s > 0 && options.search.time_limit_s <= 86400))
-    throw InputError("--time-limit-s: must be in (0, 86400] seconds");
-  if (options.search.rounds < 0) throw InputError("--search-rounds: must be >= 0");
+// The request from the options, before any file is read: flag combinations are checked here,
+// values by validate_plan_request.
+PlanRequest plan_request(const PlanOptions& options) {
   if (options.seed_text.empty() || options.seed_text.size() > 19 ||
       options.seed_text.find_first_not_of("0123456789") != std::string::npos)
     throw InputError("--seed: expected a whole number from 0 to 10^19 - 1, got '" + options.seed_text + "'");
-  options.search.seed = std::stoull(options.seed_text);
-  if (options.max_overhead_given && !(options.max_overhead > 0 && options.max_overhead <= 100))
-    throw InputError("--max-overhead: must be a fraction of compute in (0, 100], got " +
-                     format_exact(options.max_overhead));
+  PlanRequest request;
+  request.search = options.search;
+  request.search.seed = std::stoull(options.seed_text);
   const bool automatic = options.period == "auto";
-  if (!automatic && options.max_overhead_given)
-    throw InputError("--max-overhead: only with --period auto");
-  const int fixed_period = automatic ? 0 : checked_period(options.period);
-  const PlanAlgorithm& algorithm = find_plan_algorithm(options.algorithm);
+  if (options.max_overhead_given) request.max_overhead = options.max_overhead;
+  if (!automatic && options.max_overhead_given) throw InputError("--max-overhead: only with --period auto");
+  if (automatic && !options.max_overhead_given)
+    throw InputError("--max-overhead: required with --period auto, a fraction > 0 (e.g. 0.05 for 5%)");
+  if (!automatic) request.period = checked_period(options.period);
+  request.algorithm = options.algorithm;
+  request.every_iteration = options.every_iteration;
+  request.fill_bubbles = options.fill_bubbles;
+  if (options.alpha_given) request.bucket_alpha_s = options.alpha_s;
+  with_flags(kPlanFlags, [&] { validate_plan_request(request); });
+  if (options.alpha_given && !options.fuse_buckets) throw InputError("--alpha-s: only with --fuse-buckets");
+  return request;
+}
+
+// The printout above the chosen plan: the comparison table, the bounds, the choice, and what
+// pinning, fusion and bubble filling did.
+void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, const std::string& alpha_text) {
+  const int period = outcome.period;
+  std::cout << "period H = " << period << " iterations; times in seconds per period\n\n";
+  std::vector<std::vector<std::string>> table = {
+      {"strategy", "period_s", "mean_iteration_s", "total_wait_s", "vs_ssgd", "vs_flsgd"}};
+  const double ssgd_period = outcome.strategy("ssgd").period_s;
+  const double flsgd_period = outcome.strategy("flsgd").period_s;
+  for (const auto& [name, timing] : outcome.strategies)
+    table.push_back({name, seconds_text(timing.period_s), seconds_text(timing.period_s / period),
+                     seconds_text(timing.total_wait_s()), ratio_text(ssgd_period / timing.period_s),
+                     ratio_text(flsgd_period / timing.period_s)});
+  print_table(std::cout, table);
+  const std::optional<Buckets>& buckets = outcome.buckets;
+  std::cout << "\nlower bound: " << seconds_text(outcome.lower_bound_s) << " s per period ("
+            << (buckets ? "for fused plans: suffix bound on sync times minus alpha; unfused " +
+                              seconds_text(outcome.unfused_lower_bound_s) + " s, "
+                        : "suffix bound; ")
+            << "SPEC section 5's: " << seconds_text(outcome.spec_lower_bound_s) << " s)\n"
+            << "chosen: " << outcome.chosen.algorithm
+            << (outcome.chosen.algorithm != outcome.requested_algorithm
+                    ? " (via --algorithm " + outcome.requested_algorithm + ")"
+                    : "")
+            << ", period " << seconds_text(outcome.timing.period_s) << " s, gap to lower bound "
+            << format_percent(outcome.gap_to_lower_bound) << '\n';
+  if (!outcome.pinned_layers.empty())
+    std::cout << "every iteration (--every-iteration '" << options.every_iteration
+              << "'): " << outcome.pinned_layers.size() << " layers synced in all " << period << " iterations\n";
+  if (buckets)
+    std::cout << "bucket fusion (alpha " << seconds_text(buckets->alpha_s) << " s, " << alpha_text
+              << "): " << allreduce_count(*buckets) << " all-reduces per period instead of "
+              << outcome.unfused_allreduces << ", period " << seconds_text(outcome.timing.period_s) << " s (unfused "
+              << seconds_text(outcome.unfused_timing.period_s) << " s)\n";
+  const std::size_t layer_count = outcome.times.size();
+  if (options.fill_bubbles)
+    std::cout << "bubble filling: " << outcome.extra_syncs << " extra syncs in idle link time, period unchanged ("
+              << (layer_count + outcome.extra_syncs) << " syncs per period for " << layer_count << " layers)\n";
+}
+
+int run_plan(const PlanOptions& options) {
+  PlanRequest request = plan_request(options);
   if (options.profile_path.empty() && options.model.model.empty())
     throw InputError("plan: give --profile PROFILE.json, or --model NAME with --cluster or --link");
   check_output_paths({{"-o", options.output_path}, {"--report", options.report_path},
@@ -214,122 +170,44 @@ int run_plan(const PlanOptions& options_in) {
                      {{"--profile", options.profile_path}, {"--cluster", options.sync.cluster_path},
                       {"--link", options.sync.link_path}});
 
-  const PlanInputs inputs = read_plan_inputs(options);
-  const Profile& profile = inputs.profile;
-  const BackpropTimes& times = inputs.times;
-  options.search.every_iteration = pinned_layers(times, options.every_iteration);
-  // The table compares the strategies unfused; the chosen plan is searched for its fused period.
-  const SearchOptions unfused_search = options.search;
-  options.search.bucket_alpha_s = inputs.alpha_s;
-  if (!automatic) require_finite_periods(times, fixed_period, inputs.origin);
-  const int period = automatic ? auto_period(times, algorithm, options, inputs.alpha_s) : fixed_period;
+  // The profile, and the sync times the plan is made for and the start-up time fusion assumes.
+  request.origin = options.model.model.empty() ? options.profile_path : "--model " + options.model.model;
+  Profile model_profile;  // --model: the profile made, as written by --profile-out
+  if (!options.model.model.empty()) model_profile = model_profile_for_plan(options);
+  SyncTimes choice = options.model.model.empty() ? read_sync_times(options.profile_path, options.sync)
+                                                 : read_sync_times(model_profile, request.origin, options.sync);
+  request.times = sync_backprop_times(choice, request.origin);
+  std::string alpha_text = options.alpha_given ? "--alpha-s" : choice.alpha_text;
+  if (options.fuse_buckets && !options.alpha_given) request.bucket_alpha_s = choice.alpha_s;
+  if (options.fuse_buckets && !request.bucket_alpha_s)
+    throw InputError("--fuse-buckets: needs the all-reduce start-up time alpha: give --cluster, --link or --alpha-s");
+  request.profile = std::move(choice.profile);
 
-  struct Row {
-    std::string name;
-    PeriodTiming timing;
-  };
-  std::vector<Row> rows;
-  for (const std::string& name : compared_strategy_names())
-    rows.push_back({name, run_strategy(name, times, period, unfused_search).timing});
-  const double ssgd_period = rows.at(0).timing.period_s;
-  const double flsgd_period = rows.at(2).timing.period_s;
-  const double spec_bound = spec_lower_bound_s(times, period);
-  const double suffix_bound = suffix_lower_bound_s(times, period);
-  const double unfused_bound = best_lower_bound_s(times, period);
-  const double lower_bound = inputs.alpha_s ? fused_lower_bound_s(times, period, *inputs.alpha_s) : unfused_bound;
-
-  PlanCandidate chosen = algorithm.plan(times, period, options.search);
-  align_tied_layers(times, chosen.assignment);
-  const Assignment planned = chosen.assignment;
-  const int extra_syncs = options.fill_bubbles ? fill_bubbles(times, chosen.assignment) : 0;
-  const PeriodTiming unfused_timing = time_assignment(times, chosen.assignment);
-  std::optional<Buckets> buckets;
-  if (inputs.alpha_s) buckets = fuse_buckets(times, chosen.assignment, *inputs.alpha_s);
-  const PeriodTiming chosen_timing = buckets ? time_buckets(times, *buckets) : unfused_timing;
-  Plan plan = plan_from_assignment(chosen.assignment, profile, times, chosen.algorithm);
-  plan.predicted = prediction_from_timing(chosen_timing, lower_bound);
-  if (buckets) plan.buckets = plan_buckets(*buckets, times);
-  const double gap = lower_bound > 0 ? chosen_timing.period_s / lower_bound - 1.0 : 0.0;
-
-  std::cout << "profile: " << describe_profile(profile, inputs.origin) << '\n';
-  if (!options.sync.cluster_path.empty() || !options.sync.link_path.empty())
-    std::cout << "all-reduce times: " << inputs.sync_times_text << '\n';
-  std::cout << "period H = " << period << " iterations; times in seconds per period\n\n";
-  std::vector<std::vector<std::string>> table = {
-      {"strategy", "period_s", "mean_iteration_s", "total_wait_s", "vs_ssgd", "vs_flsgd"}};
-  Json strategies = Json::object();
-  for (const Row& row : rows) {
-    const double mean = row.timing.period_s / period;
-    table.push_back({row.name, seconds_text(row.timing.period_s), seconds_text(mean),
-                     seconds_text(row.timing.total_wait_s()), ratio_text(ssgd_period / row.timing.period_s),
-                     ratio_text(flsgd_period / row.timing.period_s)});
-    strategies[row.name] = Json{{"period_s", row.timing.period_s},
-                                {"mean_iteration_s", mean},
-                                {"wait_s", row.timing.total_wait_s()},
-                                {"speedup_over_ssgd", finite_or_null(ssgd_period / row.timing.period_s)},
-                                {"speedup_over_flsgd", finite_or_null(flsgd_period / row.timing.period_s)}};
+  const PlanOutcome outcome = with_flags(kPlanFlags, [&] { return run_plan_job(request); });
+  if (outcome.auto_period) {
+    const AutoPeriod& automatic = *outcome.auto_period;
+    std::cout << "period: H = " << automatic.period << " (--period auto): the smallest H whose planned wait, "
+              << seconds_text(automatic.wait_s) << " s, is at most " << format_percent(*request.max_overhead)
+              << " of the period's compute, " << seconds_text(automatic.compute_s) << " s (it is "
+              << format_percent(automatic.overhead) << ")\n";
   }
-  print_table(std::cout, table);
-  std::cout << "\nlower bound: " << seconds_text(lower_bound) << " s per period ("
-            << (buckets ? "for fused plans: suffix bound on sync times minus alpha; unfused " + seconds_text(unfused_bound) +
-                              " s, "
-                        : "suffix bound; ")
-            << "SPEC section 5's: " << seconds_text(spec_bound) << " s)\n"
-            << "chosen: " << chosen.algorithm
-            << (chosen.algorithm != algorithm.name ? " (via --algorithm " + std::string(algorithm.name) + ")" : "")
-            << ", period " << seconds_text(chosen_timing.period_s) << " s, gap to lower bound "
-            << percent_text(gap) << '\n';
-  Json pinned_names = Json::array();
-  for (std::size_t j = 0; j < options.search.every_iteration.size(); ++j)
-    if (options.search.every_iteration[j]) pinned_names.push_back(times.names[j]);
-  if (!pinned_names.empty())
-    std::cout << "every iteration (--every-iteration '" << options.every_iteration << "'): " << pinned_names.size()
-              << " layers synced in all " << period << " iterations\n";
-  std::size_t unfused_allreduces = 0;
-  for (const auto& layers : chosen.assignment.iterations)
-    for (const int j : layers) unfused_allreduces += has_allreduce(times, j) ? 1 : 0;
-  if (buckets)
-    std::cout << "bucket fusion (alpha " << seconds_text(buckets->alpha_s) << " s, " << inputs.alpha_text
-              << "): " << allreduce_count(*buckets) << " all-reduces per period instead of " << unfused_allreduces
-              << ", period " << seconds_text(chosen_timing.period_s) << " s (unfused "
-              << seconds_text(unfused_timing.period_s) << " s)\n";
-  if (options.fill_bubbles)
-    std::cout << "bubble filling: " << extra_syncs << " extra syncs in idle link time, period unchanged ("
-              << (times.size() + extra_syncs) << " syncs per period for " << times.size() << " layers)\n";
-
+  std::cout << "profile: " << describe_profile(request.profile, request.origin) << '\n';
+  if (!options.sync.cluster_path.empty() || !options.sync.link_path.empty())
+    std::cout << "all-reduce times: " << choice.text << '\n';
+  print_comparison(outcome, options, alpha_text);
   std::cout << '\n';
-  print_assignment(std::cout, times, chosen.assignment, planned, chosen_timing, buckets ? &*buckets : nullptr);
+  print_assignment(std::cout, outcome.times, outcome.chosen.assignment, outcome.planned, outcome.timing,
+                   outcome.buckets ? &*outcome.buckets : nullptr);
 
   OutputFiles outputs;
-  outputs.add_json(options.output_path, plan_to_json(plan));
-  if (!options.profile_out_path.empty()) outputs.add_json(options.profile_out_path, profile_to_json(inputs.model_profile));
+  outputs.add_json(options.output_path, plan_to_json(outcome.plan));
+  if (!options.profile_out_path.empty()) outputs.add_json(options.profile_out_path, profile_to_json(model_profile));
   if (!options.report_path.empty()) {
-    Json report;
-    report["format"] = "syncplan.report/v1";
-    report["model"] = profile.model ? Json(*profile.model) : Json(nullptr);
-    report["profile"] = inputs.origin;
-    report["period"] = period;
-    report["strategies"] = std::move(strategies);
-    report["lower_bound_period_s"] = lower_bound;
-    report["lower_bounds"] = Json{{"spec_s", spec_bound}, {"suffix_s", suffix_bound}};
-    report["chosen"] = Json{{"algorithm", chosen.algorithm},
-                            {"requested_algorithm", algorithm.name},
-                            {"period_s", chosen_timing.period_s},
-                            {"gap_to_lower_bound", gap},
-                            {"extra_syncs", extra_syncs}};
-    if (buckets)
-      report["chosen"]["buckets"] = Json{{"alpha_s", buckets->alpha_s},
-                                         {"allreduces", allreduce_count(*buckets)},
-                                         {"unfused_allreduces", unfused_allreduces},
-                                         {"unfused_period_s", unfused_timing.period_s},
-                                         {"unfused_lower_bound_period_s", unfused_bound}};
-    if (!options.sync.cluster_path.empty()) report["cluster"] = options.sync.cluster_path;
-    if (!options.sync.link_path.empty()) report["link"] = options.sync.link_path;
-    report["sync_times"] = inputs.sync_times_text;
-    report["period_chosen_by"] = automatic ? "auto" : "--period";
-    report["every_iteration"] = pinned_names;
-    if (automatic) report["max_overhead"] = options.max_overhead;
-    outputs.add_json(options.report_path, report);
+    PlanReport report = plan_report(outcome, request);
+    if (!options.sync.cluster_path.empty()) report.cluster = options.sync.cluster_path;
+    if (!options.sync.link_path.empty()) report.link = options.sync.link_path;
+    report.sync_times = choice.text;
+    outputs.add_json(options.report_path, report_to_json(report));
   }
   outputs.commit();
   std::cout << "plan written to " << options.output_path << '\n';
@@ -343,8 +221,8 @@ int run_plan(const PlanOptions& options_in) {
 void add_plan_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<PlanOptions>();
   CLI::App* plan = app.add_subcommand(
-      "plan", "Plan which layers sync in which iteration of a period; prints a table comparing "
-              "ssgd, wfbp, flsgd, plsgd-even, dreamddp, dp and search (seconds per period)");
+      "plan", "Plan which layers sync in which iteration of a period; prints a table comparing " +
+                  join_names(compared_strategy_names()) + " (seconds per period)");
   plan->add_option("--profile", options->profile_path, "syncplan.profile/v1 file (or --model)");
   CLI::Option* model = plan->add_option("--model", options->model.model,
                    "instead of --profile: a model spec (name in data/models, e.g. gpt2, or a file), profiled first "
@@ -382,7 +260,7 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_flag("--fill-bubbles", options->fill_bubbles,
                  "add extra syncs in idle link time that delay nothing (period unchanged; default: off)");
   plan->add_option("--algorithm", options->algorithm,
-                   "plsgd-even, wfbp, dreamddp, dp, search or best (default: best, the lowest period found)");
+                   strategy_names_text(StrategyUse::kPlan) + " (default: best, the lowest period found)");
   plan->add_option("--time-limit-s", options->search.time_limit_s,
                    "search: stop improving after this many seconds, in (0, 86400] (default: 1)");
   plan->add_option("--search-rounds", options->search.rounds,

@@ -1,18 +1,18 @@
-// `syncplan simulate`: time a plan or a strategy under the period model; optional result and trace.
+// `syncplan simulate`: parse the options, run the simulate job (planner/simulate_job.hpp) under the
+// period model or, with --cluster, the discrete-event simulator; print, write the result and trace.
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
 #include "core/cluster.hpp"
-#include "planner/algorithm_table.hpp"
-#include "planner/des_strategies.hpp"
-#include "planner/lower_bound.hpp"
-#include "simulator/bucket_fusion.hpp"
+#include "core/result.hpp"
+#include "core/units.hpp"
+#include "planner/simulate_job.hpp"
 #include "simulator/trace.hpp"
 #include "tools/cli_common.hpp"
-#include "tools/sync_times.hpp"
 
 #include <algorithm>
 #include <cmath>
 #include <iostream>
+#include <limits>
 #include <memory>
 
 namespace syncplan::cli {
@@ -33,7 +33,20 @@ struct SimulateOptions {
 
 constexpr long long kMaxIterations = 100'000;
 
-int run_simulate_des(const SimulateOptions& options);
+// The simulate request's fields and the flags that set them.
+constexpr std::initializer_list<FieldFlag> kSimulateFlags = {
+    {"strategy", "--strategy"}, {"period", "--period"}, {"bucket_cap_bytes", "--bucket-cap-mb"},
+    {"sync_time", "--sync-time"}, {"iterations", "--iterations"}, {"comm_streams", "--comm-streams"}};
+
+int run_simulate_des(const SimulateOptions& options, SimulateRequest request);
+
+// The strategies only the DES runs, for the help text: "ddp and mgwfbp".
+std::string cluster_only_names_text() {
+  std::vector<std::string> names;
+  for (const Strategy& strategy : strategies())
+    if (strategy.needs_cluster()) names.push_back(strategy.name);
+  return join_names(names);
+}
 
 // Writes the result and the trace together (both or neither), then says where.
 void commit_and_report(OutputFiles& outputs, const SimulateOptions& options) {
@@ -41,12 +54,6 @@ void commit_and_report(OutputFiles& outputs, const SimulateOptions& options) {
   if (!options.output_path.empty()) std::cout << "result written to " << options.output_path << '\n';
   if (!options.trace_path.empty())
     std::cout << "trace written to " << options.trace_path << " (open in https://ui.perfetto.dev)\n";
-}
-
-// Relative difference used to say whether a plan's stored prediction is reproduced.
-double relative_difference(double a, double b) {
-  const double scale = std::max(std::fabs(a), std::fabs(b));
-  return scale == 0 ? 0.0 : std::fabs(a - b) / scale;
 }
 
 int run_simulate(const SimulateOptions& options) {
@@ -58,46 +65,42 @@ int run_simulate(const SimulateOptions& options) {
   const std::vector<NamedPath> inputs = {{"--profile", options.profile_path}, {"--plan", options.plan_path},
                                          {"--cluster", options.sync.cluster_path}, {"--link", options.sync.link_path}};
   check_output_paths({{"-o", options.output_path}, {"--trace", options.trace_path}}, inputs);
-  if (!options.sync.cluster_path.empty()) return run_simulate_des(options);
+  SimulateRequest request;
+  request.origin = options.profile_path;
+  request.plan_origin = options.plan_path;
+  request.strategy = options.strategy;
+  request.period = period;
+  if (!options.sync.cluster_path.empty()) return run_simulate_des(options, std::move(request));
   if (options.iterations_given || options.comm_streams != 1)
     throw InputError("--iterations/--comm-streams: need --cluster (the period model times one period)");
 
-  const SyncTimes choice = read_sync_times(options.profile_path, options.sync);
-  const Profile& profile = choice.profile;
-  const BackpropTimes times = backprop_times(profile, options.profile_path);
-
-  PeriodTiming timing;
+  request.sync = read_sync_times(options.profile_path, options.sync);
+  const Profile& profile = request.sync.profile;
   std::string what;
-  std::optional<Plan> plan;
-  std::optional<Assignment> assignment;  // the layers each iteration syncs; unset: one event per layer
-  std::optional<Buckets> buckets;
   if (!options.plan_path.empty()) {
-    plan = read_plan_file(options.plan_path, profile);
-    assignment = assignment_from_plan(*plan, times, options.plan_path);
-    if (plan->buckets) buckets = buckets_from_plan(*plan->buckets, *assignment, times, options.plan_path);
-    timing = buckets ? time_buckets(times, *buckets) : time_assignment(times, *assignment);
-    what = "plan " + options.plan_path + " (" + plan->algorithm + ")";
-    if (buckets)
-      what += ", " + std::to_string(allreduce_count(*buckets)) + " fused all-reduces (alpha " +
-              seconds_text(buckets->alpha_s) + " s)";
+    request.plan = read_plan_file(options.plan_path, profile);
+    what = "plan " + options.plan_path + " (" + request.plan->algorithm + ")";
   } else {
-    StrategyResult result = run_strategy(options.strategy, times, period);
-    timing = std::move(result.timing);
-    assignment = std::move(result.assignment);
+    if (const Strategy* strategy = find_strategy(options.strategy); strategy && strategy->needs_cluster())
+      throw InputError("--strategy " + options.strategy +
+                       ": runs only in the discrete-event simulator (add --cluster CLUSTER.json)");
     what = "strategy " + options.strategy;
   }
-  const int h_count = static_cast<int>(timing.iteration_s.size());
-  require_finite_periods(times, h_count, options.profile_path);
-  const double lower_bound =
-      buckets ? fused_lower_bound_s(times, h_count, buckets->alpha_s) : best_lower_bound_s(times, h_count);
+  const PeriodModelOutcome outcome = with_flags(kSimulateFlags, [&] { return simulate_period_model(request); });
+  const BackpropTimes& times = outcome.times;
+  const PeriodTiming& timing = outcome.timing;
+  if (outcome.buckets)
+    what += ", " + std::to_string(allreduce_count(*outcome.buckets)) + " fused all-reduces (alpha " +
+            seconds_text(outcome.buckets->alpha_s) + " s)";
+  const int h_count = outcome.document.period;
 
   std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n';
-  if (choice.link) std::cout << "all-reduce times: " << choice.text << '\n';
+  if (request.sync.link) std::cout << "all-reduce times: " << request.sync.text << '\n';
   std::cout << what << ", period H = " << h_count << '\n'
             << "period_s " << seconds_text(timing.period_s) << "  mean_iteration_s "
             << seconds_text(timing.period_s / h_count) << "  total_wait_s "
             << seconds_text(timing.total_wait_s()) << "  lower_bound_period_s "
-            << seconds_text(lower_bound) << '\n';
+            << seconds_text(outcome.lower_bound_s) << '\n';
   // Layers averaged per iteration, and the all-reduces that average them: a fused bucket is one
   // all-reduce; tied layers and layers whose sync time is 0 issue none (has_allreduce).
   std::vector<std::vector<std::string>> table = {{"iteration", "iteration_s", "wait_s", "layers_synced", "allreduces"}};
@@ -106,42 +109,23 @@ int run_simulate(const SimulateOptions& options) {
     const auto allreduces = std::count_if(events.begin(), events.end(),
                                           [&](const SyncEvent& sync) { return has_allreduce(times, sync.layer); });
     table.push_back({std::to_string(h), seconds_text(timing.iteration_s[h]), seconds_text(timing.wait_s[h]),
-                     std::to_string(assignment ? assignment->iterations[h].size() : events.size()),
+                     std::to_string(outcome.assignment ? outcome.assignment->iterations[h].size() : events.size()),
                      std::to_string(allreduces)});
   }
   print_table(std::cout, table);
 
-  if (plan && plan->predicted) {
-    double worst = relative_difference(plan->predicted->period_s, timing.period_s);
-    for (int h = 0; h < h_count; ++h) {
-      worst = std::max(worst, relative_difference(plan->predicted->iteration_s[h], timing.iteration_s[h]));
-      worst = std::max(worst, relative_difference(plan->predicted->wait_s[h], timing.wait_s[h]));
-    }
+  if (outcome.prediction_difference) {
+    const double worst = *outcome.prediction_difference;
     if (worst <= 1e-9)
       std::cout << "reproduces the plan's predicted figures (largest relative difference " << worst << ")\n";
     else
       std::cout << "differs from the plan's predicted figures (largest relative difference " << worst
-                << "; predicted period_s " << seconds_text(plan->predicted->period_s)
+                << "; predicted period_s " << seconds_text(request.plan->predicted->period_s)
                 << "): was the plan made on another profile?\n";
   }
 
   OutputFiles outputs;
-  if (!options.output_path.empty()) {
-    Json result;
-    result["format"] = "syncplan.result/v1";
-    result["model"] = profile.model ? Json(*profile.model) : Json(nullptr);
-    result["profile"] = options.profile_path;
-    if (plan) result["plan"] = options.plan_path;
-    else result["strategy"] = options.strategy;
-    result["period"] = h_count;
-    result["period_s"] = timing.period_s;
-    result["mean_iteration_s"] = timing.period_s / h_count;
-    result["wait_s"] = timing.total_wait_s();
-    result["iteration_s"] = timing.iteration_s;
-    result["iteration_wait_s"] = timing.wait_s;
-    result["lower_bound_period_s"] = lower_bound;
-    outputs.add_json(options.output_path, result);
-  }
+  if (!options.output_path.empty()) outputs.add_json(options.output_path, result_to_json(outcome.document));
   if (!options.trace_path.empty()) outputs.add_json(options.trace_path, period_trace(times, timing));
   commit_and_report(outputs, options);
   return 0;
@@ -156,7 +140,7 @@ std::string cluster_text(const Cluster& cluster, const std::string& path) {
   return text;
 }
 
-int run_simulate_des(const SimulateOptions& options) {
+int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
   if (options.iterations_given && (options.iterations < 1 || options.iterations > kMaxIterations))
     throw InputError("--iterations: must be in 1.." + std::to_string(kMaxIterations) + ", got " +
                      std::to_string(options.iterations));
@@ -165,67 +149,42 @@ int run_simulate_des(const SimulateOptions& options) {
   if (options.trace_workers < 0) throw InputError("--trace-workers: must be >= 0");
   if (!(options.bucket_cap_mb > 0) || !std::isfinite(options.bucket_cap_mb))
     throw InputError("--bucket-cap-mb: must be a number > 0");
+  if (options.iterations_given) request.iterations = static_cast<int>(options.iterations);
+  request.comm_streams = static_cast<int>(options.comm_streams);
+  request.bucket_cap_bytes = options.bucket_cap_mb * units::kBytesPerMiB;
+  request.trace_workers = options.trace_path.empty() ? 0 : static_cast<int>(options.trace_workers);
 
   // Measured all-reduce times hold for the worker count they were measured at (SPEC section 3).
-  const SyncTimes choice = read_sync_times(options.profile_path, options.sync);
-  const Profile& profile = choice.profile;
-  const Cluster& cluster = *choice.cluster;
-  const SyncTimeSource source = choice.source;
-  const DesLayers layers = des_layers(profile, options.profile_path, source);
-  const Topology topology(cluster);
-  const AllreduceModel model(cluster, topology);
-  DesStrategyContext context{layers, model, source, options.bucket_cap_mb * kBytesPerMiB,
-                             kDdpFirstBucketMiB * kBytesPerMiB};
-  const BackpropTimes times = backprop_times_for_des(context);
-
-  SyncProgram program;
-  std::optional<Assignment> assignment;
-  std::optional<Buckets> buckets;
+  request.sync = read_sync_times(options.profile_path, options.sync);
+  const Profile& profile = request.sync.profile;
+  const Cluster& cluster = *request.sync.cluster;
   std::string what;
   if (!options.plan_path.empty()) {
-    const Plan plan = read_plan_file(options.plan_path, profile);
-    assignment = assignment_from_plan(plan, times, options.plan_path);
-    if (plan.buckets) {
-      buckets = buckets_from_plan(*plan.buckets, *assignment, times, options.plan_path);
-      // The cost model charges one start-up per all-reduce itself; measured times need the plan's.
-      if (source == SyncTimeSource::kModel) buckets->alpha_s = model.time_s(0);
-    }
-    program = buckets ? program_from_buckets(*buckets) : program_from_assignment(*assignment);
-    what = "plan " + options.plan_path + " (" + plan.algorithm + ")";
-    if (buckets) what += ", " + std::to_string(allreduce_count(*buckets)) + " fused all-reduces";
+    request.plan = read_plan_file(options.plan_path, profile);
+    what = "plan " + options.plan_path + " (" + request.plan->algorithm + ")";
   } else {
-    const int period = checked_period(options.period);
-    program = des_program(options.strategy, context, times, period);
-    if (is_strategy_name(options.strategy)) assignment = run_strategy(options.strategy, times, period).assignment;
     what = "strategy " + options.strategy;
   }
-  DesOptions des_options;
-  des_options.iterations = options.iterations_given ? static_cast<int>(options.iterations) : program.period();
-  des_options.comm_streams = static_cast<int>(options.comm_streams);
-  des_options.sync_time = source;
-  des_options.trace_workers = options.trace_path.empty() ? 0 : static_cast<int>(options.trace_workers);
-  if (buckets && source == SyncTimeSource::kMeasured) des_options.bucket_alpha_s = buckets->alpha_s;
-  const DesResult result = run_des(layers, cluster, topology, model, program, des_options);
-  if (!std::isfinite(result.total_s) || !std::isfinite(result.comm_busy_s))
-    throw InputError(options.sync.cluster_path + ": the simulated time is not a finite number: times, bandwidths or "
-                     "slowdowns are out of any meaningful range");
+  const DesOutcome outcome = with_flags(kSimulateFlags, [&] { return simulate_des(request); });
+  if (outcome.buckets) what += ", " + std::to_string(allreduce_count(*outcome.buckets)) + " fused all-reduces";
+  const DesResult& result = outcome.result;
+  const int period = outcome.program.period();
 
   const int count = static_cast<int>(result.iteration_s.size());
   std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n'
             << "cluster: " << cluster_text(cluster, options.sync.cluster_path) << '\n'
-            << what << ", period H = " << program.period() << ", " << count << " iterations, all-reduce times from "
-            << choice.text << '\n'
+            << what << ", period H = " << period << ", " << count << " iterations, all-reduce times from "
+            << request.sync.text << '\n'
             << "simulated " << result.simulated_workers << " of " << result.workers << " workers"
             << (result.simulated_workers == 1 && result.workers > 1 ? " (identical workers: one representative)" : "")
             << ", " << result.events << " events\n\n"
             << "total_s " << seconds_text(result.total_s) << "  mean_iteration_s " << seconds_text(result.total_s / count)
             << "  exposed_comm_s " << seconds_text(result.exposed_comm_s()) << "  comm_busy_s "
             << seconds_text(result.comm_busy_s) << "  overlap " << seconds_text(result.overlap_fraction()) << '\n';
-  if (assignment) {
-    const PeriodTiming period_model = buckets ? time_buckets(times, *buckets) : time_assignment(times, *assignment);
-    std::cout << "period model (one worker, same all-reduce times): period_s " << seconds_text(period_model.period_s)
-              << "; DES mean per period " << seconds_text(result.total_s / count * program.period()) << '\n';
-  }
+  if (outcome.period_model)
+    std::cout << "period model (one worker, same all-reduce times): period_s "
+              << seconds_text(outcome.period_model->period_s) << "; DES mean per period "
+              << seconds_text(result.total_s / count * period) << '\n';
   std::vector<std::vector<std::string>> table = {{"iteration", "iteration_s", "slowest_worker_s", "fastest_worker_s"}};
   constexpr int kShownRows = 20;
   for (int i = 0; i < count; ++i) {
@@ -243,35 +202,8 @@ int run_simulate_des(const SimulateOptions& options) {
   print_table(std::cout, table);
 
   OutputFiles outputs;
-  if (!options.output_path.empty()) {
-    Json document;
-    document["format"] = "syncplan.result/v1";
-    document["engine"] = "des";
-    document["model"] = profile.model ? Json(*profile.model) : Json(nullptr);
-    document["profile"] = options.profile_path;
-    document["cluster"] = options.sync.cluster_path;
-    if (!options.plan_path.empty()) document["plan"] = options.plan_path;
-    else document["strategy"] = options.strategy;
-    document["period"] = program.period();
-    document["iterations"] = count;
-    document["sync_time"] = choice.link_used ? "link" : source == SyncTimeSource::kMeasured ? "measured" : "model";
-    if (choice.link) document["link"] = options.sync.link_path;
-    document["workers"] = result.workers;
-    document["simulated_workers"] = result.simulated_workers;
-    document["total_s"] = result.total_s;
-    document["mean_iteration_s"] = result.total_s / count;
-    document["iteration_s"] = result.iteration_s;
-    document["worker_iteration_s"] = result.worker_iteration_s;
-    document["exposed_comm_s"] = result.exposed_comm_s();
-    document["worker_exposed_comm_s"] = result.worker_exposed_comm_s;
-    document["comm_busy_s"] = result.comm_busy_s;
-    document["overlap_fraction"] = result.overlap_fraction();
-    Json bytes = Json::array();  // an array: an object's key lookups would make this quadratic
-    for (const auto& [link, carried] : result.link_bytes) bytes.push_back(Json{{"link", link}, {"bytes", carried}});
-    document["link_bytes"] = std::move(bytes);
-    outputs.add_json(options.output_path, document);
-  }
-  if (!options.trace_path.empty()) outputs.add_json(options.trace_path, des_trace_json(result, layers));
+  if (!options.output_path.empty()) outputs.add_json(options.output_path, result_to_json(outcome.document));
+  if (!options.trace_path.empty()) outputs.add_json(options.trace_path, des_trace_json(result, outcome.layers));
   commit_and_report(outputs, options);
   return 0;
 }
@@ -288,8 +220,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   CLI::Option* plan = simulate->add_option("--plan", options->plan_path, "syncplan.plan/v1 file to time");
   CLI::Option* strategy = simulate->add_option(
       "--strategy", options->strategy,
-      "strategy to time: ssgd, wfbp, flsgd, plsgd-even, dreamddp, dp, search, best, and with --cluster ddp "
-      "and mgwfbp (needs --period)");
+      "strategy to time: " + strategy_names_text(StrategyUse::kPeriodModel) + ", and with --cluster also " +
+          cluster_only_names_text() + " (needs --period)");
   CLI::Option* period = simulate->add_option("--period", options->period, "H: iterations per period, 1..10000");
   plan->excludes(strategy);
   plan->excludes(period);

@@ -6,9 +6,9 @@
 // and the answer is min over k <= min(H, L) of best[k][L] (fewer groups leave iterations empty).
 // W(s, e) for all e is one left-to-right pass of the FIFO link from s, so each layer of the table
 // costs O(L^2) and the whole search O(min(H, L) L^2) time and O(min(H, L) L) memory.
-#include "planner/algorithm_table.hpp"
+#include "planner/algorithms/algorithms.hpp"
 
-#include "simulator/strategy_table.hpp"
+#include "simulator/strategies/strategies.hpp"
 
 #include <algorithm>
 #include <limits>

@@ -8,10 +8,10 @@
 //
 // The search's result depends only on (first unassigned layer, iteration), so it is memoized:
 // O(L min(H, L)) states, each scanning at most L layers.
-#include "planner/algorithm_table.hpp"
+#include "planner/algorithms/algorithms.hpp"
 
 #include "core/errors.hpp"
-#include "simulator/strategy_table.hpp"
+#include "simulator/strategies/strategies.hpp"
 
 #include <algorithm>
 #include <vector>

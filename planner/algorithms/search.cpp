@@ -3,12 +3,12 @@
 // perturbations, within a round count and a time limit (docs/time-model.md section 7). Never worse
 // than dp: it only ever keeps a plan that is strictly better. With a bucket alpha it minimizes the
 // fused period, each iteration's layers fused as fuse_buckets would (section 12).
-#include "planner/algorithm_table.hpp"
+#include "planner/algorithms/algorithms.hpp"
 
 #include "core/errors.hpp"
 #include "planner/lower_bound.hpp"
 #include "simulator/bucket_fusion.hpp"
-#include "simulator/strategy_table.hpp"
+#include "simulator/strategies/strategies.hpp"
 
 #include <algorithm>
 #include <chrono>

@@ -3,7 +3,10 @@
 // transfer on their bottleneck link, which concurrent transfers share equally.
 #include "simulator/des/engine.hpp"
 
+#include "core/counter_random.hpp"
 #include "core/errors.hpp"
+#include "core/field_error.hpp"
+#include "core/overloaded.hpp"
 #include "core/units.hpp"
 #include "simulator/bucket_fusion.hpp"
 #include "simulator/des/event_queue.hpp"
@@ -18,43 +21,6 @@
 #include <variant>
 
 namespace syncplan {
-
-namespace {
-constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
-}  // namespace
-
-DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTimeSource source) {
-  DesLayers layers;
-  for (auto it = profile.layers.rbegin(); it != profile.layers.rend(); ++it) {
-    const LayerProfile& layer = *it;
-    const auto need = [&](const char* field, bool present) {
-      if (!present)
-        throw InputError(origin + ": layer '" + layer.name + "': field '" + field + "' is null; the simulator needs it" +
-                         (std::string(field) == "param_bytes" ? " for the cluster's cost model (or use --sync-time measured)"
-                                                              : ""));
-    };
-    need("backward_s", layer.backward_s.has_value());
-    if (source == SyncTimeSource::kMeasured) need("sync_s", layer.sync_s.has_value());
-    else need("param_bytes", layer.param_bytes.has_value());
-    layers.names.push_back(layer.name);
-    layers.forward_s.push_back(layer.forward_s.value_or(0.0));
-    layers.backward_s.push_back(*layer.backward_s);
-    layers.update_s.push_back(layer.update_s.value_or(0.0));
-    layers.sync_s.push_back(layer.sync_s.value_or(kUnknown));
-    layers.param_bytes.push_back(layer.param_bytes ? static_cast<double>(*layer.param_bytes) : kUnknown);
-  }
-  // Tied parameters are all-reduced once, by the tie group's carrier (docs/time-model.md 11).
-  const TieGroups ties = tie_groups(profile);
-  layers.carrier = ties.carrier;
-  const std::vector<double> own_sync(layers.sync_s), own_bytes(layers.param_bytes);
-  for (std::size_t j = 0; j < layers.size(); ++j) {
-    const bool carrier = ties.carrier[j] == static_cast<int>(j);
-    layers.synced.push_back(carrier);
-    layers.sync_s[j] = carrier ? own_sync[ties.owner[j]] : 0.0;
-    layers.param_bytes[j] = carrier ? own_bytes[ties.owner[j]] : 0.0;
-  }
-  return layers;
-}
 
 double des_allreduce_s(const DesLayers& layers, const AllreduceModel& model, SyncTimeSource source,
                        const std::vector<int>& bucket, double bucket_alpha_s) {
@@ -82,6 +48,8 @@ double DesResult::overlap_fraction() const {
 }
 
 namespace {
+
+constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
 
 // ---- events ------------------------------------------------------------------------------------
 struct IterationStart { int worker, iteration; };
@@ -164,18 +132,6 @@ struct LinkState {
   double last_update_s = 0;
   std::vector<int> transfers; // active transfer ids
 };
-
-std::uint64_t splitmix64(std::uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-template <class... F>
-struct Overloaded : F... { using F::operator()...; };
-template <class... F>
-Overloaded(F...) -> Overloaded<F...>;
 
 class Engine {
  public:
@@ -503,11 +459,13 @@ DesResult run_des(const DesLayers& layers, const Cluster& cluster, const SyncPro
 DesResult run_des(const DesLayers& layers, const Cluster& cluster, const Topology& topology,
                   const AllreduceModel& model, const SyncProgram& program, const DesOptions& options) {
   SYNCPLAN_CHECK(topology.workers() == cluster.workers);
-  if (options.iterations < 1) throw InputError("--iterations: must be >= 1, got " + std::to_string(options.iterations));
+  if (options.iterations < 1)
+    throw FieldError("iterations", "iterations: must be >= 1, got " + std::to_string(options.iterations));
   if (!(options.bucket_alpha_s >= 0) || !std::isfinite(options.bucket_alpha_s))
-    throw InputError("bucket alpha_s: must be a finite number >= 0 s, got " + format_exact(options.bucket_alpha_s));
+    throw FieldError("bucket_alpha_s",
+                     "bucket_alpha_s: must be a finite number >= 0 s, got " + format_exact(options.bucket_alpha_s));
   if (options.comm_streams < 1)
-    throw InputError("--comm-streams: must be >= 1, got " + std::to_string(options.comm_streams));
+    throw FieldError("comm_streams", "comm_streams: must be >= 1, got " + std::to_string(options.comm_streams));
   SYNCPLAN_CHECK(program.period() >= 1);
   for (const auto& ops : program.iterations)
     for (const SyncOp& op : ops) {

@@ -8,6 +8,7 @@
 #include "core/profile.hpp"
 #include "simulator/collectives.hpp"
 #include "simulator/des/sync_program.hpp"
+#include "simulator/layer_times.hpp"
 #include "simulator/topology.hpp"
 
 #include <optional>
@@ -15,37 +16,6 @@
 #include <vector>
 
 namespace syncplan {
-
-/// Per-layer inputs of the DES, in backprop order (index 0 = output-most layer).
-struct DesLayers {
-  std::vector<std::string> names;
-  std::vector<double> forward_s;     ///< 0 when unknown
-  std::vector<double> backward_s;
-  std::vector<double> update_s;      ///< 0 when unknown
-  std::vector<double> sync_s;        ///< measured all-reduce time; NaN when unknown
-  std::vector<double> param_bytes;   ///< NaN when unknown
-  std::vector<bool> synced;          ///< false for a tied layer whose parameters another layer's sync carries
-  std::vector<int> carrier;          ///< the layer whose sync carries this one's parameters (itself when untied)
-  std::size_t size() const { return names.size(); }
-};
-
-/// Where each all-reduce's time comes from (docs/des.md).
-enum class SyncTimeSource {
-  kMeasured,  ///< the profile's sync_s (bucket: fused_sync_s of its layers' with DesOptions::bucket_alpha_s)
-  kModel,     ///< the cluster's cost model on param_bytes (docs/collectives.md)
-};
-
-/// Whether a collective is issued at all: frameworks skip buckets with nothing to average
-/// (parameterless modules), so under kModel one of `bytes` == 0 summed parameter bytes, and under
-/// kMeasured one whose measured time `measured_s` is 0, runs no all-reduce (docs/des.md). The one
-/// rule for the DES engine and the period model's per-layer times (planner/des_strategies.cpp).
-inline bool issues_allreduce(SyncTimeSource source, double bytes, double measured_s) {
-  return source == SyncTimeSource::kModel ? bytes != 0 : measured_s != 0;
-}
-
-/// Builds DesLayers from a profile; every layer needs `backward_s`, and `sync_s` (kMeasured) or
-/// `param_bytes` (kModel). Throws InputError naming `origin`, the layer and the field.
-DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTimeSource source);
 
 /// Options of one DES run.
 struct DesOptions {
@@ -93,7 +63,8 @@ struct DesResult {
 
 /// Runs `program` (repeated every period) on `cluster` for options.iterations iterations, with
 /// the cluster's topology and all-reduce model already built (they cost O(workers) to build).
-/// Throws InputError for options out of range.
+/// Throws FieldError naming the DesOptions field ("iterations", "comm_streams", "bucket_alpha_s")
+/// for options out of range.
 DesResult run_des(const DesLayers& layers, const Cluster& cluster, const Topology& topology,
                   const AllreduceModel& model, const SyncProgram& program, const DesOptions& options);
 

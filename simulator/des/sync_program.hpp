@@ -6,7 +6,6 @@
 #include "simulator/bucket_fusion.hpp"
 #include "simulator/period_model.hpp"
 
-#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,25 +39,12 @@ SyncProgram program_from_assignment(const Assignment& assignment);
 /// issued when the gradient of its last layer is ready.
 SyncProgram program_from_buckets(const Buckets& buckets);
 
-/// S-SGD without overlap: every layer after backprop, every iteration.
-SyncProgram ssgd_program(std::size_t layer_count, int period);
+/// Every layer as its own all-reduce issued at `issue`, in every iteration (`every_iteration`) or
+/// only in the period's last. Throws FieldError "period: ..." when period < 1.
+SyncProgram all_layers_program(std::size_t layer_count, int period, IssuePoint issue, bool every_iteration);
 
-/// Full local SGD: every layer after the update of the period's last iteration.
-SyncProgram flsgd_program(std::size_t layer_count, int period);
-
-/// PyTorch DDP's gradient buckets, every iteration (docs/des.md "ddp"): layers in backprop order
-/// join the open bucket, which closes once it holds at least `bucket_cap_bytes` (the first bucket:
-/// `first_bucket_bytes`), as torch.distributed's compute_bucket_assignment_by_size does; a layer
-/// is never split.
-/// `param_bytes` in backprop order.
-SyncProgram ddp_program(const std::vector<double>& param_bytes, int period, double bucket_cap_bytes,
-                        double first_bucket_bytes);
-
-/// MG-WFBP's merged gradients, every iteration (Shi et al., "MG-WFBP", INFOCOM 2019; docs/des.md
-/// "mgwfbp"): walking backprop order, a layer joins the bucket before it when the bucket then
-/// ends no later than syncing them separately would, with bucket time `allreduce_s(bytes)`.
-/// `param_bytes` and `times` in backprop order.
-SyncProgram mgwfbp_program(const BackpropTimes& times, const std::vector<double>& param_bytes, int period,
-                           const std::function<double(double bytes)>& allreduce_s);
+/// The same `buckets` (backprop indices) in every iteration, each issued when its last gradient is
+/// ready. Throws FieldError "period: ..." when period < 1.
+SyncProgram every_iteration_program(const std::vector<std::vector<int>>& buckets, int period);
 
 }  // namespace syncplan

@@ -1,7 +1,5 @@
 // plsgd-even: partial sync, backprop order cut into H contiguous groups of ceil(L/H) layers.
-#include "simulator/strategy_table.hpp"
-
-#include <algorithm>
+#include "simulator/strategies/strategies.hpp"
 
 namespace syncplan {
 
@@ -13,11 +11,6 @@ Assignment plsgd_even_assignment(std::size_t layer_count, int period) {
   for (std::size_t j = 0; j < layer_count; ++j)
     assignment.iterations[j / group].push_back(static_cast<int>(j));
   return assignment;
-}
-
-StrategyResult run_plsgd_even(const BackpropTimes& times, int period) {
-  Assignment assignment = plsgd_even_assignment(times.size(), period);
-  return {time_assignment(times, assignment), assignment};
 }
 
 }  // namespace syncplan

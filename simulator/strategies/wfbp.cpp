@@ -1,17 +1,17 @@
 // wfbp: S-SGD with wait-free backprop; every layer in every iteration under the period model.
-#include "simulator/strategy_table.hpp"
+#include "simulator/strategies/strategies.hpp"
 
 #include <numeric>
 
 namespace syncplan {
 
-StrategyResult run_wfbp(const BackpropTimes& times, int period) {
+Assignment wfbp_assignment(std::size_t layer_count, int period) {
   require_valid_period(period);
-  std::vector<int> all(times.size());
+  std::vector<int> all(layer_count);
   std::iota(all.begin(), all.end(), 0);
   Assignment assignment;
   assignment.iterations.assign(period, all);
-  return {time_assignment(times, assignment), assignment};
+  return assignment;
 }
 
 }  // namespace syncplan

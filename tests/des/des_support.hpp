@@ -5,6 +5,7 @@
 #include "core/cluster.hpp"
 #include "core/errors.hpp"
 #include "core/profile.hpp"
+#include "planner/strategy_table.hpp"
 #include "simulator/des/engine.hpp"
 
 #include <catch2/catch.hpp>
@@ -55,5 +56,11 @@ inline DesLayers backprop_layers(const std::vector<double>& backward_s, const st
 
 /// Relative-and-absolute tolerance for hand-derived figures that are sums of a few terms.
 inline Approx near(double expected) { return Approx(expected).epsilon(1e-12).margin(1e-15); }
+
+/// The DES program of the table's strategy `name` (strategy_for, then Strategy::des_program).
+inline SyncProgram des_program(const std::string& name, const DesStrategyContext& context, const BackpropTimes& times,
+                               int period) {
+  return strategy_for(name, StrategyUse::kDes).des_program(context, times, period);
+}
 
 }  // namespace syncplan::des_test

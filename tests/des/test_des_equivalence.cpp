@@ -1,28 +1,22 @@
 // docs/des.md 2: with identical workers, no jitter and measured all-reduce times the DES reproduces
 // the period model (docs/time-model.md) for every strategy. The two sides are computed by
 // independent code: the DES runs events on a simulated clock; the period model evaluates SPEC
-// section 5's formulas on backprop_times(profile).
+// section 5's formulas on backprop_times(profile). The GPT-2 case is in test_des_gpt2.cpp (it
+// needs the reference data, and skips without it).
 #include "des_support.hpp"
+#include "equivalence.hpp"
 
-#include "planner/algorithm_table.hpp"
-#include "planner/des_strategies.hpp"
+#include "planner/strategy_table.hpp"
 #include "simulator/bucket_fusion.hpp"
-#include "profiler/import_dreamddp.hpp"
 
 #include <cmath>
-#include <cstdlib>
-#include <filesystem>
 #include <random>
 
 namespace syncplan {
 namespace {
 
-const std::vector<std::string> kStrategies = {"ssgd", "wfbp", "flsgd", "plsgd-even", "dreamddp", "dp", "search", "best"};
-
-double relative_difference(double a, double b) {
-  const double scale = std::max(std::fabs(a), std::fabs(b));
-  return scale == 0 ? 0.0 : std::fabs(a - b) / scale;
-}
+using des_test::check_equivalence;
+using des_test::relative_difference;
 
 // A random profile of `count` layers (forward order) with measured sync times; forward and update
 // times on a random subset of layers (the others unknown), so F and U are sums of known values.
@@ -43,41 +37,6 @@ Profile random_profile(std::mt19937_64& random, int count) {
     profile.layers.push_back(layer);
   }
   return profile;
-}
-
-// Runs every strategy through the DES for `periods` periods and compares with the period model.
-void check_equivalence(const Profile& profile, const Cluster& cluster, int period, int periods) {
-  REQUIRE(cluster.identical_workers());
-  const BackpropTimes model_times = backprop_times(profile, "profile.json");
-  const DesLayers layers = des_layers(profile, "profile.json", SyncTimeSource::kMeasured);
-  const Topology topology(cluster);
-  const AllreduceModel model(cluster, topology);
-  const DesStrategyContext context{layers, model, SyncTimeSource::kMeasured};
-  const BackpropTimes des_times = backprop_times_for_des(context);
-  for (const std::string& name : kStrategies) {
-    INFO("strategy " << name << ", H = " << period << ", " << profile.layers.size() << " layers, " << periods
-                     << " period(s)");
-    const PeriodTiming expected = run_strategy(name, model_times, period).timing;
-    DesOptions options;
-    options.iterations = period * periods;
-    options.sync_time = SyncTimeSource::kMeasured;
-    const DesResult result = run_des(layers, cluster, des_program(name, context, des_times, period), options);
-    REQUIRE(result.simulated_workers == 1);
-    REQUIRE(result.iteration_s.size() == static_cast<std::size_t>(period * periods));
-    // Each simulated period takes period_s (iterations do not overlap: every all-reduce of an
-    // iteration ends before its update or before the next iteration starts).
-    const double expected_total = expected.period_s * periods;
-    INFO("DES total_s " << result.total_s << ", period model " << expected_total);
-    REQUIRE(relative_difference(result.total_s, expected_total) <= 1e-9);
-    for (int i = 0; i < period * periods; ++i) {
-      INFO("iteration " << i << ": DES " << result.iteration_s[i] << ", period model "
-                        << expected.iteration_s[i % period]);
-      REQUIRE(relative_difference(result.iteration_s[i], expected.iteration_s[i % period]) <= 1e-9);
-    }
-    // The exposed communication is the period model's wait: period - H (F + B_L + U).
-    const double expected_wait = (expected.period_s - period * model_times.compute_s()) * periods;
-    REQUIRE(std::fabs(result.exposed_comm_s() - expected_wait) <= 1e-9 * expected_total);
-  }
 }
 
 // Fused plans (docs/time-model.md 12): dp's plan fused into buckets with start-up alpha, timed by
@@ -106,12 +65,6 @@ int check_fused_equivalence(const Profile& profile, const Cluster& cluster, int 
   for (const auto& iteration : buckets.iterations)
     for (const auto& bucket : iteration) multi += bucket.size() > 1 ? 1 : 0;
   return multi;
-}
-
-std::filesystem::path shared_data_root() {
-  const char* root = std::getenv("SYNCPLAN_SHARED_DATA");
-  if (root != nullptr && *root != '\0') return root;
-  return SYNCPLAN_SHARED_DATA_DIR;
 }
 
 }  // namespace
@@ -204,32 +157,12 @@ TEST_CASE("layers without parameters run no all-reduce under the cost model", "[
   DesOptions options;
   options.sync_time = SyncTimeSource::kModel;
   options.trace_workers = 1;
-  const DesResult result = run_des(layers, cluster, topology, model, des_program("wfbp", {layers, model, SyncTimeSource::kModel}, times, 1), options);
+  const DesResult result = run_des(layers, cluster, topology, model, des_test::des_program("wfbp", {layers, model, SyncTimeSource::kModel}, times, 1), options);
   REQUIRE(result.total_s == Approx(3.0204e-3).epsilon(1e-12));
   REQUIRE(run_strategy("wfbp", times, 1).timing.period_s == Approx(3.0204e-3).epsilon(1e-12));
   int allreduces = 0;
   for (const DesTraceEvent& event : result.trace) allreduces += std::string(event.category) == "allreduce" ? 1 : 0;
   REQUIRE(allreduces == 2);
-}
-
-TEST_CASE("DES equals the period model on the shared GPT-2 profile", "[des][equivalence][gpt2]") {
-  const std::filesystem::path folder = shared_data_root() / "dreamddp" / "gpt2-8workers-10gbit";
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(folder / "bp.json", ec) ||
-      !std::filesystem::is_regular_file(folder / "comm.json", ec)) {
-    WARN("skipped: GPT-2 reference data not found at " << folder.string()
-                                                       << " (set SYNCPLAN_SHARED_DATA to its root)");
-    return;
-  }
-  DreamddpImportOptions import_options;
-  import_options.model = "gpt2";
-  import_options.workers = 8;
-  const Profile profile =
-      import_dreamddp((folder / "bp.json").string(), (folder / "comm.json").string(), import_options);
-  REQUIRE(profile.layers.size() == 125);
-  // The testbed's shape: 8 nodes of 1 GPU at 10 Gbit/s (data/clusters/8nodes-1gpu-10gbps.json).
-  const Cluster cluster = des_test::cluster_of(des_test::cluster_document(8, 1, 3600, 5, 10, 50));
-  for (const int period : {1, 5, 10}) check_equivalence(profile, cluster, period, 1);
 }
 
 }  // namespace syncplan

@@ -2,7 +2,7 @@
 // one (pid, tid) timeline, and every synced layer exactly once per sync of the program.
 #include "des_support.hpp"
 
-#include "planner/des_strategies.hpp"
+#include "planner/strategy_table.hpp"
 
 #include <algorithm>
 #include <map>
@@ -145,7 +145,7 @@ TEST_CASE("DES trace: every strategy's trace is well formed and shows each sync 
         INFO("strategy " << name << ", sync time "
                          << (source == SyncTimeSource::kModel ? "model" : "measured") << ", " << streams
                          << " stream(s)");
-        const SyncProgram program = des_program(name, context, times, period);
+        const SyncProgram program = des_test::des_program(name, context, times, period);
         DesOptions options;
         options.iterations = check.iterations;
         options.comm_streams = streams;
@@ -171,7 +171,7 @@ TEST_CASE("DES trace: identical workers trace the representative only", "[des][t
   const AllreduceModel model(cluster, topology);
   const DesStrategyContext context{layers, model, SyncTimeSource::kMeasured};
   const BackpropTimes times = backprop_times_for_des(context);
-  const SyncProgram program = des_program("wfbp", context, times, 2);
+  const SyncProgram program = des_test::des_program("wfbp", context, times, 2);
   DesOptions options;
   options.iterations = 2;
   options.trace_workers = 8;

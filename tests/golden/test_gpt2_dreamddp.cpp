@@ -6,10 +6,10 @@
 #include "reference_data.hpp"
 
 #include "core/errors.hpp"
-#include "planner/algorithm_table.hpp"
+#include "planner/strategy_table.hpp"
 #include "planner/lower_bound.hpp"
 #include "profiler/import_dreamddp.hpp"
-#include "simulator/strategy_table.hpp"
+#include "simulator/strategies/strategies.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -64,10 +64,10 @@ const std::map<std::string, Figure>& figures() {
       {"ssgd_nooverlap_iteration_s",
        [](const BackpropTimes& t, int h) { return run_ssgd(t, h).timing.iteration_s.at(0); }},
       {"wfbp_iteration_s",
-       [](const BackpropTimes& t, int h) { return run_wfbp(t, h).timing.iteration_s.at(0); }},
+       [](const BackpropTimes& t, int h) { return run_strategy("wfbp", t, h).timing.iteration_s.at(0); }},
       {"flsgd_period_s", [](const BackpropTimes& t, int h) { return run_flsgd(t, h).timing.period_s; }},
       {"plsgd_even_period_s",
-       [](const BackpropTimes& t, int h) { return run_plsgd_even(t, h).timing.period_s; }},
+       [](const BackpropTimes& t, int h) { return run_strategy("plsgd-even", t, h).timing.period_s; }},
       {"dp_contiguous_period_s",
        [](const BackpropTimes& t, int h) { return period_of(plan_dp(t, h).assignment); }},
       {"lower_bound_period_s", [](const BackpropTimes& t, int h) { return spec_lower_bound_s(t, h); }},
@@ -151,7 +151,7 @@ TEST_CASE("GPT-2 reference: ssgd and wfbp periods are H identical iterations", "
     const Json& expected = gpt2_case().expected.at(block);
     INFO(block);
     const PeriodTiming ssgd = run_ssgd(gpt2_case().times, period).timing;
-    const PeriodTiming wfbp = run_wfbp(gpt2_case().times, period).timing;
+    const PeriodTiming wfbp = run_strategy("wfbp", gpt2_case().times, period).timing;
     REQUIRE(ssgd.iteration_s.size() == static_cast<std::size_t>(period));
     REQUIRE(wfbp.iteration_s.size() == static_cast<std::size_t>(period));
     const double ssgd_iteration = expected.at("ssgd_nooverlap_iteration_s").get<double>();

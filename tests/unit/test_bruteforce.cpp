@@ -1,7 +1,7 @@
 // The planners and the lower bound against exhaustive search on seeded random profiles: every
 // assignment of layers to iterations is timed by a reference implementation of SPEC section 5
 // written here, independent of simulator/, and the optimum is compared with what planner/ finds.
-#include "planner/algorithm_table.hpp"
+#include "planner/strategy_table.hpp"
 #include "planner/lower_bound.hpp"
 
 #include "test_support.hpp"
@@ -273,7 +273,7 @@ TEST_CASE("brute force: planners and lower bound against exhaustive search", "[b
         // The planners' plans, timed by the library and by the reference.
         const PlanCandidate dp = plan_dp(times, period);
         const PlanCandidate dreamddp = plan_dreamddp(times, period);
-        const PlanCandidate even = find_plan_algorithm("plsgd-even").plan(times, period);
+        const PlanCandidate even = find_plan_algorithm("plsgd-even").plan(times, period, {});
         const PlanCandidate best = plan_best(times, period);
         const PlanCandidate search = plan_search(times, period, {});
         const double search_s = time_assignment(times, search.assignment).period_s;

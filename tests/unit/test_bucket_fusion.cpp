@@ -1,6 +1,6 @@
 // Bucket fusion (docs/time-model.md section 12): the fused cost by hand, the per-iteration dynamic
 // program against every contiguous partition, and the fused lower bound against brute force.
-#include "planner/algorithm_table.hpp"
+#include "planner/strategy_table.hpp"
 #include "planner/lower_bound.hpp"
 #include "simulator/bucket_fusion.hpp"
 #include "test_support.hpp"

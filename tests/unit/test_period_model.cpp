@@ -3,7 +3,7 @@
 #include "simulator/period_model.hpp"
 
 #include "core/errors.hpp"
-#include "simulator/strategy_table.hpp"
+#include "planner/strategy_table.hpp"
 #include "test_support.hpp"
 
 #include <catch2/catch.hpp>
@@ -306,8 +306,8 @@ TEST_CASE("tied parameters: synced once, by the group's latest-ready layer", "[p
   REQUIRE(times.sync_s == std::vector<double>{0, 0.5, 2});
   // wfbp, H = 1: j1 at 1 -> 1 (nothing), j2 2 -> 2.5, j3 3 -> 5: wait 2, period 3 + 2 = 5
   // (untied it would be 1 -> 3, 3 -> 3.5, 3.5 -> 5.5: wait 2.5, period 5.5).
-  REQUIRE(run_wfbp(times, 1).timing.period_s == exactly(5));
-  REQUIRE(run_wfbp(backprop_times_of({1, 1, 1}, {2, 0.5, 2}), 1).timing.period_s == exactly(5.5));
+  REQUIRE(run_strategy("wfbp", times, 1).timing.period_s == exactly(5));
+  REQUIRE(run_strategy("wfbp", backprop_times_of({1, 1, 1}, {2, 0.5, 2}), 1).timing.period_s == exactly(5.5));
   // ssgd syncs 0 + 0.5 + 2 = 2.5 per iteration: 3 + 2.5 = 5.5.
   REQUIRE(run_ssgd(times, 1).timing.period_s == exactly(5.5));
 

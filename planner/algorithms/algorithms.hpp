@@ -1,13 +1,11 @@
-// Planning algorithms (one file each under algorithms/, one table) and the comparison of every
-// strategy that `syncplan plan` prints.
+// The planning algorithms, one file each in this folder (dreamddp, dp, search, best), and what they
+// take and return; planner/strategy_table.cpp registers them with every other strategy.
 #pragma once
 
-#include "simulator/strategy_table.hpp"
+#include "simulator/period_model.hpp"
 
 #include <cstdint>
 #include <optional>
-#include <span>
-#include <vector>
 #include <string>
 #include <vector>
 
@@ -19,40 +17,23 @@ struct PlanCandidate {
   Assignment assignment;
 };
 
-/// Options of `search` (free assignment).
+/// Options of the planning algorithms (only `search` and `best` read the first four).
 struct SearchOptions {
   double time_limit_s = 1.0;  ///< stop improving after this long (s); the plan so far is kept
   int rounds = 30;            ///< perturbation rounds after the first descent
   std::uint64_t seed = 1;     ///< the same seed gives the same plan when the time limit is not hit
-  /// Layers (by backprop index) that sync in every iteration (`--every-iteration`); every
-  /// algorithm honors it: dp and search plan around them, the others get them added.
+  /// Layers (by backprop index) that sync in every iteration (pinned layers); every algorithm
+  /// honors it: dp and search plan around them, the others get them added (with_pins).
   std::vector<bool> every_iteration;
-  /// When set (--fuse-buckets): the all-reduce start-up time alpha (s, >= 0) with which the plan's
+  /// When set (bucket fusion): the all-reduce start-up time alpha (s, >= 0) with which the plan's
   /// iterations will be fused into buckets; `search` then minimizes the fused period
   /// (fused_iteration_wait_s) and `best` compares fused periods (docs/time-model.md section 12).
   std::optional<double> bucket_alpha_s;
 };
 
-/// One planning algorithm: its `--algorithm` name, a summary, and the function that plans a
-/// period of `period` iterations (throws InputError when period < 1); only `search` and `best`
-/// read the search options.
-struct PlanAlgorithm {
-  const char* name;
-  const char* summary;
-  PlanCandidate (*run)(const BackpropTimes& times, int period, const SearchOptions& search);
+/// `candidate` with the pinned layers (`every_iteration`, backprop index) added to every iteration.
+PlanCandidate with_pins(PlanCandidate candidate, const std::vector<bool>& every_iteration);
 
-  PlanCandidate plan(const BackpropTimes& times, int period, const SearchOptions& search = {}) const {
-    return run(times, period, search);
-  }
-};
-
-/// plsgd-even, wfbp, dreamddp, dp, best.
-std::span<const PlanAlgorithm> plan_algorithms();
-
-/// The algorithm called `name`; throws InputError "--algorithm: unknown 'NAME' (choose from ...)".
-const PlanAlgorithm& find_plan_algorithm(const std::string& name);
-
-// The algorithms, one file each (algorithms/*.cpp).
 /// DreamDDP's depth-first search (arXiv 2502.11058, SPEC section 5's pseudocode), memoized on
 /// (first unassigned layer, iteration); the link state follows the model exactly.
 PlanCandidate plan_dreamddp(const BackpropTimes& times, int period);
@@ -67,21 +48,7 @@ PlanCandidate plan_dp(const BackpropTimes& times, int period, const std::vector<
 /// unless options.time_limit_s cuts it short.
 PlanCandidate plan_search(const BackpropTimes& times, int period, const SearchOptions& options);
 /// The lowest period any of dp, dreamddp, plsgd-even and search found (ties go to that order),
-/// fused when search.bucket_alpha_s is set.
+/// fused when search.bucket_alpha_s is set. All throw FieldError "period: ..." when period < 1.
 PlanCandidate plan_best(const BackpropTimes& times, int period, const SearchOptions& search = {});
-
-/// The strategies `syncplan plan` compares, in table order (SPEC section 5).
-std::vector<std::string> compared_strategy_names();
-
-/// Times any strategy or planning algorithm by name (simulator strategies and plan algorithms).
-/// Throws InputError "--strategy: unknown 'NAME' (choose from ...)".
-StrategyResult run_strategy(const std::string& name, const BackpropTimes& times, int period,
-                            const SearchOptions& search = {});
-
-/// True when run_strategy accepts `name`.
-bool is_strategy_name(const std::string& name);
-
-/// All names run_strategy accepts, comma-separated, for help texts and errors.
-std::string strategy_names_text();
 
 }  // namespace syncplan

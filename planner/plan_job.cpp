@@ -1,0 +1,170 @@
+// The planning job (planner/plan_job.hpp): the steps `syncplan plan` runs, in order.
+#include "planner/plan_job.hpp"
+
+#include "core/errors.hpp"
+#include "core/field_error.hpp"
+#include "planner/fill.hpp"
+#include "planner/lower_bound.hpp"
+
+#include <cmath>
+#include <limits>
+#include <regex>
+
+namespace syncplan {
+
+namespace {
+
+// The largest bucket alpha: an all-reduce start-up of a minute is already far outside any network.
+constexpr double kLongestAlpha_s = 60;
+// The largest search time limit (s): a day.
+constexpr double kLongestTimeLimit_s = 86400;
+// The largest H the automatic period tries.
+constexpr int kAutoMaxPeriod = 1000;
+// The most each candidate H's search may take under the automatic period (s).
+constexpr double kAutoSearchLimit_s = 0.05;
+
+// The smallest H whose planned wait is at most max_overhead of the period's compute (fewer local
+// steps between averages is better for convergence).
+AutoPeriod auto_period(const BackpropTimes& times, const Strategy& algorithm, SearchOptions search,
+                       double max_overhead, const std::optional<double>& alpha_s) {
+  double best_overhead = std::numeric_limits<double>::infinity();
+  int best_period = 1;
+  // Up to kAutoMaxPeriod candidates: each search gets a small share of the time limit.
+  search.time_limit_s = std::min(search.time_limit_s, kAutoSearchLimit_s);
+  for (int period = 1; period <= kAutoMaxPeriod; ++period) {
+    const PeriodTiming timing = time_planned(times, algorithm.plan(times, period, search).assignment, alpha_s);
+    const double compute = period * times.compute_s();
+    const double overhead =
+        compute > 0 ? timing.total_wait_s() / compute : (timing.total_wait_s() > 0 ? INFINITY : 0.0);
+    if (overhead <= max_overhead) return {period, timing.total_wait_s(), compute, overhead};
+    if (overhead < best_overhead) {
+      best_overhead = overhead;
+      best_period = period;
+    }
+  }
+  throw FieldError("max_overhead", "max_overhead: no period H up to " + std::to_string(kAutoMaxPeriod) +
+                                       " keeps the wait within " + format_percent(max_overhead) +
+                                       " of compute (the least is " + format_percent(best_overhead) +
+                                       " at H = " + std::to_string(best_period) + ")");
+}
+
+// The layers (backprop index) whose names match `pattern` (std::regex_search, ECMAScript).
+std::vector<bool> pinned_layers(const BackpropTimes& times, const std::string& pattern) {
+  if (pattern.empty()) return {};
+  std::regex expression;
+  try {
+    expression = std::regex(pattern);
+  } catch (const std::regex_error& e) {
+    throw FieldError("every_iteration",
+                     "every_iteration: invalid regular expression '" + pattern + "' (" + e.what() + ")");
+  }
+  std::vector<bool> pinned(times.size(), false);
+  bool any = false;
+  for (std::size_t j = 0; j < times.size(); ++j) any |= pinned[j] = std::regex_search(times.names[j], expression);
+  if (!any) throw FieldError("every_iteration", "every_iteration: '" + pattern + "' matches no layer of the profile");
+  return pinned;
+}
+
+}  // namespace
+
+const PeriodTiming& PlanOutcome::strategy(const std::string& name) const {
+  for (const StrategyTiming& row : strategies)
+    if (row.name == name) return row.timing;
+  throw InternalError("plan outcome: strategy '" + name + "' is not compared");
+}
+
+void validate_plan_request(const PlanRequest& request) {
+  const SearchOptions& search = request.search;
+  if (!(search.time_limit_s > 0 && search.time_limit_s <= kLongestTimeLimit_s))
+    throw FieldError("search.time_limit_s", "search.time_limit_s: must be in (0, 86400] seconds");
+  if (search.rounds < 0) throw FieldError("search.rounds", "search.rounds: must be >= 0");
+  if (request.max_overhead && !(*request.max_overhead > 0 && *request.max_overhead <= 100))
+    throw FieldError("max_overhead", "max_overhead: must be a fraction of compute in (0, 100], got " +
+                                         format_exact(*request.max_overhead));
+  if (request.period && request.max_overhead)
+    throw FieldError("max_overhead", "max_overhead: only with an automatic period");
+  if (!request.period && !request.max_overhead)
+    throw FieldError("max_overhead", "max_overhead: required with an automatic period, a fraction > 0 (e.g. 0.05 for 5%)");
+  if (request.period) require_valid_period(*request.period);
+  strategy_for(request.algorithm, StrategyUse::kPlan);
+  if (request.bucket_alpha_s && !(*request.bucket_alpha_s >= 0 && *request.bucket_alpha_s <= kLongestAlpha_s))
+    throw FieldError("bucket_alpha_s", "bucket_alpha_s: must be a number from 0 to " + format_exact(kLongestAlpha_s) +
+                                           " (seconds), got " + format_exact(*request.bucket_alpha_s));
+}
+
+PlanOutcome run_plan_job(const PlanRequest& request) {
+  validate_plan_request(request);
+  const Strategy& algorithm = strategy_for(request.algorithm, StrategyUse::kPlan);
+  PlanOutcome outcome;
+  outcome.requested_algorithm = algorithm.name;
+  outcome.times = request.times ? *request.times : backprop_times(request.profile, request.origin);
+  const BackpropTimes& times = outcome.times;
+  const std::optional<double>& alpha_s = request.bucket_alpha_s;
+
+  SearchOptions search = request.search;
+  search.every_iteration = pinned_layers(times, request.every_iteration);
+  // The table compares the strategies unfused; the chosen plan is searched for its fused period.
+  search.bucket_alpha_s.reset();
+  const SearchOptions unfused_search = search;
+  search.bucket_alpha_s = alpha_s;
+  if (request.period) {
+    require_finite_periods(times, *request.period, request.origin);
+    outcome.period = *request.period;
+  } else {
+    outcome.auto_period = auto_period(times, algorithm, search, *request.max_overhead, alpha_s);
+    outcome.period = outcome.auto_period->period;
+  }
+  const int period = outcome.period;
+
+  for (const std::string& name : compared_strategy_names())
+    outcome.strategies.push_back({name, find_strategy(name)->run_period_model(times, period, unfused_search).timing});
+  outcome.spec_lower_bound_s = spec_lower_bound_s(times, period);
+  outcome.suffix_lower_bound_s = suffix_lower_bound_s(times, period);
+  outcome.unfused_lower_bound_s = best_lower_bound_s(times, period);
+  outcome.lower_bound_s = alpha_s ? fused_lower_bound_s(times, period, *alpha_s) : outcome.unfused_lower_bound_s;
+
+  outcome.chosen = algorithm.plan(times, period, search);
+  align_tied_layers(times, outcome.chosen.assignment);
+  outcome.planned = outcome.chosen.assignment;
+  outcome.extra_syncs = request.fill_bubbles ? fill_bubbles(times, outcome.chosen.assignment) : 0;
+  outcome.unfused_timing = time_assignment(times, outcome.chosen.assignment);
+  if (alpha_s) outcome.buckets = fuse_buckets(times, outcome.chosen.assignment, *alpha_s);
+  outcome.timing = outcome.buckets ? time_buckets(times, *outcome.buckets) : outcome.unfused_timing;
+  outcome.plan = plan_from_assignment(outcome.chosen.assignment, request.profile, times, outcome.chosen.algorithm);
+  outcome.plan.predicted = prediction_from_timing(outcome.timing, outcome.lower_bound_s);
+  if (outcome.buckets) outcome.plan.buckets = plan_buckets(*outcome.buckets, times);
+  outcome.gap_to_lower_bound = outcome.lower_bound_s > 0 ? outcome.timing.period_s / outcome.lower_bound_s - 1.0 : 0.0;
+
+  for (std::size_t j = 0; j < search.every_iteration.size(); ++j)
+    if (search.every_iteration[j]) outcome.pinned_layers.push_back(times.names[j]);
+  for (const auto& layers : outcome.chosen.assignment.iterations)
+    for (const int j : layers) outcome.unfused_allreduces += has_allreduce(times, j) ? 1 : 0;
+  return outcome;
+}
+
+PlanReport plan_report(const PlanOutcome& outcome, const PlanRequest& request) {
+  PlanReport report;
+  report.model = request.profile.model;
+  report.profile = request.origin;
+  report.period = outcome.period;
+  const double ssgd_period = outcome.strategy("ssgd").period_s;
+  const double flsgd_period = outcome.strategy("flsgd").period_s;
+  for (const auto& [name, timing] : outcome.strategies)
+    report.strategies.push_back({name, timing.period_s, timing.period_s / outcome.period, timing.total_wait_s(),
+                                 ssgd_period / timing.period_s, flsgd_period / timing.period_s});
+  report.lower_bound_period_s = outcome.lower_bound_s;
+  report.spec_lower_bound_s = outcome.spec_lower_bound_s;
+  report.suffix_lower_bound_s = outcome.suffix_lower_bound_s;
+  report.chosen = {outcome.chosen.algorithm, outcome.requested_algorithm, outcome.timing.period_s,
+                   outcome.gap_to_lower_bound, outcome.extra_syncs, std::nullopt};
+  if (outcome.buckets)
+    report.chosen.buckets = ReportBuckets{outcome.buckets->alpha_s, allreduce_count(*outcome.buckets),
+                                          outcome.unfused_allreduces, outcome.unfused_timing.period_s,
+                                          outcome.unfused_lower_bound_s};
+  report.period_automatic = outcome.auto_period.has_value();
+  report.every_iteration = outcome.pinned_layers;
+  report.max_overhead = request.max_overhead;
+  return report;
+}
+
+}  // namespace syncplan

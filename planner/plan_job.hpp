@@ -1,0 +1,88 @@
+// The planning job (`syncplan plan` without its command line): compare the strategies, choose the
+// period, plan with the requested algorithm, align tied layers, fill bubbles, fuse buckets, and
+// return everything a printout, a plan file or a report needs.
+#pragma once
+
+#include "core/plan.hpp"
+#include "core/profile.hpp"
+#include "core/report.hpp"
+#include "planner/strategy_table.hpp"
+#include "simulator/bucket_fusion.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace syncplan {
+
+/// What to plan. Errors name these fields (FieldError: "period", "max_overhead", "algorithm",
+/// "every_iteration", "search.time_limit_s", "search.rounds", "bucket_alpha_s").
+struct PlanRequest {
+  Profile profile;      ///< gives the plan its model name and layer order (after the sync-time choice)
+  std::string origin;   ///< names the profile in messages and the report (a path, or "--model NAME")
+  /// Per-layer times to plan on (e.g. sync_backprop_times for a cluster); unset: the profile's own
+  /// (backprop_times(profile, origin)).
+  std::optional<BackpropTimes> times;
+  std::optional<int> period;           ///< H in 1..kMaxPeriod; unset: automatic (max_overhead required)
+  std::optional<double> max_overhead;  ///< automatic H: largest planned wait / compute, in (0, 100]
+  std::string algorithm = "best";      ///< a plannable strategy of the table
+  /// time_limit_s in (0, 86400] s, rounds >= 0, seed; every_iteration and bucket_alpha_s are
+  /// set by the job from the fields below.
+  SearchOptions search;
+  std::string every_iteration;         ///< ECMAScript regex (std::regex_search) on layer names; empty: none pinned
+  bool fill_bubbles = false;           ///< add extra syncs in idle link time (planner/fill.hpp)
+  std::optional<double> bucket_alpha_s;  ///< fuse buckets with this all-reduce start-up time (s, 0..60)
+};
+
+/// How the automatic period was chosen.
+struct AutoPeriod {
+  int period = 1;        ///< the smallest H whose planned wait is at most max_overhead of compute
+  double wait_s = 0;     ///< that plan's total wait over the period (s)
+  double compute_s = 0;  ///< H (F + B_L + U) (s)
+  double overhead = 0;   ///< wait_s / compute_s (a fraction)
+};
+
+/// One row of the comparison: a strategy's period-model timing.
+struct StrategyTiming {
+  std::string name;
+  PeriodTiming timing;
+};
+
+/// What the job found.
+struct PlanOutcome {
+  BackpropTimes times;                   ///< the per-layer times planned on
+  int period = 1;                        ///< H
+  std::optional<AutoPeriod> auto_period; ///< set when H was chosen automatically
+  std::vector<StrategyTiming> strategies;  ///< the compared strategies, table order, unfused
+  double spec_lower_bound_s = 0;         ///< SPEC section 5's bound (s)
+  double suffix_lower_bound_s = 0;       ///< the suffix bound (s)
+  double unfused_lower_bound_s = 0;      ///< best_lower_bound_s (s)
+  double lower_bound_s = 0;              ///< the bound for the chosen plan: fused when buckets are set (s)
+  std::string requested_algorithm;       ///< the algorithm asked for
+  PlanCandidate chosen;                  ///< the plan, tied layers aligned, bubbles filled
+  Assignment planned;                    ///< the same before bubble filling
+  int extra_syncs = 0;                   ///< syncs bubble filling added
+  PeriodTiming unfused_timing;           ///< the chosen plan unfused
+  PeriodTiming timing;                   ///< the chosen plan as written (fused when buckets are set)
+  std::optional<Buckets> buckets;        ///< set when bucket_alpha_s was given
+  std::size_t unfused_allreduces = 0;    ///< all-reduces per period before fusion
+  std::vector<std::string> pinned_layers;  ///< every_iteration's matches, backprop order
+  double gap_to_lower_bound = 0;         ///< timing.period_s / lower_bound_s - 1 (0 when the bound is 0)
+  Plan plan;                             ///< the syncplan.plan/v1 document, with predicted and buckets
+
+  /// The compared strategy called `name`'s timing; throws InternalError when it is not compared.
+  const PeriodTiming& strategy(const std::string& name) const;
+};
+
+/// Checks the request's values that need no profile (period, max_overhead, algorithm, search
+/// options, bucket_alpha_s): throws FieldError naming the field. run_plan_job calls it first.
+void validate_plan_request(const PlanRequest& request);
+
+/// Runs the job. Throws FieldError for the request's fields (see above), InputError naming the
+/// profile for times whose periods overflow.
+PlanOutcome run_plan_job(const PlanRequest& request);
+
+/// The syncplan.report/v1 document of an outcome (cluster, link and sync_times left for the caller).
+PlanReport plan_report(const PlanOutcome& outcome, const PlanRequest& request);
+
+}  // namespace syncplan

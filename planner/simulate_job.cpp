@@ -1,0 +1,127 @@
+// The simulate job (planner/simulate_job.hpp): both engines on a plan or a strategy by name.
+#include "planner/simulate_job.hpp"
+
+#include "core/errors.hpp"
+#include "planner/lower_bound.hpp"
+#include "simulator/topology.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace syncplan {
+
+namespace {
+
+// Relative difference used to say whether a plan's stored prediction is reproduced.
+double relative_difference(double a, double b) {
+  const double scale = std::max(std::fabs(a), std::fabs(b));
+  return scale == 0 ? 0.0 : std::fabs(a - b) / scale;
+}
+
+// A strategy's period: 1..kMaxPeriod (a plan brings its own, checked when it was read).
+void require_strategy_period(const SimulateRequest& request) {
+  if (request.plan) return;
+  require_valid_period(request.period);
+}
+
+ResultSubject subject_of(const SimulateRequest& request) {
+  return {request.sync.profile.model, request.origin, request.plan ? request.plan_origin : "",
+          request.plan ? "" : request.strategy};
+}
+
+}  // namespace
+
+PeriodModelOutcome simulate_period_model(const SimulateRequest& request) {
+  require_strategy_period(request);
+  PeriodModelOutcome outcome;
+  outcome.times = backprop_times(request.sync.profile, request.origin);
+  const BackpropTimes& times = outcome.times;
+  if (request.plan) {
+    outcome.assignment = assignment_from_plan(*request.plan, times, request.plan_origin);
+    if (request.plan->buckets)
+      outcome.buckets = buckets_from_plan(*request.plan->buckets, *outcome.assignment, times, request.plan_origin);
+    outcome.timing = outcome.buckets ? time_buckets(times, *outcome.buckets) : time_assignment(times, *outcome.assignment);
+  } else {
+    StrategyResult result = run_strategy(request.strategy, times, request.period);
+    outcome.timing = std::move(result.timing);
+    outcome.assignment = std::move(result.assignment);
+  }
+  const int h_count = static_cast<int>(outcome.timing.iteration_s.size());
+  require_finite_periods(times, h_count, request.origin);
+  outcome.lower_bound_s = outcome.buckets ? fused_lower_bound_s(times, h_count, outcome.buckets->alpha_s)
+                                          : best_lower_bound_s(times, h_count);
+  if (request.plan && request.plan->predicted) {
+    const PlanPrediction& predicted = *request.plan->predicted;
+    double worst = relative_difference(predicted.period_s, outcome.timing.period_s);
+    for (int h = 0; h < h_count; ++h) {
+      worst = std::max(worst, relative_difference(predicted.iteration_s[h], outcome.timing.iteration_s[h]));
+      worst = std::max(worst, relative_difference(predicted.wait_s[h], outcome.timing.wait_s[h]));
+    }
+    outcome.prediction_difference = worst;
+  }
+  outcome.document = {subject_of(request), h_count, outcome.timing.period_s, outcome.timing.total_wait_s(),
+                      outcome.timing.iteration_s, outcome.timing.wait_s, outcome.lower_bound_s};
+  return outcome;
+}
+
+DesOutcome simulate_des(const SimulateRequest& request) {
+  SYNCPLAN_CHECK(request.sync.cluster.has_value());
+  const Cluster& cluster = *request.sync.cluster;
+  const SyncTimeSource source = request.sync.source;
+  require_strategy_period(request);
+  DesOutcome outcome;
+  outcome.layers = des_layers(request.sync.profile, request.origin, source);
+  const Topology topology(cluster);
+  const AllreduceModel model(cluster, topology);
+  const DesStrategyContext context{outcome.layers, model, source, request.bucket_cap_bytes,
+                                   kDdpFirstBucketMiB * units::kBytesPerMiB};
+  outcome.times = backprop_times_for_des(context);
+  const BackpropTimes& times = outcome.times;
+  if (request.plan) {
+    outcome.assignment = assignment_from_plan(*request.plan, times, request.plan_origin);
+    if (request.plan->buckets) {
+      outcome.buckets = buckets_from_plan(*request.plan->buckets, *outcome.assignment, times, request.plan_origin);
+      // The cost model charges one start-up per all-reduce itself; measured times need the plan's.
+      if (source == SyncTimeSource::kModel) outcome.buckets->alpha_s = model.time_s(0);
+    }
+    outcome.program = outcome.buckets ? program_from_buckets(*outcome.buckets) : program_from_assignment(*outcome.assignment);
+  } else {
+    const Strategy& strategy = strategy_for(request.strategy, StrategyUse::kDes);
+    outcome.program = strategy.des_program(context, times, request.period);
+    if (strategy.period_model()) outcome.assignment = strategy.run_period_model(times, request.period).assignment;
+  }
+  DesOptions options;
+  options.iterations = request.iterations.value_or(outcome.program.period());
+  options.comm_streams = request.comm_streams;
+  options.sync_time = source;
+  options.trace_workers = request.trace_workers;
+  if (outcome.buckets && source == SyncTimeSource::kMeasured) options.bucket_alpha_s = outcome.buckets->alpha_s;
+  outcome.result = run_des(outcome.layers, cluster, topology, model, outcome.program, options);
+  const DesResult& result = outcome.result;
+  if (!std::isfinite(result.total_s) || !std::isfinite(result.comm_busy_s))
+    throw InputError(request.sync.cluster_origin + ": the simulated time is not a finite number: times, bandwidths or "
+                     "slowdowns are out of any meaningful range");
+  if (outcome.assignment)
+    outcome.period_model = outcome.buckets ? time_buckets(times, *outcome.buckets) : time_assignment(times, *outcome.assignment);
+
+  DesRunResult& document = outcome.document;
+  document.subject = subject_of(request);
+  document.cluster = request.sync.cluster_origin;
+  document.period = outcome.program.period();
+  document.iterations = static_cast<int>(result.iteration_s.size());
+  document.sync_time = request.sync.link_used ? "link" : source == SyncTimeSource::kMeasured ? "measured" : "model";
+  if (request.sync.link) document.link = request.sync.link_origin;
+  document.workers = result.workers;
+  document.simulated_workers = result.simulated_workers;
+  document.total_s = result.total_s;
+  document.iteration_s = result.iteration_s;
+  document.worker_iteration_s = result.worker_iteration_s;
+  document.exposed_comm_s = result.exposed_comm_s();
+  document.worker_exposed_comm_s = result.worker_exposed_comm_s;
+  document.comm_busy_s = result.comm_busy_s;
+  document.overlap_fraction = result.overlap_fraction();
+  document.link_bytes = result.link_bytes;
+  return outcome;
+}
+
+}  // namespace syncplan

@@ -1,0 +1,68 @@
+// The simulate job (`syncplan simulate` without its command line): time a plan or a strategy under
+// the period model (SPEC section 5) or the discrete-event simulator of a cluster (docs/des.md), and
+// return the typed result with its syncplan.result/v1 document.
+#pragma once
+
+#include "core/plan.hpp"
+#include "core/result.hpp"
+#include "planner/strategy_table.hpp"
+#include "simulator/bucket_fusion.hpp"
+#include "simulator/des/engine.hpp"
+#include "simulator/sync_times.hpp"
+
+#include <optional>
+#include <string>
+
+namespace syncplan {
+
+/// What to simulate: a plan (checked against the profile) or a strategy of the table with a period.
+/// Errors name these fields (FieldError: "strategy", "period").
+struct SimulateRequest {
+  SyncTimes sync;            ///< the profile and where its all-reduce times come from (choose_sync_times)
+  std::string origin;        ///< the profile's path, for messages and the result
+  std::optional<Plan> plan;  ///< a plan of sync.profile; unset: `strategy`
+  std::string plan_origin;   ///< the plan's path
+  std::string strategy;      ///< a strategy name (when no plan)
+  int period = 0;            ///< H for `strategy`, 1..kMaxPeriod
+  // The DES only (sync.cluster set):
+  std::optional<int> iterations;   ///< iterations to run (1..100,000); unset: one period
+  int comm_streams = 1;            ///< communication streams per worker (1..64)
+  double bucket_cap_bytes = kDdpBucketCapMiB * units::kBytesPerMiB;  ///< ddp's bucket cap (bytes, > 0)
+  int trace_workers = 0;           ///< record the timelines of this many workers (0: no trace)
+};
+
+/// The period model's answer.
+struct PeriodModelOutcome {
+  BackpropTimes times;
+  PeriodTiming timing;
+  std::optional<Assignment> assignment;  ///< the layers each iteration syncs; unset for ssgd, flsgd
+  std::optional<Buckets> buckets;        ///< the plan's buckets, when it has them
+  double lower_bound_s = 0;              ///< fused bound when buckets are set (s)
+  /// With a plan that stores `predicted`: the largest relative difference between it and `timing`
+  /// (period, each iteration and wait).
+  std::optional<double> prediction_difference;
+  PeriodModelResult document;            ///< the syncplan.result/v1 document
+};
+
+/// The DES's answer.
+struct DesOutcome {
+  DesLayers layers;
+  BackpropTimes times;                   ///< backprop_times_for_des: what plans are made on for this cluster
+  SyncProgram program;
+  std::optional<Assignment> assignment;  ///< for plans and plannable strategies
+  std::optional<Buckets> buckets;        ///< the plan's buckets
+  DesResult result;
+  /// The period model on the same all-reduce times, for comparison (when there is an assignment).
+  std::optional<PeriodTiming> period_model;
+  DesRunResult document;                 ///< the syncplan.result/v1 document ("engine": "des")
+};
+
+/// The period model: request.sync without a cluster's cost model. Throws FieldError "strategy ..."
+/// for unknown or DES-only strategies, InputError naming the plan or profile for bad inputs.
+PeriodModelOutcome simulate_period_model(const SimulateRequest& request);
+
+/// The DES on request.sync.cluster (required: InternalError otherwise). Throws FieldError
+/// "strategy ..." and InputError naming the cluster when the simulated time is not finite.
+DesOutcome simulate_des(const SimulateRequest& request);
+
+}  // namespace syncplan

@@ -1,0 +1,65 @@
+// Per-layer inputs of both engines, read once from a profile in backprop order, and the one rule
+// for tied parameters (docs/time-model.md section 11): the period model's BackpropTimes and the
+// DES are built from these.
+#pragma once
+
+#include "core/profile.hpp"
+
+#include <string>
+#include <vector>
+
+namespace syncplan {
+
+/// Tied parameters (profile `tied_to`; docs/time-model.md section 11), by backprop index: the
+/// group's owner (the layer others are tied to) and carrier (the group's latest-ready layer, whose
+/// sync averages the shared parameters once). Untied layers are their own owner and carrier.
+struct TieGroups {
+  std::vector<int> owner;
+  std::vector<int> carrier;
+};
+TieGroups tie_groups(const Profile& profile);
+
+/// The tied-layer rule, for any per-layer quantity of the sync (time, bytes), backprop order: the
+/// owner's value moves to its tie group's carrier, every other member gets 0.
+std::vector<double> carried_by_ties(const TieGroups& ties, const std::vector<double>& own);
+
+/// Per-layer inputs of the DES (and of BackpropTimes), in backprop order (index 0 = output-most).
+/// sync_s and param_bytes are after the tied-layer rule (carried_by_ties).
+struct DesLayers {
+  std::vector<std::string> names;
+  std::vector<double> forward_s;     ///< 0 when unknown
+  std::vector<double> backward_s;
+  std::vector<double> update_s;      ///< 0 when unknown
+  std::vector<double> sync_s;        ///< measured all-reduce time; NaN when unknown
+  std::vector<double> param_bytes;   ///< NaN when unknown
+  std::vector<bool> synced;          ///< false for a tied layer whose parameters another layer's sync carries
+  std::vector<int> carrier;          ///< the layer whose sync carries this one's parameters (itself when untied)
+  std::size_t size() const { return names.size(); }
+};
+
+/// Where each all-reduce's time comes from (docs/des.md).
+enum class SyncTimeSource {
+  kMeasured,  ///< the profile's sync_s (bucket: fused_sync_s of its layers' with DesOptions::bucket_alpha_s)
+  kModel,     ///< the cluster's cost model on param_bytes (docs/collectives.md)
+};
+
+/// Whether a collective is issued at all: frameworks skip buckets with nothing to average
+/// (parameterless modules), so under kModel one of `bytes` == 0 summed parameter bytes, and under
+/// kMeasured one whose measured time `measured_s` is 0, runs no all-reduce (docs/des.md). The one
+/// rule for the DES engine and the period model's per-layer times (backprop_times_for_des).
+inline bool issues_allreduce(SyncTimeSource source, double bytes, double measured_s) {
+  return source == SyncTimeSource::kModel ? bytes != 0 : measured_s != 0;
+}
+
+/// Which per-layer fields a caller needs, for the error message naming the missing one.
+enum class LayerTimesUser {
+  kPeriodModel,  ///< backward_s and sync_s ("the period model needs it")
+  kSimulator,    ///< backward_s, and sync_s (kMeasured) or param_bytes (kModel) ("the simulator needs it")
+};
+
+/// Builds DesLayers from a profile; every layer needs `backward_s`, and `sync_s` (kMeasured) or
+/// `param_bytes` (kModel). Throws InputError naming `origin`, the layer and the field.
+DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTimeSource source,
+                     LayerTimesUser user = LayerTimesUser::kSimulator);
+
+}  // namespace syncplan

@@ -1,0 +1,45 @@
+// ddp: PyTorch DistributedDataParallel's gradient buckets (docs/des.md "ddp"); DES only, since
+// buckets are filled by parameter bytes and charged by the cluster.
+#include "simulator/strategies/strategies.hpp"
+
+#include "core/field_error.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace syncplan {
+
+std::vector<double> required_param_bytes(const DesLayers& layers, const std::string& strategy) {
+  for (std::size_t j = 0; j < layers.size(); ++j)
+    if (std::isnan(layers.param_bytes[j]))
+      throw FieldError("strategy", "strategy " + strategy + ": layer '" + layers.names[j] +
+                                       "' has no param_bytes in the profile; buckets are filled by size");
+  return layers.param_bytes;
+}
+
+SyncProgram ddp_program(const std::vector<double>& param_bytes, int period, double bucket_cap_bytes,
+                        double first_bucket_bytes) {
+  // As PyTorch's compute_bucket_assignment_by_size: a layer joins the open bucket, and the bucket
+  // closes once it holds at least its cap (so its last layer may take it past the cap).
+  std::vector<std::vector<int>> buckets(1);
+  double filled = 0;
+  for (int j = 0; j < static_cast<int>(param_bytes.size()); ++j) {
+    buckets.back().push_back(j);
+    filled += param_bytes[j];
+    const double cap = buckets.size() == 1 ? first_bucket_bytes : bucket_cap_bytes;
+    if (filled >= cap && j + 1 < static_cast<int>(param_bytes.size())) {
+      buckets.emplace_back();
+      filled = 0;
+    }
+  }
+  return every_iteration_program(buckets, period);
+}
+
+SyncProgram ddp_des_program(const DesStrategyContext& context, const BackpropTimes&, int period) {
+  if (!(context.bucket_cap_bytes > 0))
+    throw FieldError("bucket_cap_bytes", "bucket_cap_bytes: must be > 0, got " + format_exact(context.bucket_cap_bytes));
+  return ddp_program(required_param_bytes(context.layers, "ddp"), period, context.bucket_cap_bytes,
+                     std::min(context.first_bucket_bytes, context.bucket_cap_bytes));
+}
+
+}  // namespace syncplan

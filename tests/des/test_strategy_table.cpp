@@ -1,0 +1,147 @@
+// The strategy table enumerated: every entry runs where it says it can, through the library API
+// only: plan (the planning job, plannable entries), the period model and the DES (simulate job).
+// The DES and the period model are independent code; where both apply they must agree (identical
+// workers, measured times: docs/des.md 2), and every plan must be valid and reproducible.
+#include "des_support.hpp"
+#include "equivalence.hpp"
+
+#include "core/field_error.hpp"
+#include "planner/plan_job.hpp"
+#include "planner/simulate_job.hpp"
+
+#include <set>
+
+namespace syncplan {
+namespace {
+
+// Five layers (forward order) with measured sync times at 4 workers and parameter bytes, so every
+// strategy can run: DES-only ones fill buckets by bytes; mgwfbp uses the cost model on them.
+Profile table_profile() {
+  Profile profile;
+  profile.model = "table";
+  profile.source = "estimated:hand-written test profile";
+  profile.workers = 4;
+  const double backward_s[] = {2e-3, 1e-3, 3e-3, 1e-3, 2e-3};
+  const double sync_s[] = {4e-3, 5e-4, 2e-3, 1e-3, 3e-3};
+  const std::int64_t bytes[] = {4'000'000, 20'000'000, 2'000'000, 1'000'000, 30'000'000};
+  for (int k = 0; k < 5; ++k) {
+    LayerProfile layer;
+    layer.name = "layer" + std::to_string(k);
+    layer.backward_s = backward_s[k];
+    layer.sync_s = sync_s[k];
+    layer.param_bytes = bytes[k];
+    layer.forward_s = 5e-4;
+    profile.layers.push_back(layer);
+  }
+  return profile;
+}
+
+// Every layer exactly once, in profile order, syncing in ascending iterations of 0..H-1.
+void require_valid_plan(const Plan& plan, const Profile& profile, int period) {
+  REQUIRE(plan.period == period);
+  REQUIRE(plan.layers.size() == profile.layers.size());
+  for (std::size_t i = 0; i < plan.layers.size(); ++i) {
+    REQUIRE(plan.layers[i].name == profile.layers[i].name);
+    const std::vector<int>& iterations = plan.layers[i].sync_iterations;
+    REQUIRE_FALSE(iterations.empty());
+    for (std::size_t k = 0; k < iterations.size(); ++k) {
+      REQUIRE(iterations[k] >= 0);
+      REQUIRE(iterations[k] < period);
+      if (k > 0) REQUIRE(iterations[k] > iterations[k - 1]);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("strategy table: names unique, capabilities consistent", "[des][table]") {
+  std::set<std::string> names;
+  for (const Strategy& strategy : strategies()) {
+    INFO(strategy.name);
+    REQUIRE(names.insert(strategy.name).second);
+    REQUIRE(find_strategy(strategy.name) == &strategy);
+    REQUIRE(std::string(strategy.summary).size() > 10);
+    REQUIRE(strategy.des());  // every strategy runs in the DES
+    REQUIRE(strategy.needs_cluster() == !strategy.period_model());
+    if (strategy.compared) REQUIRE(strategy.period_model());
+    if (strategy.plannable()) REQUIRE(strategy.time == nullptr);  // a plan is timed as its assignment
+    // A plan's DES program is its assignment; a non-plan brings its own.
+    REQUIRE((strategy.plan != nullptr) != (strategy.program != nullptr));
+  }
+  std::vector<std::string> compared;
+  for (const Strategy& strategy : strategies())
+    if (strategy.compared) compared.push_back(strategy.name);
+  REQUIRE(compared_strategy_names() == compared);
+  REQUIRE(find_strategy("no-such-strategy") == nullptr);
+}
+
+TEST_CASE("strategy table: every entry through plan, the period model and the DES", "[des][table]") {
+  const Profile profile = table_profile();
+  const Json cluster_json = des_test::cluster_document(4, 2, 80, 1, 8, 10);
+  int planned = 0, timed = 0, simulated = 0;
+  for (const Strategy& strategy : strategies()) {
+    for (const int period : {1, 2, 3}) {
+      INFO(strategy.name << ", H = " << period);
+      const BackpropTimes times = backprop_times(profile, "table.json");
+      const double compute_s = period * times.compute_s();
+      std::optional<double> period_model_s;
+      if (strategy.plannable()) {
+        PlanRequest request;
+        request.profile = profile;
+        request.origin = "table.json";
+        request.period = period;
+        request.algorithm = strategy.name;
+        request.fill_bubbles = true;
+        const PlanOutcome outcome = run_plan_job(request);
+        require_valid_plan(outcome.plan, profile, period);
+        REQUIRE(outcome.timing.period_s >= outcome.lower_bound_s * (1 - 1e-12));
+        // Bubble filling never changes the period (docs/time-model.md section 8).
+        REQUIRE(outcome.timing.period_s ==
+                Approx(time_assignment(times, outcome.planned).period_s).epsilon(1e-12));
+        // simulate --plan reproduces the plan's predicted figures (SPEC section 4).
+        SimulateRequest replay;
+        replay.sync = choose_sync_times(profile, "table.json", {});
+        replay.origin = "table.json";
+        replay.plan = outcome.plan;
+        replay.plan_origin = "plan.json";
+        REQUIRE(*simulate_period_model(replay).prediction_difference <= 1e-12);
+        ++planned;
+      }
+      if (strategy.period_model()) {
+        const StrategyResult result = strategy.run_period_model(times, period);
+        REQUIRE(result.timing.iteration_s.size() == static_cast<std::size_t>(period));
+        REQUIRE(result.timing.period_s >= compute_s * (1 - 1e-12));
+        REQUIRE(result.assignment.has_value() == strategy.plannable());
+        period_model_s = result.timing.period_s;
+        ++timed;
+      } else {
+        REQUIRE_THROWS_AS(strategy.run_period_model(times, period), FieldError);
+      }
+      // The DES, through the simulate job; measured times unless the strategy needs the cost model.
+      SyncTimeInputs inputs;
+      inputs.cluster = des_test::cluster_of(cluster_json);
+      inputs.cluster_origin = "cluster.json";
+      inputs.mode = strategy.needs_cost_model ? SyncTimeMode::kModel : SyncTimeMode::kMeasured;
+      SimulateRequest request;
+      request.sync = choose_sync_times(profile, "table.json", inputs);
+      request.origin = "table.json";
+      request.strategy = strategy.name;
+      request.period = period;
+      const DesOutcome outcome = simulate_des(request);
+      REQUIRE(outcome.result.iteration_s.size() == static_cast<std::size_t>(period));
+      REQUIRE(std::isfinite(outcome.result.total_s));
+      REQUIRE(outcome.result.total_s >= compute_s * (1 - 1e-12));
+      // Identical workers and measured times: the DES reproduces the period model (docs/des.md 2).
+      if (period_model_s) REQUIRE(des_test::relative_difference(outcome.result.total_s, *period_model_s) <= 1e-9);
+      REQUIRE(result_to_json(outcome.document)["strategy"] == strategy.name);
+      ++simulated;
+    }
+  }
+  const int count = static_cast<int>(strategies().size());
+  REQUIRE(simulated == 3 * count);
+  REQUIRE(timed > 0);
+  REQUIRE(planned > 0);
+  REQUIRE(timed < simulated);  // the DES-only entries ran too
+}
+
+}  // namespace syncplan
