@@ -1,5 +1,6 @@
 // FLOP and byte accounting of the ops, formula by formula as docs/models.md section 3 writes them.
 #include "model/model_layers.hpp"
+#include "core/field_error.hpp"
 
 #include "core/errors.hpp"
 #include "core/overloaded.hpp"
@@ -15,7 +16,7 @@ const char* dtype_name(Dtype dtype) { return dtype == Dtype::kBf16 ? "bf16" : "f
 Dtype parse_dtype(const std::string& text, const std::string& where) {
   if (text == "fp32") return Dtype::kFp32;
   if (text == "bf16") return Dtype::kBf16;
-  throw InputError(where + ": unknown dtype '" + text + "' (known: fp32, bf16)");
+  throw FieldError(where, where + ": unknown dtype '" + text + "' (known: fp32, bf16)");
 }
 
 namespace {

@@ -24,7 +24,8 @@ enum class Dtype {
 std::int64_t dtype_size_bytes(Dtype dtype);
 /// "fp32" or "bf16".
 const char* dtype_name(Dtype dtype);
-/// Parses "fp32" or "bf16"; throws InputError "WHERE: unknown dtype 'X' (known: fp32, bf16)".
+/// Parses "fp32" or "bf16"; throws FieldError(where) "WHERE: unknown dtype 'X' (known: fp32, bf16)"
+/// (`where` is the request field, e.g. "dtype"; the command line names its flag).
 Dtype parse_dtype(const std::string& text, const std::string& where);
 
 /// Bytes of one token id (PyTorch's int64 `input_ids`, `labels` and `position_ids`).

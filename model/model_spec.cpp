@@ -1,6 +1,7 @@
 // syncplan.model/v1 reading and the expansion of GPT-2 and Llama specs into Hugging Face's leaf
 // modules (docs/models.md sections 1 and 2).
 #include "model/model_spec.hpp"
+#include "core/field_error.hpp"
 
 #include "core/errors.hpp"
 
@@ -114,7 +115,7 @@ std::filesystem::path resolve_model_spec(const std::string& model, const std::fi
   if (!model.empty() && std::filesystem::is_regular_file(path, ec)) return path;
   std::string known;
   for (const std::string& name : known_model_names(models_dir)) known += (known.empty() ? "" : ", ") + name;
-  throw InputError("--model '" + model + "': no model spec " + path.string() + " (known: " +
+  throw FieldError("model", "model '" + model + "': no model spec " + path.string() + " (known: " +
                    (known.empty() ? "none" : known) + "; or give a path to a " + kModelSpecFormat + " file)");
 }
 
@@ -247,7 +248,7 @@ Model expand_model(const ModelSpec& spec) {
 
 void check_workload(const Model& model, const Workload& workload) {
   if (workload.seq > model.max_position_embeddings)
-    throw InputError("--seq " + std::to_string(workload.seq) + ": longer than max_position_embeddings " +
+    throw FieldError("seq", "seq " + std::to_string(workload.seq) + ": longer than max_position_embeddings " +
                      std::to_string(model.max_position_embeddings) + " of model " + model.name);
 }
 

@@ -1,6 +1,7 @@
 // The CPU profiler: the layer graph on the host (model/cpu/cpu_graph.hpp), steady_clock around
 // each layer's forward and backward, and the Eigen GEMM ceiling.
 #include "profiler/cpu_profile.hpp"
+#include "core/field_error.hpp"
 
 #include "core/counter_random.hpp"
 #include "core/errors.hpp"
@@ -83,16 +84,16 @@ double best_gemm_flops_per_s(Eigen::Index m, Eigen::Index k, Eigen::Index n) {
 
 Measurement measure_cpu(const Model& model, const Workload& workload, const TimingOptions& options) {
   if (workload.dtype != Dtype::kFp32)
-    throw InputError(std::string("--dtype ") + dtype_name(workload.dtype) +
-                     ": the cpu device computes in fp32 only (its kernels are the CPU runtime's, which trains in "
-                     "fp32); use --dtype fp32, or --device cuda or estimate for bf16");
+    throw FieldError("dtype", std::string("dtype ") + dtype_name(workload.dtype) +
+                                  ": the cpu device computes in fp32 only (its kernels are the CPU runtime's, which "
+                                  "trains in fp32); use fp32, or the cuda device or the estimate for bf16");
   SYNCPLAN_CHECK(options.warmup_steps >= 0 && options.repeats >= 1);
 
   // The buffers of the whole graph, as in training (activations are kept for the backward).
   const std::int64_t buffer_bytes = build_layer_graph(model, workload).total_bytes(dtype_size_bytes(Dtype::kFp32));
   const double available_bytes = available_memory_bytes();
   if (static_cast<double>(buffer_bytes) > available_bytes)
-    throw InputError("--batch " + std::to_string(workload.batch) + " --seq " + std::to_string(workload.seq) +
+    throw FieldError("batch", "batch " + std::to_string(workload.batch) + " x seq " + std::to_string(workload.seq) +
                      ": the cpu profile of " + model.name + " needs " +
                      format_short(static_cast<double>(buffer_bytes) / kBytesPerGiB, 2) +
                      " GiB of buffers, more than the " + format_short(available_bytes / kBytesPerGiB, 2) +

@@ -1,5 +1,6 @@
 // Loading the GPU backend library with dlopen, and the C++ side of its table.
 #include "profiler/gpu_backend.hpp"
+#include "core/field_error.hpp"
 
 #include "core/errors.hpp"
 
@@ -60,10 +61,10 @@ std::optional<GpuBackend> GpuBackend::load(std::string& why) {
   return GpuBackend(table);  // never dlclose'd: see the class comment
 }
 
-GpuBackend require_gpu_backend(const std::string& what) {
+GpuBackend require_gpu_backend(const std::string& field, const std::string& value) {
   std::string why;
   std::optional<GpuBackend> gpu = GpuBackend::load(why);
-  if (!gpu) throw InputError(what + ": " + why);
+  if (!gpu) throw FieldError(field, field + " " + value + ": " + why);
   return *gpu;
 }
 

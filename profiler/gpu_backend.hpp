@@ -76,9 +76,10 @@ class GpuBackend {
   const GpuBackendTable* table_;
 };
 
-/// GpuBackend::load, or InputError "WHAT: REASON" when it cannot be loaded (for a command the user
-/// asked to run on a GPU; `what` names the request, e.g. "--device cuda").
-GpuBackend require_gpu_backend(const std::string& what);
+/// GpuBackend::load, or FieldError(field) "FIELD VALUE: REASON" when it cannot be loaded (for a
+/// request the user asked to run on a GPU, e.g. field "device", value "cuda"; the command line
+/// names its flag).
+GpuBackend require_gpu_backend(const std::string& field, const std::string& value);
 
 /// True when the GPU backend library loads and sees a CUDA device (`plan --model --device auto`
 /// then measures instead of estimating); false, quietly, otherwise.

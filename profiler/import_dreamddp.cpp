@@ -1,5 +1,6 @@
 // DreamDDP artifact importers: flat {layer: seconds} time files and schedule files.
 #include "profiler/import_dreamddp.hpp"
+#include "core/field_error.hpp"
 
 #include "core/errors.hpp"
 
@@ -78,15 +79,23 @@ Profile import_dreamddp(const std::string& bp_path, const std::string& comm_path
   for (const std::string& tie : options.tied) {
     const auto equals = tie.find('=');
     if (equals == std::string::npos || equals == 0 || equals + 1 == tie.size())
-      throw InputError("--tied: expected LAYER=OWNER, got '" + tie + "'");
+      throw FieldError("tied", "tied: expected LAYER=OWNER, got '" + tie + "'");
     const std::string member = tie.substr(0, equals), owner = tie.substr(equals + 1);
     const auto index = profile.find(member);
-    if (!index) throw InputError("--tied: '" + member + "' is not a layer of " + bp_path);
+    if (!index) throw FieldError("tied", "tied: '" + member + "' is not a layer of " + bp_path);
     if (profile.layers[*index].tied_to)
-      throw InputError("--tied: '" + member + "' is tied twice");
+      throw FieldError("tied", "tied: '" + member + "' is tied twice");
     profile.layers[*index].tied_to = owner;
   }
-  if (!options.tied.empty()) validate_profile(profile, "--tied");
+  if (!options.tied.empty()) {
+    try {
+      validate_profile(profile, "tied");  // its message starts with the origin: the field
+    } catch (const FieldError&) {
+      throw;
+    } catch (const InputError& e) {
+      throw FieldError("tied", e.what());
+    }
+  }
   return profile;
 }
 

@@ -1,6 +1,7 @@
 // nccl-tests all_reduce_perf importer: the text table (every layout since the first releases,
 // read by its column header) and the -J JSON file, checked and fitted into a link.
 #include "profiler/import_nccl_tests.hpp"
+#include "core/field_error.hpp"
 
 #include "core/errors.hpp"
 #include "core/units.hpp"
@@ -437,7 +438,7 @@ void check_allreduce_row(const ResultRow& row, const std::string& path) {
 int resolve_workers(const ParsedLog& log, const NcclTestsImportOptions& options, const std::string& path,
                     std::vector<std::string>& warnings) {
   if (log.ranks && options.workers && *log.ranks != *options.workers)
-    throw InputError("--workers " + std::to_string(*options.workers) + ": " + path + " was run on " +
+    throw FieldError("workers", "workers " + std::to_string(*options.workers) + ": " + path + " was run on " +
                      std::to_string(*log.ranks) + " ranks (" + log.ranks_where + ")");
   if (log.ranks) return *log.ranks;
   if (options.workers) {

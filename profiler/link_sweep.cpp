@@ -1,5 +1,6 @@
 // Sweep options, sizes, the timed loop through a communicator, and the samples of a sweep.
 #include "profiler/link_sweep.hpp"
+#include "core/field_error.hpp"
 
 #include "core/errors.hpp"
 
@@ -17,18 +18,18 @@ constexpr std::int64_t kFloatBytes = 4;  // the sweeps all-reduce float32 buffer
 
 void check_sweep_options(const LinkSweepOptions& options, std::int64_t max_count) {
   if (options.min_bytes < kFloatBytes)
-    throw InputError("--min-bytes: must be >= 4 (one float), got " + std::to_string(options.min_bytes));
+    throw FieldError("min_bytes", "min_bytes: must be >= 4 (one float), got " + std::to_string(options.min_bytes));
   if (options.max_bytes < options.min_bytes)
-    throw InputError("--max-bytes: must be >= --min-bytes (" + std::to_string(options.min_bytes) + "), got " +
+    throw FieldError("max_bytes", "max_bytes: must be >= the first size (" + std::to_string(options.min_bytes) + " bytes), got " +
                      std::to_string(options.max_bytes));
   if (options.max_bytes / kFloatBytes > max_count)
-    throw InputError("--max-bytes: at most " + std::to_string(max_count * kFloatBytes) +
+    throw FieldError("max_bytes", "max_bytes: at most " + std::to_string(max_count * kFloatBytes) +
                      " bytes with this backend, got " + std::to_string(options.max_bytes));
   if (options.step_factor < 2)
-    throw InputError("--step-factor: must be >= 2, got " + std::to_string(options.step_factor));
+    throw FieldError("step_factor", "step_factor: must be >= 2, got " + std::to_string(options.step_factor));
   if (options.warmup_iters < 0)
-    throw InputError("--warmup: must be >= 0, got " + std::to_string(options.warmup_iters));
-  if (options.iters < 1) throw InputError("--iters: must be >= 1, got " + std::to_string(options.iters));
+    throw FieldError("warmup_iters", "warmup_iters: must be >= 0, got " + std::to_string(options.warmup_iters));
+  if (options.iters < 1) throw FieldError("iters", "iters: must be >= 1, got " + std::to_string(options.iters));
 }
 
 std::vector<std::int64_t> sweep_sizes(const LinkSweepOptions& options) {

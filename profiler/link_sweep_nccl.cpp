@@ -1,5 +1,6 @@
 // The GPU backend of profile-link: a device buffer and the NCCL communicator from the GPU backend.
 #include "profiler/link_sweep_nccl.hpp"
+#include "core/field_error.hpp"
 
 #include "core/errors.hpp"
 
@@ -26,7 +27,7 @@ void require_cuda_device_per_rank(const MpiSession& mpi, const GpuBackend& gpu) 
   char reason[256] = {};
   std::strncpy(reason, why.c_str(), sizeof reason - 1);
   mpi.broadcast(reason, sizeof reason, failing);
-  throw InputError("--backend nccl: rank " + std::to_string(failing) + " has no visible CUDA device (" + reason + ")");
+  throw FieldError("backend", "backend nccl: rank " + std::to_string(failing) + " has no visible CUDA device (" + reason + ")");
 }
 
 std::vector<SweepPoint> sweep_allreduce_nccl(const MpiSession& mpi, const GpuBackend& gpu,

@@ -1,6 +1,7 @@
 // Model profiling: one backend per device in one table, the measured devices' shared summary and
 // ceiling verdict, and the profile assembled from the spec.
 #include "profiler/model_profile.hpp"
+#include "core/field_error.hpp"
 
 #include "core/errors.hpp"
 #include "model/model_spec.hpp"
@@ -33,7 +34,7 @@ BackendResult estimate_backend(const Model& model, const Workload& workload, con
   if (request.gpu.empty()) {
     std::string known;
     for (const GpuSpec& gpu : catalog.gpus) known += (known.empty() ? "" : ", ") + gpu.name;
-    throw InputError("--gpu: required with --device estimate (known: " + known + ")");
+    throw FieldError("gpu", "gpu: required with the estimate device (known: " + known + ")");
   }
   const GpuSpec& gpu = catalog.find(request.gpu);
   const RooflineMachine machine = roofline_machine(catalog, gpu, workload.dtype);
@@ -67,8 +68,9 @@ BackendResult measured_backend(const Model& model, const Workload& workload, con
   if (measurement.gemm_ceiling_flops_per_s) {
     const std::vector<CeilingViolation> above = layers_above_ceiling(summary, *measurement.gemm_ceiling_flops_per_s);
     if (!above.empty())
-      throw std::runtime_error("--gemm-ceiling: layer '" + above.front().layer + "' " + above.front().pass + " ran at " +
-                               format_exact(above.front().flops_per_s) + " FLOP/s, above the measured GEMM ceiling " +
+      throw std::runtime_error("GEMM ceiling check: layer '" + above.front().layer + "' " + above.front().pass + " ran at " +
+                               format_exact(above.front().flops_per_s) + " FLOP/s, more than " +
+                               format_short((kGemmCeilingMargin - 1) * 100, 0) + "% above the measured GEMM ceiling " +
                                format_exact(*measurement.gemm_ceiling_flops_per_s) + " FLOP/s (" +
                                std::to_string(above.size()) +
                                " layer passes above it): a timing or FLOP count is wrong; nothing written");
@@ -86,7 +88,7 @@ BackendResult cpu_backend(const Model& model, const Workload& workload, const Mo
 }
 
 BackendResult cuda_backend(const Model& model, const Workload& workload, const ModelProfileRequest& request) {
-  const GpuBackend gpu = require_gpu_backend("--device cuda");  // loaded here only (docs/comm.md section 4)
+  const GpuBackend gpu = require_gpu_backend("device", "cuda");  // loaded here only (docs/comm.md section 4)
   return measured_backend(model, workload, request, [&gpu](const Model& m, const Workload& w, const TimingOptions& t) {
     return gpu.measure_cuda(m, w, t);
   });
@@ -116,16 +118,17 @@ ModelProfile make_model_profile(const ModelProfileRequest& request) {
   Workload workload;
   workload.batch = request.batch;
   workload.seq = request.seq > 0 ? request.seq : std::min<std::int64_t>(model.max_position_embeddings, kDefaultProfileSeq);
-  workload.dtype = parse_dtype(request.dtype, "--dtype");
+  workload.dtype = parse_dtype(request.dtype, "dtype");
   check_workload(model, workload);
 
   Backend backend = nullptr;
   for (const BackendEntry& entry : kBackends)
     if (request.device == entry.device) backend = entry.run;
-  if (backend == nullptr) throw InputError("--device: unknown device '" + request.device + "' (estimate, cpu or cuda)");
+  if (backend == nullptr) throw FieldError("device", "device: unknown device '" + request.device + "' (estimate, cpu or cuda)");
   if (request.device == "estimate" && (request.gemm_ceiling || request.report))
-    throw InputError(std::string(request.gemm_ceiling ? "--gemm-ceiling" : "--report") +
-                     ": only with the measured devices (--device cpu or cuda)");
+    throw FieldError(request.gemm_ceiling ? "gemm_ceiling" : "report",
+                     std::string(request.gemm_ceiling ? "gemm_ceiling" : "report") +
+                         ": only with a measured device (cpu or cuda), not the estimate");
   BackendResult result = backend(model, workload, request);
   SYNCPLAN_CHECK(result.times.size() == model.layers.size());
 

@@ -1,5 +1,6 @@
 // data/gpus.json reading and the roofline time of each op (docs/models.md section 4).
 #include "profiler/roofline.hpp"
+#include "core/field_error.hpp"
 
 #include "core/errors.hpp"
 
@@ -33,7 +34,7 @@ const GpuSpec& GpuCatalog::find(const std::string& name) const {
     if (gpu.name == name) return gpu;
   std::string known;
   for (const GpuSpec& gpu : gpus) known += (known.empty() ? "" : ", ") + gpu.name;
-  throw InputError("--gpu '" + name + "': not in " + origin + " (known: " + known + ")");
+  throw FieldError("gpu", "gpu '" + name + "': not in " + origin + " (known: " + known + ")");
 }
 
 GpuCatalog gpu_catalog_from_json(const Json& document, const std::string& origin) {
@@ -78,8 +79,8 @@ RooflineMachine roofline_machine(const GpuCatalog& catalog, const GpuSpec& gpu, 
   machine.matmul_flops_per_s = gpu.fp32_flops_per_s;
   if (dtype == Dtype::kBf16) {
     if (!gpu.bf16_flops_per_s)
-      throw InputError("--gpu '" + gpu.name + "': no bf16 peak in " + catalog.origin +
-                       " (the GPU has no bf16 tensor cores); use --dtype fp32");
+      throw FieldError("gpu", "gpu '" + gpu.name + "': no bf16 peak in " + catalog.origin +
+                                " (the GPU has no bf16 tensor cores); use dtype fp32");
     machine.matmul_flops_per_s = *gpu.bf16_flops_per_s;
   }
   machine.memory_bandwidth_Bps = gpu.memory_bandwidth_Bps;

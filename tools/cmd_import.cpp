@@ -52,7 +52,8 @@ int run_import_dreamddp(const DreamddpOptions& options) {
   if (options.workers > 0) import_options.workers = options.workers;
   import_options.nonfinite = options.nonfinite == "zero" ? NonfinitePolicy::kZero : NonfinitePolicy::kError;
   import_options.tied = options.tied;
-  const Profile profile = import_dreamddp(options.bp_path, options.comm_path, import_options);
+  const Profile profile = with_flags({{"tied", "--tied"}},
+                                     [&] { return import_dreamddp(options.bp_path, options.comm_path, import_options); });
   write_json_file_atomic(options.output_path, profile_to_json(profile));
   std::cout << "imported " << profile.layers.size() << " layers into " << options.output_path << '\n';
   return 0;
@@ -88,7 +89,8 @@ int run_import_nccl_tests(const NcclTestsOptions& options) {
   if (options.workers > 0) import_options.workers = options.workers;
   import_options.in_place = options.in_place;
   import_options.fit_errors = options.fit == "absolute" ? FitErrors::kAbsolute : FitErrors::kRelative;
-  const NcclTestsImport imported = import_nccl_tests(options.log_path, import_options);
+  const NcclTestsImport imported =
+      with_flags({{"workers", "--workers"}}, [&] { return import_nccl_tests(options.log_path, import_options); });
   for (const std::string& warning : imported.warnings) std::cerr << "warning: " << warning << '\n';
   write_json_file_atomic(options.output_path, link_to_json(imported.link));
   std::cout << "imported " << imported.link.samples.size() << " sizes of an all-reduce across "

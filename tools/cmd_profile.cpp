@@ -40,6 +40,16 @@ std::filesystem::path data_dir() {
   return SYNCPLAN_DATA_DIR;
 }
 
+namespace {
+
+// The request fields of model profiling and the flags of `profile` and `plan --model` that set them.
+constexpr std::initializer_list<FieldFlag> kProfileFlags = {
+    {"model", "--model"}, {"batch", "--batch"}, {"seq", "--seq"},         {"dtype", "--dtype"},
+    {"gpu", "--gpu"},     {"device", "--device"}, {"gemm_ceiling", "--gemm-ceiling"}, {"report", "--report"},
+};
+
+}  // namespace
+
 std::filesystem::path model_spec_path(const std::string& model) {
   const std::filesystem::path models_dir = data_dir() / "models";
   std::error_code ec;
@@ -47,7 +57,7 @@ std::filesystem::path model_spec_path(const std::string& model) {
   if (!known_name && std::filesystem::is_directory(model, ec))
     throw InputError("--model '" + model + "': is a directory, not a model spec file or a known model name (the " +
                      "known models are the specs in " + models_dir.string() + ": " + known_models_text(models_dir) + ")");
-  const std::filesystem::path path = resolve_model_spec(model, models_dir);
+  const std::filesystem::path path = with_flags(kProfileFlags, [&] { return resolve_model_spec(model, models_dir); });
   check_input_paths({{"--model", path.string()}});
   return path;
 }
@@ -65,7 +75,7 @@ Profile make_model_profile(const ProfileOptions& options, Json* report) {
   request.repeats = options.repeats;
   request.gemm_ceiling = options.gemm_ceiling;
   request.report = !options.report_path.empty();
-  ModelProfile made = syncplan::make_model_profile(request);
+  ModelProfile made = with_flags(kProfileFlags, [&] { return syncplan::make_model_profile(request); });
   for (const std::string& note : made.notes) std::cout << note << '\n';
   if (report != nullptr && made.report) *report = std::move(*made.report);
   return std::move(made.profile);

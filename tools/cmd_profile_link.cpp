@@ -86,7 +86,7 @@ ChosenBackend choose_backend(const MpiSession& mpi, const std::string& requested
     if (unloaded >= 0)
       throw InputError("--backend nccl: " +
                        (unloaded == mpi.rank() ? why : "rank " + std::to_string(unloaded) + " has no GPU backend"));
-    require_cuda_device_per_rank(mpi, *gpu);
+    with_flags({{"backend", "--backend"}}, [&] { require_cuda_device_per_rank(mpi, *gpu); });
     chosen.backend = &kNcclBackend;
     chosen.gpu = gpu;
     return chosen;
@@ -156,7 +156,9 @@ int profile_link(const MpiSession& mpi, const ProfileLinkOptions& options) {
   sweep.step_factor = options.step_factor;
   sweep.warmup_iters = options.warmup_iters;
   sweep.iters = options.iters;
-  check_sweep_options(sweep, backend.max_count);
+  with_flags({{"min_bytes", "--min-bytes"}, {"max_bytes", "--max-bytes"}, {"step_factor", "--step-factor"},
+              {"warmup_iters", "--warmup"}, {"iters", "--iters"}},
+             [&] { check_sweep_options(sweep, backend.max_count); });
   const FitErrors fit_errors = options.fit == "absolute" ? FitErrors::kAbsolute : FitErrors::kRelative;
   check_on_root(mpi, [&] { check_output_paths({{"-o", options.output_path}}, {}); });
 

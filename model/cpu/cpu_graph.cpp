@@ -1,6 +1,7 @@
 // The layer graph on the host: fp32 arenas and one kernel call (model/cpu/kernels.hpp) per step
 // and pass.
 #include "model/cpu/cpu_graph.hpp"
+#include "core/field_error.hpp"
 
 #include "core/errors.hpp"
 #include "core/overloaded.hpp"
@@ -23,8 +24,8 @@ StridedRows<const float> const_rows(StridedRows<float> rows) {
 
 CpuGraph::CpuGraph(const Model& model, const Workload& workload) {
   if (workload.dtype != Dtype::kFp32)
-    throw InputError(std::string("--dtype ") + dtype_name(workload.dtype) +
-                     ": the CPU layer graph computes in fp32 only; use --dtype fp32");
+    throw FieldError("dtype", std::string("dtype ") + dtype_name(workload.dtype) +
+                                  ": the CPU layer graph computes in fp32 only; use fp32");
   graph_ = build_layer_graph(model, workload);
   parameters_ = zeros(graph_.parameter_elements);
   gradients_ = zeros(graph_.parameter_elements);

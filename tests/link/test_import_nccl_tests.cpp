@@ -124,7 +124,7 @@ TEST_CASE("the rank count: from the log, or --workers", "[nccl-tests]") {
   options.workers = 8;
   CHECK(import_sample("allreduce_no_ranks.log", options).link.workers == 8);
   CHECK_THROWS_WITH(import_sample("allreduce_4gpu_old.log", options),
-                    Contains("--workers 8") && Contains("4 ranks"));
+                    Catch::StartsWith("workers 8") && Contains("4 ranks"));
   // busbw = algbw x 2(n-1)/n tells 4 ranks (x 1.5) from 2 (x 1): --workers 2 on a 4-rank table
   // without device lines is caught by the busbw check.
   const std::string text = sample_text("allreduce_4gpu_old.log");

@@ -41,22 +41,22 @@ TEST_CASE("sweep options are checked, naming the option", "[sweep]") {
   LinkSweepOptions options;
   CHECK_NOTHROW(check_sweep_options(options, 1 << 30));
   options.min_bytes = 2;
-  refused(options, "--min-bytes");
+  refused(options, "min_bytes:");
   options = {};
   options.max_bytes = 4;
-  refused(options, "--max-bytes");
+  refused(options, "max_bytes:");
   options = {};
   options.max_bytes = 8 << 20;  // 2 Mi floats > 1 Mi
   refused(options, "at most 4194304 bytes", 1 << 20);
   options = {};
   options.step_factor = 1;
-  refused(options, "--step-factor");
+  refused(options, "step_factor:");
   options = {};
   options.warmup_iters = -1;
-  refused(options, "--warmup");
+  refused(options, "warmup_iters:");
   options = {};
   options.iters = 0;
-  refused(options, "--iters");
+  refused(options, "iters:");
 }
 
 TEST_CASE("the sweep's expected average and its tolerance", "[sweep]") {

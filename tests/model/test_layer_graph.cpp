@@ -297,7 +297,7 @@ TEST_CASE("the graph refuses bad batches and bf16 with one-line errors", "[graph
   CHECK_THROWS_WITH(graph.set_batch(bad_id, ok), Catch::Contains("token 2") && Catch::Contains("256"));
   CHECK_THROWS_WITH(graph.set_batch(short_ids, ok), Catch::Contains("3 tokens, expected 4"));
   CHECK_THROWS_AS(graph.set_batch(ok, std::vector<std::int64_t>{1, 2, 3, 300}), InputError);
-  CHECK_THROWS_WITH(cpu::CpuGraph(tiny, Workload{1, 4, Dtype::kBf16}), Catch::Contains("--dtype bf16"));
+  CHECK_THROWS_WITH(cpu::CpuGraph(tiny, Workload{1, 4, Dtype::kBf16}), Catch::StartsWith("dtype bf16"));
   CHECK_THROWS_WITH(cpu::CpuGraph(tiny, Workload{1, 65, Dtype::kFp32}), Catch::Contains("max_position_embeddings"));
 }
 
