@@ -2,17 +2,15 @@
 // an alpha-beta link (SPEC section 7, docs/link.md).
 #include "core/errors.hpp"
 #include "core/units.hpp"
+#include "profiler/link_profile.hpp"
 #include "profiler/link_sweep.hpp"
 #include "tools/cli_common.hpp"
-#include "profiler/link_sweep_nccl.hpp"
 
-#include <climits>
 #include <cstdio>
 #include <exception>
 #include <functional>
 #include <iostream>
 #include <memory>
-#include <optional>
 
 namespace syncplan::cli {
 
@@ -29,13 +27,6 @@ struct ProfileLinkOptions {
   std::string output_path;
 };
 
-// nccl-tests' default sweep for GPUs (-b 8 -e 128M -f 2); a smaller one for CPUs, where 128 MiB
-// all-reduces take seconds.
-constexpr const char* kNcclDefaultMaxBytes = "128M";
-constexpr const char* kMpiDefaultMaxBytes = "16M";
-// Elements per NCCL all-reduce: 2^34 floats (64 GiB), beyond any GPU's memory today.
-constexpr std::int64_t kNcclMaxCount = std::int64_t{1} << 34;
-
 // "8", "64K", "128M", "1G": bytes, with nccl-tests' binary suffixes (K = 1024).
 std::int64_t parse_size_bytes(const std::string& text, const std::string& option) {
   std::size_t digits = 0;
@@ -50,61 +41,6 @@ std::int64_t parse_size_bytes(const std::string& text, const std::string& option
     throw InputError(option + ": expected bytes as a whole number with an optional K, M or G (x1024), got '" + text +
                      "'");
   return std::stoll(text.substr(0, digits)) << shift;
-}
-
-// The backends, registered in one table (STYLE item 1).
-struct Backend {
-  const char* name;
-  const char* source;          // the link file's "source"
-  const char* default_max_bytes;
-  std::int64_t max_count;      // elements per all-reduce the backend can take
-};
-
-const Backend kMpiBackend{"mpi", "measured:mpi", kMpiDefaultMaxBytes, INT_MAX};
-const Backend kNcclBackend{"nccl", "measured:nccl", kNcclDefaultMaxBytes, kNcclMaxCount};
-
-// The backend to run, with the GPU backend library for NCCL, and how "auto" decided.
-struct ChosenBackend {
-  const Backend* backend = &kMpiBackend;
-  std::optional<GpuBackend> gpu;  // loaded for nccl
-  std::string why;
-};
-
-// "auto" is NCCL when every rank loads the GPU backend library (with NCCL) and sees a GPU of its
-// own; "nccl" demands both (InputError naming the rank and why). Collective: all ranks agree.
-ChosenBackend choose_backend(const MpiSession& mpi, const std::string& requested) {
-  ChosenBackend chosen;
-  if (requested == "mpi") return chosen;
-  std::string why;
-  std::optional<GpuBackend> gpu = GpuBackend::load(why);
-  if (gpu && gpu->nccl().open == nullptr) {
-    why = std::string("the GPU backend (") + gpu->description() + ") was built without NCCL";
-    gpu.reset();
-  }
-  const int unloaded = mpi.first_failing_rank(gpu.has_value());
-  if (requested == "nccl") {
-    if (unloaded >= 0)
-      throw InputError("--backend nccl: " +
-                       (unloaded == mpi.rank() ? why : "rank " + std::to_string(unloaded) + " has no GPU backend"));
-    with_flags({{"backend", "--backend"}}, [&] { require_cuda_device_per_rank(mpi, *gpu); });
-    chosen.backend = &kNcclBackend;
-    chosen.gpu = gpu;
-    return chosen;
-  }
-  if (unloaded >= 0) {
-    chosen.why = "auto: no GPU backend on rank " + std::to_string(unloaded);
-    return chosen;
-  }
-  std::string reason;
-  const int failing = first_rank_without_device(mpi, *gpu, reason);
-  if (failing >= 0) {
-    chosen.why = "auto: no CUDA device for rank " + std::to_string(failing);
-    return chosen;
-  }
-  chosen.backend = &kNcclBackend;
-  chosen.gpu = gpu;
-  chosen.why = "auto: a CUDA device per rank";
-  return chosen;
 }
 
 // Runs `check` on rank 0 only (e.g. the output path, which only rank 0 writes); when it fails,
@@ -123,10 +59,10 @@ void check_on_root(const MpiSession& mpi, const std::function<void()>& check) {
   throw InputError("rank 0 refused the options");
 }
 
-void print_header(const MpiSession& mpi, const Backend& backend, const std::string& why,
-                  const LinkSweepOptions& sweep) {
+void print_header(const MpiSession& mpi, const LinkBackendChoice& choice) {
+  const LinkSweepOptions& sweep = choice.sweep;
   std::printf("# syncplan profile-link: all-reduce of float32 (avg) across %d rank%s, backend %s%s\n", mpi.size(),
-              mpi.size() == 1 ? "" : "s", backend.name, why.empty() ? "" : (" (" + why + ")").c_str());
+              mpi.size() == 1 ? "" : "s", choice.name.c_str(), choice.why.empty() ? "" : (" (" + choice.why + ")").c_str());
   std::printf("# sizes %lld..%lld B x%d, warmup %d, iters %d; time: max over ranks of the mean per all-reduce\n",
               static_cast<long long>(sweep.min_bytes), static_cast<long long>(sweep.max_bytes), sweep.step_factor,
               sweep.warmup_iters, sweep.iters);
@@ -146,46 +82,36 @@ void print_row(const SweepPoint& point, int workers) {
 }
 
 int profile_link(const MpiSession& mpi, const ProfileLinkOptions& options) {
-  const ChosenBackend chosen = choose_backend(mpi, options.backend);
-  const Backend& backend = *chosen.backend;
-  const std::string& why = chosen.why;
-  LinkSweepOptions sweep;
-  sweep.min_bytes = parse_size_bytes(options.min_bytes, "--min-bytes");
-  sweep.max_bytes = parse_size_bytes(options.max_bytes.empty() ? backend.default_max_bytes : options.max_bytes,
-                                     "--max-bytes");
-  sweep.step_factor = options.step_factor;
-  sweep.warmup_iters = options.warmup_iters;
-  sweep.iters = options.iters;
-  with_flags({{"min_bytes", "--min-bytes"}, {"max_bytes", "--max-bytes"}, {"step_factor", "--step-factor"},
-              {"warmup_iters", "--warmup"}, {"iters", "--iters"}},
-             [&] { check_sweep_options(sweep, backend.max_count); });
-  const FitErrors fit_errors = options.fit == "absolute" ? FitErrors::kAbsolute : FitErrors::kRelative;
+  LinkProfileRequest request;
+  request.backend = options.backend;
+  request.min_bytes = parse_size_bytes(options.min_bytes, "--min-bytes");
+  if (!options.max_bytes.empty()) request.max_bytes = parse_size_bytes(options.max_bytes, "--max-bytes");
+  request.step_factor = options.step_factor;
+  request.warmup_iters = options.warmup_iters;
+  request.iters = options.iters;
+  request.fit_errors = options.fit == "absolute" ? FitErrors::kAbsolute : FitErrors::kRelative;
+  const LinkBackendChoice choice =
+      with_flags({{"backend", "--backend"}, {"min_bytes", "--min-bytes"}, {"max_bytes", "--max-bytes"},
+                  {"step_factor", "--step-factor"}, {"warmup_iters", "--warmup"}, {"iters", "--iters"}},
+                 [&] { return choose_link_backend(mpi, request); });
   check_on_root(mpi, [&] { check_output_paths({{"-o", options.output_path}}, {}); });
 
-  if (mpi.is_root()) print_header(mpi, backend, why, sweep);
+  if (mpi.is_root()) print_header(mpi, choice);
   const SweepProgress progress = [&](const SweepPoint& point) {
     if (mpi.is_root()) print_row(point, mpi.size());
   };
-  const std::vector<SweepPoint> points = chosen.gpu ? sweep_allreduce_nccl(mpi, *chosen.gpu, sweep, progress)
-                                                    : sweep_allreduce_mpi(mpi, sweep, progress);
-  std::int64_t wrong_sizes = 0;
-  for (const SweepPoint& point : points) wrong_sizes += point.wrong_elements > 0;
-  if (wrong_sizes > 0) {
+  const LinkProfile measured = run_link_profile(mpi, choice, request.fit_errors, progress);
+  if (measured.wrong_sizes > 0) {
     if (mpi.is_root())
-      std::cerr << "syncplan: error: the all-reduce returned wrong averages at " << wrong_sizes
+      std::cerr << "syncplan: error: the all-reduce returned wrong averages at " << measured.wrong_sizes
                 << " sizes (column #wrong); " << options.output_path << " not written\n";
     return 1;
   }
-
-  // Every rank holds the same points (times are maxima over ranks), so a failing fit fails alike.
-  std::vector<LinkSample> samples = sweep_samples(points, mpi.size());
-  const AlphaBetaFit fit = fit_alpha_beta(samples, fit_errors, "profile-link");
   if (!mpi.is_root()) return 0;
-  std::printf("# alpha-beta fit: %s\n", describe_fit(fit, fit_errors).c_str());
+  std::printf("# alpha-beta fit: %s\n", describe_fit(*measured.fit, request.fit_errors).c_str());
   if (mpi.size() == 1)
     std::printf("# note: 1 rank: the all-reduce is a local copy (busbw 0), not a link; run under mpirun -np N\n");
-  write_json_file_atomic(options.output_path, link_to_json(fitted_link(std::move(samples), mpi.size(),
-                                                                        backend.source, fit)));
+  write_json_file_atomic(options.output_path, link_to_json(*measured.link));
   std::printf("# link written to %s\n", options.output_path.c_str());
   return 0;
 }

@@ -1,0 +1,86 @@
+// The link-profiling job: backend choice, sweep, checks and fit (docs/link.md).
+#include "profiler/link_profile.hpp"
+
+#include "core/field_error.hpp"
+#include "profiler/link_sweep_nccl.hpp"
+
+#include <climits>
+
+namespace syncplan {
+
+namespace {
+
+// The backends, registered in one table (STYLE item 1).
+struct Backend {
+  const char* name;
+  const char* source;            // the link file's "source"
+  std::int64_t default_max_bytes;
+  std::int64_t max_count;        // elements per all-reduce the backend can take
+};
+
+// Elements per NCCL all-reduce: 2^34 floats (64 GiB), beyond any GPU's memory today; MPI counts
+// are C ints.
+const Backend kMpiBackend{"mpi", "measured:mpi", kMpiDefaultMaxBytes, INT_MAX};
+const Backend kNcclBackend{"nccl", "measured:nccl", kNcclDefaultMaxBytes, std::int64_t{1} << 34};
+
+LinkBackendChoice make_choice(const Backend& backend, std::optional<GpuBackend> gpu, std::string why,
+                              const LinkProfileRequest& request) {
+  LinkBackendChoice choice;
+  choice.name = backend.name;
+  choice.source = backend.source;
+  choice.why = std::move(why);
+  choice.gpu = std::move(gpu);
+  choice.sweep.min_bytes = request.min_bytes;
+  choice.sweep.max_bytes = request.max_bytes.value_or(backend.default_max_bytes);
+  choice.sweep.step_factor = request.step_factor;
+  choice.sweep.warmup_iters = request.warmup_iters;
+  choice.sweep.iters = request.iters;
+  check_sweep_options(choice.sweep, backend.max_count);
+  return choice;
+}
+
+}  // namespace
+
+LinkBackendChoice choose_link_backend(const MpiSession& mpi, const LinkProfileRequest& request) {
+  if (request.backend != "auto" && request.backend != "mpi" && request.backend != "nccl")
+    throw FieldError("backend", "backend: unknown '" + request.backend + "' (auto, mpi or nccl)");
+  if (request.backend == "mpi") return make_choice(kMpiBackend, std::nullopt, "", request);
+  std::string why;
+  std::optional<GpuBackend> gpu = GpuBackend::load(why);
+  if (gpu && gpu->nccl().open == nullptr) {
+    why = std::string("the GPU backend (") + gpu->description() + ") was built without NCCL";
+    gpu.reset();
+  }
+  const int unloaded = mpi.first_failing_rank(gpu.has_value());
+  if (request.backend == "nccl") {
+    if (unloaded >= 0)
+      throw FieldError("backend", "backend nccl: " + (unloaded == mpi.rank()
+                                                          ? why
+                                                          : "rank " + std::to_string(unloaded) + " has no GPU backend"));
+    require_cuda_device_per_rank(mpi, *gpu);
+    return make_choice(kNcclBackend, std::move(gpu), "", request);
+  }
+  if (unloaded >= 0)
+    return make_choice(kMpiBackend, std::nullopt, "auto: no GPU backend on rank " + std::to_string(unloaded), request);
+  std::string reason;
+  const int failing = first_rank_without_device(mpi, *gpu, reason);
+  if (failing >= 0)
+    return make_choice(kMpiBackend, std::nullopt, "auto: no CUDA device for rank " + std::to_string(failing), request);
+  return make_choice(kNcclBackend, std::move(gpu), "auto: a CUDA device per rank", request);
+}
+
+LinkProfile run_link_profile(const MpiSession& mpi, const LinkBackendChoice& choice, FitErrors fit_errors,
+                             const SweepProgress& progress) {
+  LinkProfile result;
+  result.points = choice.gpu ? sweep_allreduce_nccl(mpi, *choice.gpu, choice.sweep, progress)
+                             : sweep_allreduce_mpi(mpi, choice.sweep, progress);
+  for (const SweepPoint& point : result.points) result.wrong_sizes += point.wrong_elements > 0;
+  if (result.wrong_sizes > 0) return result;
+  // Every rank holds the same points (times are maxima over ranks), so a failing fit fails alike.
+  std::vector<LinkSample> samples = sweep_samples(result.points, mpi.size());
+  result.fit = fit_alpha_beta(samples, fit_errors, "profile-link");
+  result.link = fitted_link(std::move(samples), mpi.size(), choice.source, *result.fit);
+  return result;
+}
+
+}  // namespace syncplan
