@@ -248,6 +248,24 @@ bool check_graph(const Model& model, Workload w, Dtype dtype, StepTolerance tole
   return ok;
 }
 
+// The device bytes of tiny-gpt's graph at batch 2 x seq 32 (T = 64) in bf16, beyond the arenas
+// (LayerGraph::total_bytes(2)), by hand: 20 fp32 statistics of [T] (mean and rstd of 9 layer
+// norms, the losses and lse) = 20 x 64 x 4 = 5120 bytes; the scores' backward scratch
+// [B, heads, S, S] = 2 x 4 x 32 x 32 = 8192 values = 16384 bytes; contiguous q, k, d_q, d_k
+// (GPT-2's are column slices of c_attn's output) 4 x T x d = 4 x 64 x 128 = 32768 values =
+// 65536 bytes. Host arithmetic only: runs without a GPU.
+bool check_graph_bytes() {
+  Workload w;
+  w.batch = 2;
+  w.seq = 32;
+  w.dtype = Dtype::kBf16;
+  const LayerGraph graph = build_layer_graph(test::shipped_model("tiny-gpt"), w);
+  const std::int64_t expected = graph.total_bytes(2) + 5120 + 16384 + 65536, actual = cuda::cuda_graph_bytes(graph);
+  std::printf("%s  cuda_graph_bytes of tiny-gpt bf16 at 2 x 32: %lld, expected %lld\n", actual == expected ? "ok  " : "FAIL",
+              static_cast<long long>(actual), static_cast<long long>(expected));
+  return actual == expected;
+}
+
 // A graph too large for the device: one InputError line naming the workload, before any allocation.
 bool check_graph_too_large() {
   const Model model = test::shipped_model("gpt2-xl");
@@ -300,6 +318,10 @@ bool check_profiler(Dtype dtype) {
 }  // namespace
 
 int main() {
+  if (!check_graph_bytes()) {
+    std::printf("FAIL: 1 failing case (before looking for a device)\n");
+    return 1;
+  }
   int devices = 0;
   const cudaError_t error = cudaGetDeviceCount(&devices);
   if (error != cudaSuccess || devices == 0) {
