@@ -158,14 +158,17 @@ bool check_case(const Case& c, const Workload& w, Tolerance tolerance, const cud
 //    index or a missed accumulation, which are errors of the order of the values themselves.
 //  * bf16: the same bf16 parameters on both sides, the CPU computing in fp32; the GPU rounds every
 //    stored activation and gradient to 8 significant bits (0.23 % rms error per rounding), some 80
-//    roundings deep: about sqrt(80) x 0.23 % = 2 % of the norm. 5e-2 of the norm is 2.5 times
-//    that; an element-wise bound would fail on the tails of 834k such errors, so none.
-//    The loss is a mean of fp32 per-token losses from bf16 logits: 1e-2 of it.
+//    roundings deep: about sqrt(80) x 0.23 % = 2 % of the norm, which the subtractions of the
+//    softmax's and the norms' backward (dP - rowsum(dP P), g - mean(g) - x̂ mean(g x̂)) can
+//    amplify a few times for q, k and the norms' inputs: 1e-1 of the norm. A wiring error (a
+//    wrong index or layout, a missed accumulation) is an error of the order of the gradient
+//    itself, far above it. An element-wise bound would fail on the tails of 834k such errors, so
+//    none. The loss is a mean of fp32 per-token losses from bf16 logits: 1e-2 of it.
 struct StepTolerance {
   double loss_relative, norm, max_rms;
 };
 constexpr StepTolerance kStepFp32{1e-5, 1e-4, 1e-3};
-constexpr StepTolerance kStepBf16{1e-2, 5e-2, INFINITY};
+constexpr StepTolerance kStepBf16{1e-2, 1e-1, INFINITY};
 
 // Compares one parameter's gradient; one line, and its largest differences when it fails.
 bool compare_gradient(const std::string& label, const std::string& tensor, std::span<const float> gpu,
