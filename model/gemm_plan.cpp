@@ -51,20 +51,24 @@ GemmExtents column_major_extents(const StridedGemm& g) {
   return e;
 }
 
-StridedGemm linear_gemm(LinearProduct product, const LinearOp& op, std::int64_t tokens) {
+StridedGemm linear_gemm(LinearProduct product, const LinearOp& op, std::int64_t tokens, WeightLayout layout) {
   const std::int64_t k = op.in_features, n = op.out_features;
+  const bool out_in = layout == WeightLayout::kOutIn;
   StridedGemm g;
   switch (product) {
-    case LinearProduct::kForward:  // y [T, n] = x [T, k] W [k, n]
-      g.m = tokens, g.n = n, g.k = k, g.lda = k, g.ldb = n, g.ldc = n;
+    case LinearProduct::kForward:  // y [T, n] = x [T, k] W [k, n], or x W^T with W [n, k]
+      g.transpose_b = out_in;
+      g.m = tokens, g.n = n, g.k = k, g.lda = k, g.ldb = out_in ? k : n, g.ldc = n;
       break;
-    case LinearProduct::kInputGradient:  // d_x [T, k] = d_y [T, n] W^T [n, k]
-      g.transpose_b = true;
-      g.m = tokens, g.n = k, g.k = n, g.lda = n, g.ldb = n, g.ldc = k;
+    case LinearProduct::kInputGradient:  // d_x [T, k] = d_y [T, n] W^T [n, k], or d_y W with W [n, k]
+      g.transpose_b = !out_in;
+      g.m = tokens, g.n = k, g.k = n, g.lda = n, g.ldb = out_in ? k : n, g.ldc = k;
       break;
-    case LinearProduct::kWeightGradient:  // d_W [k, n] += x^T [k, T] d_y [T, n]
+    case LinearProduct::kWeightGradient:
       g.transpose_a = true;
-      g.m = k, g.n = n, g.k = tokens, g.lda = k, g.ldb = n, g.ldc = n, g.beta = 1;
+      g.beta = 1;
+      if (out_in) g.m = n, g.n = k, g.k = tokens, g.lda = n, g.ldb = k, g.ldc = k;  // d_W [n, k] += d_y^T x
+      else g.m = k, g.n = n, g.k = tokens, g.lda = k, g.ldb = n, g.ldc = n;          // d_W [k, n] += x^T d_y
       break;
   }
   return g;

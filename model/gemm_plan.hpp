@@ -47,13 +47,16 @@ struct GemmExtents {
 };
 GemmExtents column_major_extents(const StridedGemm& call);
 
-/// The products of a linear layer (model/cpu/kernels.hpp): x [T, k], weight [k, n], y and d_y [T, n].
+/// The products of a linear layer (model/cpu/kernels.hpp): x [T, k], weight [k, n] (kInOut) or
+/// [n, k] (kOutIn), y and d_y [T, n].
 enum class LinearProduct {
-  kForward,        ///< y = x W              (A = x, B = weight, C = y)
-  kInputGradient,  ///< d_x = d_y W^T        (A = d_y, B = weight, C = d_x)
-  kWeightGradient, ///< d_W += x^T d_y       (A = x, B = d_y, C = d_weight; beta 1)
+  kForward,        ///< y = x W, or x W^T          (A = x, B = weight, C = y)
+  kInputGradient,  ///< d_x = d_y W^T, or d_y W    (A = d_y, B = weight, C = d_x)
+  kWeightGradient, ///< d_W += x^T d_y             (A = x, B = d_y, C = d_weight; beta 1);
+                   ///< kOutIn: d_W += d_y^T x     (A = d_y, B = x: the operands swap)
 };
-StridedGemm linear_gemm(LinearProduct product, const LinearOp& op, std::int64_t tokens);
+StridedGemm linear_gemm(LinearProduct product, const LinearOp& op, std::int64_t tokens,
+                        WeightLayout layout = WeightLayout::kInOut);
 
 /// The products of causal attention, per batch row b and query head i = j group + r (key/value
 /// head j): q, d_q, out, d_out [T, heads head_dim]; k, v, d_k, d_v [T, kv_heads head_dim]; P and

@@ -35,6 +35,38 @@ std::int64_t LayerGraph::total_bytes(std::int64_t element_bytes) const {
          2 * kTokenIdBytes * workload.tokens();
 }
 
+void check_token_batch(const LayerGraph& graph, std::span<const std::int64_t> ids,
+                       std::span<const std::int64_t> targets) {
+  const std::int64_t T = graph.workload.tokens();
+  const auto check = [&](std::span<const std::int64_t> values, const char* what, bool negative_allowed) {
+    if (static_cast<std::int64_t>(values.size()) != T)
+      throw InputError(std::string("batch ") + what + ": " + std::to_string(values.size()) + " tokens, expected " +
+                       std::to_string(T) + " (batch " + std::to_string(graph.workload.batch) + " x seq " +
+                       std::to_string(graph.workload.seq) + ")");
+    for (std::size_t t = 0; t < values.size(); ++t)
+      if (values[t] >= graph.vocab_size || (values[t] < 0 && !negative_allowed))
+        throw InputError(std::string("batch ") + what + " at token " + std::to_string(t) + ": id " +
+                         std::to_string(values[t]) + " outside [0, " + std::to_string(graph.vocab_size) +
+                         ") of model " + graph.model);
+  };
+  check(ids, "ids", false);
+  check(targets, "targets", true);
+}
+
+TokenBatch random_token_batch(const LayerGraph& graph, std::uint64_t seed) {
+  const std::int64_t T = graph.workload.tokens();
+  TokenBatch batch;
+  batch.ids.resize(static_cast<std::size_t>(T));
+  batch.targets.resize(static_cast<std::size_t>(T));
+  const std::uint64_t id_stream = splitmix64(seed), target_stream = splitmix64(seed + 1);
+  for (std::int64_t t = 0; t < T; ++t) {
+    batch.ids[static_cast<std::size_t>(t)] = counter_index(id_stream, static_cast<std::uint64_t>(t), graph.vocab_size);
+    batch.targets[static_cast<std::size_t>(t)] =
+        counter_index(target_stream, static_cast<std::uint64_t>(t), graph.vocab_size);
+  }
+  return batch;
+}
+
 std::uint64_t dropout_seed(std::uint64_t seed, std::uint64_t stream) {
   return splitmix64(seed ^ splitmix64(stream + 0xD0D0D0D0ull));
 }

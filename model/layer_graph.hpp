@@ -234,6 +234,22 @@ LayerGraph build_layer_graph(const Model& model, const Workload& workload);
 /// `out` must have graph.parameter_elements elements (InternalError otherwise).
 void initialize_parameters(const LayerGraph& graph, std::uint64_t seed, std::span<float> out);
 
+/// Checks a batch for `graph` (every backend's set_batch): token ids [T] (t = b S + s) in
+/// [0, vocab_size) and targets [T] below vocab_size, negative to ignore. Throws InputError naming
+/// the position when a length or an id is wrong.
+void check_token_batch(const LayerGraph& graph, std::span<const std::int64_t> ids,
+                       std::span<const std::int64_t> targets);
+
+/// A batch of token ids and targets, [T] each.
+struct TokenBatch {
+  std::vector<std::int64_t> ids, targets;
+};
+
+/// The profilers' batch: ids and targets uniform in [0, vocab_size) from `seed` (counter_index of
+/// splitmix64(seed) and splitmix64(seed + 1)); the numbers change the time of no kernel but the
+/// embedding's scatter.
+TokenBatch random_token_batch(const LayerGraph& graph, std::uint64_t seed);
+
 /// The seed of dropout stream `stream` in a step drawn with `seed` (DropoutStep::stream).
 std::uint64_t dropout_seed(std::uint64_t seed, std::uint64_t stream);
 

@@ -3,7 +3,6 @@
 #include "profiler/cpu_profile.hpp"
 #include "core/field_error.hpp"
 
-#include "core/counter_random.hpp"
 #include "core/errors.hpp"
 #include "model/cpu/cpu_graph.hpp"
 
@@ -41,19 +40,6 @@ double available_memory_bytes() {
     if (fields >> key >> kibibytes && key == "MemAvailable:") return kibibytes * 1024.0;
   }
   return static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-}
-
-// The profile's batch: token ids and next-token targets uniform in [0, vocab) from `seed` (the
-// numbers do not change the time of any kernel but the embedding's scatter).
-void set_random_batch(cpu::CpuGraph& graph, std::uint64_t seed) {
-  const std::int64_t T = graph.graph().workload.tokens(), vocab = graph.graph().vocab_size;
-  std::vector<std::int64_t> ids(static_cast<std::size_t>(T)), targets(static_cast<std::size_t>(T));
-  const std::uint64_t id_stream = splitmix64(seed), target_stream = splitmix64(seed + 1);
-  for (std::int64_t t = 0; t < T; ++t) {
-    ids[static_cast<std::size_t>(t)] = counter_index(id_stream, static_cast<std::uint64_t>(t), vocab);
-    targets[static_cast<std::size_t>(t)] = counter_index(target_stream, static_cast<std::uint64_t>(t), vocab);
-  }
-  graph.set_batch(ids, targets);
 }
 
 // Seconds of `pass` of one layer; 0 exactly when the layer runs nothing in that pass.
@@ -101,7 +87,8 @@ Measurement measure_cpu(const Model& model, const Workload& workload, const Timi
 
   cpu::CpuGraph graph(model, workload);
   graph.initialize_parameters(options.seed);
-  set_random_batch(graph, options.seed);
+  const TokenBatch batch = random_token_batch(graph.graph(), options.seed);
+  graph.set_batch(batch.ids, batch.targets);
   graph.set_dropout_seed(options.seed);
 
   Measurement measurement;

@@ -1,33 +1,20 @@
-// The CUDA profiler: device buffers for every op of every layer, a training step's passes
-// between CUDA events, medians over repeats; and the large-GEMM ceiling.
+// The CUDA profiler: the layer graph on the device (model/cuda/cuda_graph.cuh), CUDA events
+// around each layer's forward and backward; and the large-GEMM ceiling.
 #include "profiler/cuda_profile.hpp"
 
 #include "core/errors.hpp"
 #include "core/units.hpp"
 #include "core/cuda_check.hpp"
+#include "model/cuda/cuda_graph.cuh"
 #include "model/cuda/kernels.cuh"
 #include "model/cuda/ops.cuh"
 
-#include <iomanip>
-#include <sstream>
 #include <string>
 #include <vector>
 
 namespace syncplan {
 
 namespace {
-
-constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
-// Device memory left free beyond the profiler's buffers: cuBLAS's workspace, the kernels' modules
-// as they load lazily, and cudaMalloc's rounding of a few thousand allocations.
-constexpr std::int64_t kHeadroomBytes = std::int64_t{1} << 30;
-
-// Bytes as GiB with one decimal, e.g. "23.4".
-std::string gib_text(double bytes) {
-  std::ostringstream text;
-  text << std::fixed << std::setprecision(1) << bytes / kBytesPerGiB;
-  return text.str();
-}
 
 // CUDA events, destroyed on scope exit (errors ignored: it also runs while an error unwinds).
 class Events {
@@ -53,90 +40,40 @@ class Events {
   std::vector<cudaEvent_t> events_;
 };
 
-template <class Element>
-struct OpBench {
-  const LayerOp* op;
-  cuda::DeviceTensors<Element> tensors;
-  std::uint64_t seed;
-  bool runs(Pass pass) const {
-    return !tensors.tensors().empty() && (pass == Pass::kForward || op_has_backward(*op));
-  }
-};
-
-// Enqueues one pass of a layer's ops (in reverse for the backward); whether any kernel ran.
-template <class Element>
-bool enqueue_layer_pass(std::vector<OpBench<Element>>& ops, const Workload& workload, Pass pass,
-                        const cuda::CudaContext& context) {
-  bool ran = false;
-  const auto run = [&](OpBench<Element>& bench) {
-    if (!bench.runs(pass)) return;
-    cuda::run_op_cuda(*bench.op, workload, pass, bench.tensors, bench.seed, context);
-    ran = true;
-  };
-  if (pass == Pass::kForward)
-    for (OpBench<Element>& bench : ops) run(bench);
-  else
-    for (auto it = ops.rbegin(); it != ops.rend(); ++it) run(*it);
-  return ran;
-}
-
-template <class Element>
-std::vector<LayerSamples> time_layers(const Model& model, const Workload& workload, const TimingOptions& options,
-                                      const std::string& device_name) {
-  std::int64_t buffer_bytes = 0;
-  for (const ModelLayer& layer : model.layers)
-    for (const LayerOp& op : layer.ops)
-      buffer_bytes += op_tensor_bytes(op_tensors(op, workload), workload.dtype) +
-                      cuda::op_workspace_elements(op, workload) * static_cast<std::int64_t>(sizeof(Element));
-  std::size_t free_bytes = 0, total_bytes = 0;
-  SYNCPLAN_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::string too_large = "--batch " + std::to_string(workload.batch) + " --seq " +
-                                std::to_string(workload.seq) + ": the cuda profile of " + model.name + " needs " +
-                                gib_text(static_cast<double>(buffer_bytes)) + " GiB of device memory (and " +
-                                gib_text(static_cast<double>(kHeadroomBytes)) + " GiB to spare), more than the " +
-                                gib_text(static_cast<double>(free_bytes)) + " GiB free on " + device_name +
-                                "; use a smaller batch or sequence";
-  if (buffer_bytes + kHeadroomBytes > static_cast<std::int64_t>(free_bytes)) throw InputError(too_large);
-
-  const cuda::CudaContext context;
-  // Every buffer of every layer at once, as in training (activations are kept for the backward).
-  std::vector<std::vector<OpBench<Element>>> layers(model.layers.size());
-  std::uint64_t seed = options.seed;
-  try {
-    for (std::size_t i = 0; i < model.layers.size(); ++i)
-      for (const LayerOp& op : model.layers[i].ops) {
-        ++seed;
-        layers[i].push_back(OpBench<Element>{
-            &op,
-            cuda::DeviceTensors<Element>(op_tensors(op, workload), cuda::op_workspace_elements(op, workload), seed,
-                                         context.stream()),
-            seed});
-      }
-  } catch (const cuda::DeviceOutOfMemory&) {
-    throw InputError(too_large + " (cudaMalloc ran out)");  // the headroom was too small: still bad input
-  }
+// Every layer's forward and backward through the layer graph the GPU runtime trains with: the
+// graph's buffers allocated once (CudaGraph checks the device memory), parameters and a batch
+// drawn from options.seed as the CPU profiler draws them, then warmup and timed steps.
+std::vector<LayerSamples> time_layers(const Model& model, const Workload& workload, const TimingOptions& options) {
+  const cuda::CudaContext context;  // the stream (the graph has its own cuBLAS handle)
+  cuda::CudaGraph graph(model, workload);
+  const cudaStream_t stream = context.stream();
+  graph.initialize_parameters(options.seed, stream);
+  const TokenBatch batch = random_token_batch(graph.graph(), options.seed);
+  graph.set_batch(batch.ids, batch.targets, stream);
+  graph.set_dropout_seed(options.seed);
 
   // forward[i] .. forward[i + 1] bracket layer i's forward; backward[i + 1] .. backward[i] its backward.
-  const std::size_t count = layers.size();
+  const std::size_t count = graph.layer_count();
   Events forward(count + 1), backward(count + 1);
-  std::vector<char> forward_ran(count), backward_ran(count);
   std::vector<LayerSamples> samples(count);
   for (int step = 0; step < options.warmup_steps + options.repeats; ++step) {
-    SYNCPLAN_CUDA_CHECK(cudaEventRecord(forward[0], context.stream()));
+    graph.zero_gradients(stream);  // the optimizer's part of a step: before the first event, untimed
+    SYNCPLAN_CUDA_CHECK(cudaEventRecord(forward[0], stream));
     for (std::size_t i = 0; i < count; ++i) {
-      forward_ran[i] = enqueue_layer_pass(layers[i], workload, Pass::kForward, context);
-      SYNCPLAN_CUDA_CHECK(cudaEventRecord(forward[i + 1], context.stream()));
+      graph.forward(i, stream);
+      SYNCPLAN_CUDA_CHECK(cudaEventRecord(forward[i + 1], stream));
     }
-    SYNCPLAN_CUDA_CHECK(cudaEventRecord(backward[count], context.stream()));
+    SYNCPLAN_CUDA_CHECK(cudaEventRecord(backward[count], stream));
     for (std::size_t i = count; i-- > 0;) {
-      backward_ran[i] = enqueue_layer_pass(layers[i], workload, Pass::kBackward, context);
-      SYNCPLAN_CUDA_CHECK(cudaEventRecord(backward[i], context.stream()));
+      graph.backward(i, stream);
+      SYNCPLAN_CUDA_CHECK(cudaEventRecord(backward[i], stream));
     }
     SYNCPLAN_CUDA_CHECK(cudaEventSynchronize(backward[0]));
     if (step < options.warmup_steps) continue;
     for (std::size_t i = 0; i < count; ++i) {
-      samples[i].forward_s.push_back(forward_ran[i] ? forward.seconds(i, i + 1) : 0.0);
-      samples[i].backward_s.push_back(backward_ran[i] ? backward.seconds(i + 1, i) : 0.0);
+      const GraphLayer& layer = graph.graph().layers[i];
+      samples[i].forward_s.push_back(layer.has_forward() ? forward.seconds(i, i + 1) : 0.0);
+      samples[i].backward_s.push_back(layer.has_backward() ? backward.seconds(i + 1, i) : 0.0);
     }
   }
   return samples;
@@ -181,7 +118,7 @@ Measurement measure(const Model& model, const Workload& workload, const TimingOp
                     const std::string& device_name) {
   Measurement measurement;
   measurement.source = "measured:" + device_name;
-  measurement.layers = time_layers<Element>(model, workload, options, device_name);
+  measurement.layers = time_layers(model, workload, options);
   if (options.gemm_ceiling) measurement.gemm_ceiling_flops_per_s = gemm_ceiling<Element>(measurement.gemm_ceiling_shape);
   return measurement;
 }

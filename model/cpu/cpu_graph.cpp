@@ -42,20 +42,7 @@ CpuGraph::CpuGraph(const Model& model, const Workload& workload) {
 void CpuGraph::initialize_parameters(std::uint64_t seed) { syncplan::initialize_parameters(graph_, seed, parameters_); }
 
 void CpuGraph::set_batch(std::span<const std::int64_t> ids, std::span<const std::int64_t> targets) {
-  const std::int64_t T = graph_.workload.tokens();
-  const auto check = [&](std::span<const std::int64_t> values, const char* what, bool negative_allowed) {
-    if (static_cast<std::int64_t>(values.size()) != T)
-      throw InputError(std::string("batch ") + what + ": " + std::to_string(values.size()) + " tokens, expected " +
-                       std::to_string(T) + " (batch " + std::to_string(graph_.workload.batch) + " x seq " +
-                       std::to_string(graph_.workload.seq) + ")");
-    for (std::size_t t = 0; t < values.size(); ++t)
-      if (values[t] >= graph_.vocab_size || (values[t] < 0 && !negative_allowed))
-        throw InputError(std::string("batch ") + what + " at token " + std::to_string(t) + ": id " +
-                         std::to_string(values[t]) + " outside [0, " + std::to_string(graph_.vocab_size) +
-                         ") of model " + graph_.model);
-  };
-  check(ids, "ids", false);
-  check(targets, "targets", true);
+  check_token_batch(graph_, ids, targets);
   std::copy(ids.begin(), ids.end(), ids_.begin());
   std::copy(targets.begin(), targets.end(), targets_.begin());
 }

@@ -621,20 +621,20 @@ void position_embedding_backward(const PositionEmbeddingOp& op, std::int64_t bat
 template <class Element>
 void linear_forward(const LinearOp& op, std::int64_t tokens, std::span<const Element> x,
                     std::span<const Element> weight, std::span<const Element> bias, std::span<Element> y,
-                    cublasHandle_t blas, cudaStream_t stream) {
+                    cublasHandle_t blas, cudaStream_t stream, WeightLayout layout) {
   const std::int64_t k = op.in_features, n = op.out_features;
   require(x, tokens * k, "x");
   require(weight, k * n, "weight");
   require(bias, op.bias ? n : 0, "bias");
   require(y, tokens * n, "y");
-  run_gemm<Element>(blas, stream, linear_gemm(LinearProduct::kForward, op, tokens), x, weight, y);
+  run_gemm<Element>(blas, stream, linear_gemm(LinearProduct::kForward, op, tokens, layout), x, weight, y);
   if (op.bias) for_each(tokens * n, AddBias<Element>{bias.data(), y.data(), n}, stream);
 }
 
 template <class Element>
 void linear_backward(const LinearOp& op, std::int64_t tokens, std::span<const Element> d_y, std::span<const Element> x,
                      std::span<const Element> weight, std::span<Element> d_x, std::span<Element> d_weight,
-                     std::span<Element> d_bias, cublasHandle_t blas, cudaStream_t stream) {
+                     std::span<Element> d_bias, cublasHandle_t blas, cudaStream_t stream, WeightLayout layout) {
   const std::int64_t k = op.in_features, n = op.out_features;
   require(d_y, tokens * n, "d_y");
   require(x, tokens * k, "x");
@@ -642,8 +642,10 @@ void linear_backward(const LinearOp& op, std::int64_t tokens, std::span<const El
   require(d_x, tokens * k, "d_x");
   require(d_weight, k * n, "d_weight");
   require(d_bias, op.bias ? n : 0, "d_bias");
-  run_gemm<Element>(blas, stream, linear_gemm(LinearProduct::kInputGradient, op, tokens), d_y, weight, d_x);
-  run_gemm<Element>(blas, stream, linear_gemm(LinearProduct::kWeightGradient, op, tokens), x, d_y, d_weight);
+  run_gemm<Element>(blas, stream, linear_gemm(LinearProduct::kInputGradient, op, tokens, layout), d_y, weight, d_x);
+  const StridedGemm weight_gradient = linear_gemm(LinearProduct::kWeightGradient, op, tokens, layout);
+  if (layout == WeightLayout::kOutIn) run_gemm<Element>(blas, stream, weight_gradient, d_y, x, d_weight);
+  else run_gemm<Element>(blas, stream, weight_gradient, x, d_y, d_weight);
   if (op.bias) column_sums(tokens, n, BiasGradient<Element>{d_y.data(), d_bias.data(), n}, stream);
 }
 
@@ -1003,10 +1005,10 @@ void fill_ids(std::uint64_t stream_seed, std::int64_t bound, std::span<std::int6
   template void position_embedding_backward<E>(const PositionEmbeddingOp&, std::int64_t, std::int64_t,                 \
                                                std::span<const E>, std::span<E>, cudaStream_t);                        \
   template void linear_forward<E>(const LinearOp&, std::int64_t, std::span<const E>, std::span<const E>,               \
-                                  std::span<const E>, std::span<E>, cublasHandle_t, cudaStream_t);                     \
+                                  std::span<const E>, std::span<E>, cublasHandle_t, cudaStream_t, WeightLayout);       \
   template void linear_backward<E>(const LinearOp&, std::int64_t, std::span<const E>, std::span<const E>,              \
                                    std::span<const E>, std::span<E>, std::span<E>, std::span<E>, cublasHandle_t,       \
-                                   cudaStream_t);                                                                      \
+                                   cudaStream_t, WeightLayout);                                                        \
   template void layer_norm_forward<E>(const LayerNormOp&, std::int64_t, std::span<const E>, std::span<const E>,        \
                                       std::span<const E>, std::span<E>, std::span<float>, std::span<float>,            \
                                       cudaStream_t);                                                                   \

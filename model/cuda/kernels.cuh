@@ -42,15 +42,17 @@ template <class Element>
 void position_embedding_backward(const PositionEmbeddingOp& op, std::int64_t batch, std::int64_t seq,
                                  std::span<const Element> d_out, std::span<Element> d_table, cudaStream_t stream);
 
-// --- linear: one GEMM (plus a bias kernel) forward, two GEMMs (plus a column sum) backward ---
+// --- linear: one GEMM (plus a bias kernel) forward, two GEMMs (plus a column sum) backward; the
+// weight stored as `layout` says (Conv1D's [in, out] or nn.Linear's [out, in]) ---
 template <class Element>
 void linear_forward(const LinearOp& op, std::int64_t tokens, std::span<const Element> x,
                     std::span<const Element> weight, std::span<const Element> bias, std::span<Element> y,
-                    cublasHandle_t blas, cudaStream_t stream);
+                    cublasHandle_t blas, cudaStream_t stream, WeightLayout layout = WeightLayout::kInOut);
 template <class Element>
 void linear_backward(const LinearOp& op, std::int64_t tokens, std::span<const Element> d_y, std::span<const Element> x,
                      std::span<const Element> weight, std::span<Element> d_x, std::span<Element> d_weight,
-                     std::span<Element> d_bias, cublasHandle_t blas, cudaStream_t stream);
+                     std::span<Element> d_bias, cublasHandle_t blas, cudaStream_t stream,
+                     WeightLayout layout = WeightLayout::kInOut);
 
 // --- norms: one warp per row; parameter gradients by a column-sum kernel ---
 template <class Element>

@@ -1,6 +1,6 @@
 // Device buffers for an op's tensors and the dispatch of one pass to the CUDA kernels: the CUDA
-// counterparts of HostTensors and run_op_cpu (profiler/cpu_profile.hpp), used by the CUDA
-// profiler and by the test that compares the two.
+// counterparts of HostTensors and run_op_cpu (model/cpu/host_tensors.hpp), used by the op-by-op
+// test that compares the two; and the stream, buffer and out-of-memory types of the CUDA code.
 #pragma once
 
 #include "core/library_check.hpp"

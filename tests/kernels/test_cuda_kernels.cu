@@ -1,12 +1,16 @@
 // The CUDA kernels against the CPU reference, op by op and pass by pass, in fp32 and bf16, with a
-// tolerance per tensor (llm.c's pattern; docs/profiler.md section 4); then the CUDA profiler on
-// tiny-gpt. Without a visible GPU it prints "skipped: no CUDA device (...)" and exits 77, which
-// CTest reports as skipped, never as passed.
+// tolerance per tensor (llm.c's pattern; docs/profiler.md section 4); the CUDA layer graph against
+// the CPU one, loss and every parameter's gradient of a whole training step; then the CUDA
+// profiler on tiny-gpt. Without a visible GPU it prints "skipped: no CUDA device (...)" and exits
+// 77, which CTest reports as skipped, never as passed.
 #include "core/errors.hpp"
+#include "model/cpu/cpu_graph.hpp"
+#include "model/cuda/cuda_graph.cuh"
 #include "profiler/cpu_profile.hpp"
 #include "model/cuda/ops.cuh"
 #include "profiler/cuda_profile.hpp"
 #include "model/model_spec.hpp"
+#include "tests/model/graph_fixtures.hpp"
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -141,6 +145,150 @@ bool check_case(const Case& c, const Workload& w, Tolerance tolerance, const cud
   return ok;
 }
 
+// ---------------------------------------------------------------------------------------------
+// The layer graph: CudaGraph against CpuGraph on one training step
+// ---------------------------------------------------------------------------------------------
+
+// Per-tensor tolerance of a whole step, on the norm of the difference: ||gpu - cpu||_2 <=
+// norm x ||cpu||_2, and, where `max_rms` is finite, every |gpu - cpu| <= max_rms x rms(cpu).
+//  * fp32: both sides start from the same fp32 parameters and batch; cuBLAS and Eigen sum in
+//    different orders and the embedding's scatter adds in any order, relative errors of about
+//    1e-7 per operation, some 80 operations deep from the embedding to the loss and back: ~1e-6.
+//    1e-4 of the norm and 1e-3 of the rms per element leave a wide margin and still catch a wrong
+//    index or a missed accumulation, which are errors of the order of the values themselves.
+//  * bf16: the same bf16 parameters on both sides, the CPU computing in fp32; the GPU rounds every
+//    stored activation and gradient to 8 significant bits (0.23 % rms error per rounding), some 80
+//    roundings deep: about sqrt(80) x 0.23 % = 2 % of the norm, which the subtractions of the
+//    softmax's and the norms' backward (dP - rowsum(dP P), g - mean(g) - x̂ mean(g x̂)) can
+//    amplify a few times for q, k and the norms' inputs: 1e-1 of the norm. A wiring error (a
+//    wrong index or layout, a missed accumulation) is an error of the order of the gradient
+//    itself, far above it. An element-wise bound would fail on the tails of 834k such errors, so
+//    none. The loss is a mean of fp32 per-token losses from bf16 logits: 1e-2 of it.
+struct StepTolerance {
+  double loss_relative, norm, max_rms;
+};
+constexpr StepTolerance kStepFp32{1e-5, 1e-4, 1e-3};
+constexpr StepTolerance kStepBf16{1e-2, 1e-1, INFINITY};
+
+// Compares one parameter's gradient; one line, and its largest differences when it fails.
+bool compare_gradient(const std::string& label, const std::string& tensor, std::span<const float> gpu,
+                      std::span<const float> cpu, StepTolerance tolerance) {
+  double cpu_squares = 0, difference_squares = 0, worst = 0;
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    const double difference = static_cast<double>(gpu[i]) - cpu[i];
+    cpu_squares += static_cast<double>(cpu[i]) * cpu[i];
+    difference_squares += difference * difference;
+    worst = std::max(worst, std::abs(difference));
+  }
+  const double rms = cpu.empty() ? 0 : std::sqrt(cpu_squares / static_cast<double>(cpu.size()));
+  const double relative = cpu_squares == 0 ? std::sqrt(difference_squares) : std::sqrt(difference_squares / cpu_squares);
+  const bool ok = relative <= tolerance.norm && !(worst > tolerance.max_rms * rms) && std::isfinite(relative);
+  std::printf("%s  %-28s %-40s |gpu - cpu| / |cpu| %.3g (tolerance %g), max %.3g rms\n", ok ? "ok  " : "FAIL",
+              label.c_str(), tensor.c_str(), relative, tolerance.norm, rms == 0 ? worst : worst / rms);
+  if (ok) return true;
+  // The first elements beyond the norm's share of the rms: the evidence, llm.c style.
+  int shown = 0;
+  for (std::size_t i = 0; i < cpu.size() && shown < 5; ++i)
+    if (std::abs(static_cast<double>(gpu[i]) - cpu[i]) > tolerance.norm * rms) {
+      std::printf("        %s[%zu] gpu %.7g cpu %.7g\n", tensor.c_str(), i, gpu[i], cpu[i]);
+      ++shown;
+    }
+  return false;
+}
+
+// One step of `model` at `workload` on both backends from the same parameters (seed 11, rounded
+// to bf16 for a bf16 graph), batch and dropout seed: the losses, then every owned parameter's
+// gradient, by layer name.
+bool check_graph(const Model& model, Workload w, Dtype dtype, StepTolerance tolerance,
+                 const cuda::CudaContext& context) {
+  const std::string label = model.name + " " + dtype_name(dtype);
+  const cudaStream_t stream = context.stream();
+  w.dtype = dtype;
+  cuda::CudaGraph gpu(model, w);
+  w.dtype = Dtype::kFp32;
+  cpu::CpuGraph cpu(model, w);
+
+  std::vector<float> parameters(static_cast<std::size_t>(cpu.graph().parameter_elements));
+  initialize_parameters(cpu.graph(), 11, parameters);
+  if (dtype == Dtype::kBf16)
+    for (float& value : parameters) value = __bfloat162float(__float2bfloat16(value));
+  std::copy(parameters.begin(), parameters.end(), cpu.parameters().begin());
+  gpu.set_parameters(parameters, stream);
+  const test::Batch batch = test::text_batch(w.batch, w.seq, cpu.graph().vocab_size);
+  cpu.set_batch(batch.ids, batch.targets);
+  gpu.set_batch(batch.ids, batch.targets, stream);
+  cpu.set_dropout_seed(3);
+  gpu.set_dropout_seed(3);
+
+  const double cpu_loss = cpu.forward_backward(), gpu_loss = gpu.forward_backward(stream);
+  const double loss_error = std::abs(gpu_loss - cpu_loss) / std::abs(cpu_loss);
+  bool ok = loss_error <= tolerance.loss_relative;
+  std::printf("%s  %-28s %-40s gpu %.7g cpu %.7g (relative %.3g, tolerance %g)\n", ok ? "ok  " : "FAIL", label.c_str(),
+              "loss", gpu_loss, cpu_loss, loss_error, tolerance.loss_relative);
+
+  const std::vector<float> gradients = gpu.host_copy(Arena::kGradients, stream);
+  for (std::size_t i = 0; i < cpu.layer_count(); ++i) {
+    const GraphLayer& layer = cpu.graph().layers[i];
+    if (layer.tied) continue;  // its gradient is in the owner's
+    for (const GraphParam& param : layer.params) {
+      const auto offset = static_cast<std::size_t>(param.value.offset), count = static_cast<std::size_t>(param.value.elements);
+      ok &= compare_gradient(label, layer.name + "." + param.name, std::span<const float>(gradients).subspan(offset, count),
+                             std::span<const float>(cpu.gradients()).subspan(offset, count), tolerance);
+    }
+  }
+  // A tied layer's spans are its owner's (a bucket syncs them once).
+  for (std::size_t i = 0; i < gpu.layer_count(); ++i) {
+    const GraphLayer& layer = gpu.graph().layers[i];
+    if (!layer.tied) continue;
+    const std::vector<cuda::DeviceSpan> spans = gpu.layer_gradients(i);
+    const bool shared = !spans.empty() && static_cast<std::uint8_t*>(spans[0].data) ==
+                                              static_cast<std::uint8_t*>(gpu.gradients().data) +
+                                                  layer.params[0].value.offset * dtype_size_bytes(dtype);
+    std::printf("%s  %-28s %-40s spans the owner's gradients\n", shared ? "ok  " : "FAIL", label.c_str(),
+                layer.name.c_str());
+    ok &= shared;
+  }
+  return ok;
+}
+
+// The device bytes of tiny-gpt's graph at batch 2 x seq 32 (T = 64) in bf16, beyond the arenas
+// (LayerGraph::total_bytes(2)), by hand: 20 fp32 statistics of [T] (mean and rstd of 9 layer
+// norms, the losses and lse) = 20 x 64 x 4 = 5120 bytes; the scores' backward scratch
+// [B, heads, S, S] = 2 x 4 x 32 x 32 = 8192 values = 16384 bytes; contiguous q, k, d_q, d_k
+// (GPT-2's are column slices of c_attn's output) 4 x T x d = 4 x 64 x 128 = 32768 values =
+// 65536 bytes. Host arithmetic only: runs without a GPU.
+bool check_graph_bytes() {
+  Workload w;
+  w.batch = 2;
+  w.seq = 32;
+  w.dtype = Dtype::kBf16;
+  const LayerGraph graph = build_layer_graph(test::shipped_model("tiny-gpt"), w);
+  const std::int64_t expected = graph.total_bytes(2) + 5120 + 16384 + 65536, actual = cuda::cuda_graph_bytes(graph);
+  std::printf("%s  cuda_graph_bytes of tiny-gpt bf16 at 2 x 32: %lld, expected %lld\n", actual == expected ? "ok  " : "FAIL",
+              static_cast<long long>(actual), static_cast<long long>(expected));
+  return actual == expected;
+}
+
+// A graph too large for the device: one InputError line naming the workload, before any allocation.
+bool check_graph_too_large() {
+  const Model model = test::shipped_model("gpt2-xl");
+  Workload w;
+  w.batch = 4096;
+  w.seq = 1024;
+  w.dtype = Dtype::kBf16;
+  try {
+    cuda::CudaGraph graph(model, w);
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    const bool ok = message.find("--batch 4096 --seq 1024: the cuda layer graph of gpt2-xl needs") == 0 &&
+                    message.find('\n') == std::string::npos;
+    std::printf("%s  graph too large: %s\n", ok ? "ok  " : "FAIL", message.c_str());
+    return ok;
+  }
+  std::printf("FAIL  graph too large: gpt2-xl at batch 4096 x seq 1024 was allocated\n");
+  return false;
+}
+
 // The CUDA profiler end to end on tiny-gpt: every layer with work gets a positive median.
 bool check_profiler(Dtype dtype) {
   const Model model = expand_model(read_model_spec_file(std::string(SYNCPLAN_DATA_DIR) + "/models/tiny-gpt.json"));
@@ -173,6 +321,10 @@ bool check_profiler(Dtype dtype) {
 }  // namespace
 
 int main() {
+  if (!check_graph_bytes()) {
+    std::printf("FAIL: 1 failing case (before looking for a device)\n");
+    return 1;
+  }
   int devices = 0;
   const cudaError_t error = cudaGetDeviceCount(&devices);
   if (error != cudaSuccess || devices == 0) {
@@ -189,6 +341,17 @@ int main() {
       failures += !check_case<float>(c, w, kFp32, context);
       failures += !check_case<__nv_bfloat16>(c, w, kBf16, context);
     }
+    const Model tiny_gpt = test::shipped_model("tiny-gpt"), small_llama = test::small_llama();
+    Workload graph_workload;
+    graph_workload.batch = 2;
+    graph_workload.seq = 32;
+    for (const Dtype dtype : {Dtype::kFp32, Dtype::kBf16}) {
+      const StepTolerance tolerance = dtype == Dtype::kFp32 ? kStepFp32 : kStepBf16;
+      failures += !check_graph(tiny_gpt, graph_workload, dtype, tolerance, context);
+      failures += !check_graph(small_llama, graph_workload, dtype, tolerance, context);
+    }
+    failures += !check_graph(test::small_gpt2_dropout(), graph_workload, Dtype::kFp32, kStepFp32, context);
+    failures += !check_graph_too_large();
     failures += !check_profiler(Dtype::kFp32);
     failures += !check_profiler(Dtype::kBf16);
     std::printf("%s: %d failing case%s\n", failures == 0 ? "PASS" : "FAIL", failures, failures == 1 ? "" : "s");

@@ -59,26 +59,34 @@ void check_equal(const std::vector<float>& actual, const std::vector<float>& exp
 
 }  // namespace
 
-TEST_CASE("linear GEMM calls compute x W, d_y W^T and x^T d_y", "[kernels][gemm_plan]") {
+TEST_CASE("linear GEMM calls compute x W, d_y W^T and x^T d_y in both weight layouts", "[kernels][gemm_plan]") {
+  // kInOut (Conv1D): W [k, n], y = x W. kOutIn (nn.Linear: Llama, lm_head): W [n, k], y = x W^T,
+  // and the weight gradient d_W = d_y^T x takes its operands swapped (A = d_y, B = x).
+  const WeightLayout layout = GENERATE(WeightLayout::kInOut, WeightLayout::kOutIn);
+  const bool out_in = layout == WeightLayout::kOutIn;
   const LinearOp op{3, 4, false};
   const std::int64_t T = 5, k = 3, n = 4;
+  const auto w_at = [&](std::int64_t l, std::int64_t c) { return out_in ? c * k + l : l * n + c; };
   const std::vector<float> x = numbers(T * k, 0.1f), w = numbers(k * n, 0.2f), d_y = numbers(T * n, 0.3f);
   std::vector<float> y(T * n), d_x(T * k), d_w = numbers(k * n, 0.4f);
   const std::vector<float> d_w_before = d_w;
-  run({linear_gemm(LinearProduct::kForward, op, T)}, x, w, y);
-  run({linear_gemm(LinearProduct::kInputGradient, op, T)}, d_y, w, d_x);
-  run({linear_gemm(LinearProduct::kWeightGradient, op, T)}, x, d_y, d_w);
+  run({linear_gemm(LinearProduct::kForward, op, T, layout)}, x, w, y);
+  run({linear_gemm(LinearProduct::kInputGradient, op, T, layout)}, d_y, w, d_x);
+  if (out_in) run({linear_gemm(LinearProduct::kWeightGradient, op, T, layout)}, d_y, x, d_w);
+  else run({linear_gemm(LinearProduct::kWeightGradient, op, T, layout)}, x, d_y, d_w);
   std::vector<float> y_ref(T * n, 0), d_x_ref(T * k, 0), d_w_ref = d_w_before;
   for (std::int64_t t = 0; t < T; ++t)
     for (std::int64_t l = 0; l < k; ++l)
       for (std::int64_t c = 0; c < n; ++c) {
-        y_ref[t * n + c] += x[t * k + l] * w[l * n + c];
-        d_x_ref[t * k + l] += d_y[t * n + c] * w[l * n + c];
-        d_w_ref[l * n + c] += x[t * k + l] * d_y[t * n + c];  // added to what was there
+        y_ref[t * n + c] += x[t * k + l] * w[w_at(l, c)];
+        d_x_ref[t * k + l] += d_y[t * n + c] * w[w_at(l, c)];
+        d_w_ref[w_at(l, c)] += x[t * k + l] * d_y[t * n + c];  // added to what was there
       }
   check_equal(y, y_ref);
   check_equal(d_x, d_x_ref);
   check_equal(d_w, d_w_ref);
+  for (const LinearProduct product : {LinearProduct::kForward, LinearProduct::kInputGradient, LinearProduct::kWeightGradient})
+    CHECK(cublas_argument_error(column_major(linear_gemm(product, op, T, layout))).empty());
 }
 
 TEST_CASE("attention GEMM calls compute every head's products, grouped-query included", "[kernels][gemm_plan]") {
