@@ -4,6 +4,7 @@
 #include "core/field_error.hpp"
 #include "profiler/link_sweep_nccl.hpp"
 
+#include <array>
 #include <climits>
 
 namespace syncplan {
@@ -39,9 +40,29 @@ LinkBackendChoice make_choice(const Backend& backend, std::optional<GpuBackend> 
   return choice;
 }
 
+// Ranks started with different options would sweep different sizes and wait in a collective
+// forever: every rank compares its request with rank 0's before anything else.
+void require_same_request_as_root(const MpiSession& mpi, const LinkProfileRequest& request) {
+  const auto backend_code = [](const std::string& name) -> std::int64_t {
+    return name == "auto" ? 0 : name == "mpi" ? 1 : name == "nccl" ? 2 : 3;
+  };
+  const std::array<std::int64_t, 7> mine = {backend_code(request.backend), request.min_bytes,
+                                            request.max_bytes.value_or(-1), request.step_factor,
+                                            request.warmup_iters, request.iters,
+                                            static_cast<std::int64_t>(request.fit_errors)};
+  std::array<std::int64_t, 7> root = mine;
+  mpi.broadcast(root.data(), static_cast<int>(sizeof root), 0);
+  const int differing = mpi.first_failing_rank(root == mine);
+  if (differing >= 0)
+    throw InputError("profile-link: rank " + std::to_string(differing) +
+                     " was started with other options than rank 0 (backend, sizes, warmup, iters and fit must be "
+                     "the same on every rank)");
+}
+
 }  // namespace
 
 LinkBackendChoice choose_link_backend(const MpiSession& mpi, const LinkProfileRequest& request) {
+  require_same_request_as_root(mpi, request);
   if (request.backend != "auto" && request.backend != "mpi" && request.backend != "nccl")
     throw FieldError("backend", "backend: unknown '" + request.backend + "' (auto, mpi or nccl)");
   if (request.backend == "mpi") return make_choice(kMpiBackend, std::nullopt, "", request);

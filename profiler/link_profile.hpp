@@ -43,7 +43,8 @@ inline constexpr std::int64_t kNcclDefaultMaxBytes = std::int64_t{128} << 20;
 inline constexpr std::int64_t kMpiDefaultMaxBytes = std::int64_t{16} << 20;
 
 /// Chooses the backend (collective: every rank agrees) and checks the sweep options. Throws
-/// FieldError "backend nccl: ..." when nccl was asked for and a rank has no GPU backend library or
+/// InputError on every rank when a rank's request differs from rank 0's (ranks started with
+/// different options would otherwise wait in a collective forever), FieldError "backend nccl: ..." when nccl was asked for and a rank has no GPU backend library or
 /// no GPU, and FieldError for a bad size or count (check_sweep_options).
 LinkBackendChoice choose_link_backend(const MpiSession& mpi, const LinkProfileRequest& request);
 

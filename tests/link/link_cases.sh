@@ -8,6 +8,7 @@
 #   singleton         profile-link without mpirun: 1 rank, busbw 0, and the note that says so
 #   nccl_no_gpu       --backend nccl without a GPU: exit 2 naming the missing device (77 with a GPU)
 #   nccl_run          mpirun -np 1 profile-link --backend nccl on a GPU (77 without one)
+#   mismatched_np2    two ranks started with different options: exit 2 naming the rank, no hang, no file
 set -euo pipefail
 
 case_name="$1" syncplan="$2" python="$3" workdir="$4" mpiexec="${5:-mpirun}"
@@ -61,6 +62,20 @@ case "$case_name" in
     grep -q "backend nccl" out.txt
     check link.json --workers 1 --source measured:nccl \
       --sizes "$("$python" -c 'print(",".join(str(8 << i) for i in range(24)))')"
+    ;;
+  mismatched_np2)
+    # MPMD launch: rank 1 gets other --iters and --min-bytes than rank 0. Each would sweep its own
+    # sizes and wait in a collective forever; the options are compared first.
+    set +e
+    timeout -k 5 60 "$mpiexec" --allow-run-as-root --oversubscribe \
+      -np 1 "$syncplan" profile-link --backend mpi -e 64K -n 5 -o link.json : \
+      -np 1 "$syncplan" profile-link --backend mpi -b 16 -e 64K -n 6 -o link.json 2>err.txt
+    rc=$?
+    set -e
+    cat err.txt
+    [[ $rc -eq 2 ]] || { echo "FAIL: exit code $rc, expected 2 (124: it hung)"; exit 1; }
+    grep -q "profile-link: rank 1 was started with other options than rank 0" err.txt || { echo "FAIL: message"; exit 1; }
+    [[ ! -e link.json ]] || { echo "FAIL: link.json written"; exit 1; }
     ;;
   *) echo "link_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac
