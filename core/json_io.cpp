@@ -217,6 +217,16 @@ void OutputFiles::commit() {
       throw;
     }
   }
+  // Devices and FIFOs cannot be renamed into place: write them before any regular file appears,
+  // so that a failing one (/dev/full) leaves no regular output behind.
+  for (const Pending& file : direct) {
+    try {
+      write_stream(file.target, *file.text, *file.shown);
+    } catch (...) {
+      remove_temporaries();
+      throw;
+    }
+  }
   for (const Pending& file : renamed) {
     std::error_code ec;
     fs::rename(file.temporary, file.target, ec);
@@ -225,7 +235,6 @@ void OutputFiles::commit() {
       throw InputError(*file.shown + ": cannot write file (" + ec.message() + ")");
     }
   }
-  for (const Pending& file : direct) write_stream(file.target, *file.text, *file.shown);
 }
 
 std::optional<std::int64_t> integer_value(const Json& value) {

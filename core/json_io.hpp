@@ -45,7 +45,10 @@ class OutputFiles {
  public:
   void add(const std::string& path, std::string text);
   void add_json(const std::string& path, const Json& value);
-  /// Throws InputError "PATH: cannot write file (...)" and removes the temporary files on failure.
+  /// Writes every file: regular ones through a temporary renamed into place, devices and FIFOs
+  /// directly, before any rename, so a failing write leaves no regular output behind (a device
+  /// written before the failure stays written). Throws InputError "PATH: cannot write file (...)"
+  /// and removes the temporary files on failure.
   void commit();
 
  private:

@@ -1,6 +1,8 @@
 // The CPU profiler: the layer graph on the host (model/cpu/cpu_graph.hpp), steady_clock around
 // each layer's forward and backward, and the Eigen GEMM ceiling.
 #include "profiler/cpu_profile.hpp"
+#include "core/units.hpp"
+#include "profiler/host_memory.hpp"
 #include "core/field_error.hpp"
 
 #include "core/errors.hpp"
@@ -25,22 +27,6 @@ namespace syncplan {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
-
-// Bytes of memory the kernel says are available for new allocations: MemAvailable of
-// /proc/meminfo (free memory plus reclaimable caches), else the free physical pages.
-double available_memory_bytes() {
-  std::ifstream meminfo("/proc/meminfo");
-  std::string line;
-  while (std::getline(meminfo, line)) {
-    std::istringstream fields(line);
-    std::string key;
-    double kibibytes = 0;
-    if (fields >> key >> kibibytes && key == "MemAvailable:") return kibibytes * 1024.0;
-  }
-  return static_cast<double>(sysconf(_SC_AVPHYS_PAGES)) * static_cast<double>(sysconf(_SC_PAGESIZE));
-}
 
 // Seconds of `pass` of one layer; 0 exactly when the layer runs nothing in that pass.
 template <class Pass>
@@ -81,8 +67,8 @@ Measurement measure_cpu(const Model& model, const Workload& workload, const Timi
   if (static_cast<double>(buffer_bytes) > available_bytes)
     throw FieldError("batch", "batch " + std::to_string(workload.batch) + " x seq " + std::to_string(workload.seq) +
                      ": the cpu profile of " + model.name + " needs " +
-                     format_short(static_cast<double>(buffer_bytes) / kBytesPerGiB, 2) +
-                     " GiB of buffers, more than the " + format_short(available_bytes / kBytesPerGiB, 2) +
+                     format_short(static_cast<double>(buffer_bytes) / units::kBytesPerGiB, 2) +
+                     " GiB of buffers, more than the " + format_short(available_bytes / units::kBytesPerGiB, 2) +
                      " GiB available; use a smaller batch or sequence");
 
   cpu::CpuGraph graph(model, workload);

@@ -1,7 +1,10 @@
 // The link-profiling job: backend choice, sweep, checks and fit (docs/link.md).
 #include "profiler/link_profile.hpp"
 
+#include "core/errors.hpp"
 #include "core/field_error.hpp"
+#include "core/units.hpp"
+#include "profiler/host_memory.hpp"
 #include "profiler/link_sweep_nccl.hpp"
 
 #include <array>
@@ -59,13 +62,33 @@ void require_same_request_as_root(const MpiSession& mpi, const LinkProfileReques
                      "the same on every rank)");
 }
 
+// Host buffers per MPI rank for the largest size: the sweep's buffer, its read-back copy, and as
+// much again for Open MPI's nonblocking all-reduce of a large message.
+constexpr double kMpiBuffersPerRank = 3;
+
+// The MPI sweep's buffers fit in the memory of each rank's node (the ranks of one node share it),
+// checked on every rank and agreed on before anything is allocated: too large a --max-bytes is a
+// one-line error, not std::bad_alloc on each rank.
+LinkBackendChoice checked_host_memory(const MpiSession& mpi, LinkBackendChoice choice) {
+  const double ranks_per_node = mpi.max(static_cast<double>(mpi.local_rank() + 1));  // at most this many share a node
+  const double needed_bytes = kMpiBuffersPerRank * static_cast<double>(choice.sweep.max_bytes) * ranks_per_node;
+  const int short_rank = mpi.first_failing_rank(needed_bytes <= available_memory_bytes());
+  if (short_rank >= 0)
+    throw FieldError("max_bytes", "max_bytes " + std::to_string(choice.sweep.max_bytes) + ": the MPI sweep needs about " +
+                                      format_short(needed_bytes / units::kBytesPerGiB, 2) + " GiB of host memory per node (" +
+                                      format_short(kMpiBuffersPerRank, 0) + " buffers of that size for each of up to " +
+                                      format_short(ranks_per_node, 0) + " ranks), more than rank " +
+                                      std::to_string(short_rank) + "'s node has available; sweep smaller sizes");
+  return choice;
+}
+
 }  // namespace
 
 LinkBackendChoice choose_link_backend(const MpiSession& mpi, const LinkProfileRequest& request) {
   require_same_request_as_root(mpi, request);
   if (request.backend != "auto" && request.backend != "mpi" && request.backend != "nccl")
     throw FieldError("backend", "backend: unknown '" + request.backend + "' (auto, mpi or nccl)");
-  if (request.backend == "mpi") return make_choice(kMpiBackend, std::nullopt, "", request);
+  if (request.backend == "mpi") return checked_host_memory(mpi, make_choice(kMpiBackend, std::nullopt, "", request));
   std::string why;
   std::optional<GpuBackend> gpu = GpuBackend::load(why);
   if (gpu && gpu->nccl().open == nullptr) {
@@ -82,11 +105,13 @@ LinkBackendChoice choose_link_backend(const MpiSession& mpi, const LinkProfileRe
     return make_choice(kNcclBackend, std::move(gpu), "", request);
   }
   if (unloaded >= 0)
-    return make_choice(kMpiBackend, std::nullopt, "auto: no GPU backend on rank " + std::to_string(unloaded), request);
+    return checked_host_memory(
+        mpi, make_choice(kMpiBackend, std::nullopt, "auto: no GPU backend on rank " + std::to_string(unloaded), request));
   std::string reason;
   const int failing = first_rank_without_device(mpi, *gpu, reason);
   if (failing >= 0)
-    return make_choice(kMpiBackend, std::nullopt, "auto: no CUDA device for rank " + std::to_string(failing), request);
+    return checked_host_memory(
+        mpi, make_choice(kMpiBackend, std::nullopt, "auto: no CUDA device for rank " + std::to_string(failing), request));
   return make_choice(kNcclBackend, std::move(gpu), "auto: a CUDA device per rank", request);
 }
 

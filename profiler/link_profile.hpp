@@ -45,7 +45,8 @@ inline constexpr std::int64_t kMpiDefaultMaxBytes = std::int64_t{16} << 20;
 /// Chooses the backend (collective: every rank agrees) and checks the sweep options. Throws
 /// InputError on every rank when a rank's request differs from rank 0's (ranks started with
 /// different options would otherwise wait in a collective forever), FieldError "backend nccl: ..." when nccl was asked for and a rank has no GPU backend library or
-/// no GPU, and FieldError for a bad size or count (check_sweep_options).
+/// no GPU, FieldError for a bad size or count (check_sweep_options), and FieldError "max_bytes"
+/// when the MPI sweep's host buffers would not fit in a node's available memory.
 LinkBackendChoice choose_link_backend(const MpiSession& mpi, const LinkProfileRequest& request);
 
 /// What the sweep measured.

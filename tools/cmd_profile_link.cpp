@@ -7,6 +7,7 @@
 #include "tools/cli_common.hpp"
 
 #include <cstdio>
+#include <limits>
 #include <exception>
 #include <functional>
 #include <iostream>
@@ -40,7 +41,10 @@ std::int64_t parse_size_bytes(const std::string& text, const std::string& option
   if (digits == 0 || digits > 12 || shift < 0)
     throw InputError(option + ": expected bytes as a whole number with an optional K, M or G (x1024), got '" + text +
                      "'");
-  return std::stoll(text.substr(0, digits)) << shift;
+  const std::int64_t value = std::stoll(text.substr(0, digits));
+  if (value > (std::numeric_limits<std::int64_t>::max() >> shift))
+    throw InputError(option + ": '" + text + "' is more bytes than a 64-bit count holds");
+  return value << shift;
 }
 
 // Runs `check` on rank 0 only (e.g. the output path, which only rank 0 writes); when it fails,

@@ -8,6 +8,8 @@
 #   singleton         profile-link without mpirun: 1 rank, busbw 0, and the note that says so
 #   nccl_no_gpu       --backend nccl without a GPU: exit 2 naming the missing device (77 with a GPU)
 #   nccl_run          mpirun -np 1 profile-link --backend nccl on a GPU (77 without one)
+#   too_large         sizes whose host buffers exceed the memory (an address-space limit here): exit 2
+#                     naming --max-bytes before anything is allocated; a size past 64 bits: exit 2
 #   mismatched_np2    two ranks started with different options: exit 2 naming the rank, no hang, no file
 set -euo pipefail
 
@@ -62,6 +64,25 @@ case "$case_name" in
     grep -q "backend nccl" out.txt
     check link.json --workers 1 --source measured:nccl \
       --sizes "$("$python" -c 'print(",".join(str(8 << i) for i in range(24)))')"
+    ;;
+  too_large)
+    # 2 GiB sweeps need about 6 GiB of buffers (3 per rank): more than a 3 GB address space holds.
+    set +e
+    (ulimit -v 3000000 && "$syncplan" profile-link --backend mpi -b 2G -e 2G -o link.json) 2>err.txt
+    rc=$?
+    set -e
+    cat err.txt
+    [[ $rc -eq 2 ]] || { echo "FAIL: exit code $rc, expected 2"; exit 1; }
+    grep -q -- "--max-bytes 2147483648: the MPI sweep needs about 6" err.txt || { echo "FAIL: message"; exit 1; }
+    [[ $(wc -l <err.txt) -eq 1 ]] || { echo "FAIL: more than one line"; exit 1; }
+    set +e
+    "$syncplan" profile-link --backend mpi -e 999999999999G -o link.json 2>err.txt
+    rc=$?
+    set -e
+    cat err.txt
+    [[ $rc -eq 2 ]] && grep -q -- "--max-bytes: '999999999999G' is more bytes than a 64-bit count holds" err.txt ||
+      { echo "FAIL: overflowing size: exit $rc"; exit 1; }
+    [[ ! -e link.json ]] || { echo "FAIL: link.json written"; exit 1; }
     ;;
   mismatched_np2)
     # MPMD launch: rank 1 gets other --iters and --min-bytes than rank 0. Each would sweep its own
