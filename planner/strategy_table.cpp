@@ -110,6 +110,9 @@ const Strategy& strategy_for(const std::string& name, StrategyUse use) {
   const Strategy* strategy = find_strategy(name);
   if (strategy && use == StrategyUse::kPeriodModel && strategy->des() && !strategy->period_model())
     throw FieldError(field, field + " " + name + ": runs only in the discrete-event simulator (needs a cluster)");
+  if (strategy && use == StrategyUse::kPlan && !strategy->plannable())
+    throw FieldError(field, field + " " + name + ": not a planning algorithm but a fixed strategy (time it with "
+                                                  "simulate --strategy; plannable: " + strategy_names_text(use) + ")");
   if (!strategy || !supports(*strategy, use))
     throw FieldError(field, field + ": unknown '" + name + "' (choose from " + strategy_names_text(use) + ")");
   return *strategy;

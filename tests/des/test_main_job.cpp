@@ -121,7 +121,9 @@ TEST_CASE("main job: the automatic period and request errors name the field", "[
   }
   request.period = 2;
   request.algorithm = "ssgd";  // not plannable
-  REQUIRE_THROWS_WITH(run_plan_job(request), Catch::Matchers::StartsWith("algorithm: unknown 'ssgd'"));
+  REQUIRE_THROWS_WITH(run_plan_job(request), Catch::Matchers::StartsWith("algorithm ssgd: not a planning algorithm"));
+  request.algorithm = "bogus";  // no strategy at all
+  REQUIRE_THROWS_WITH(run_plan_job(request), Catch::Matchers::StartsWith("algorithm: unknown 'bogus'"));
   request.algorithm = "dp";
   request.every_iteration = "^nothing$";
   REQUIRE_THROWS_WITH(run_plan_job(request), Catch::Matchers::StartsWith("every_iteration: "));
