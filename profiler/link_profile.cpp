@@ -76,8 +76,8 @@ LinkBackendChoice checked_host_memory(const MpiSession& mpi, LinkBackendChoice c
   if (short_rank >= 0)
     throw FieldError("max_bytes", "max_bytes " + std::to_string(choice.sweep.max_bytes) + ": the MPI sweep needs about " +
                                       format_short(needed_bytes / units::kBytesPerGiB, 2) + " GiB of host memory per node (" +
-                                      format_short(kMpiBuffersPerRank, 0) + " buffers of that size for each of up to " +
-                                      format_short(ranks_per_node, 0) + " ranks), more than rank " +
+                                      format_short(kMpiBuffersPerRank, 0) + " buffers of that size per rank, up to " +
+                                      format_short(ranks_per_node, 0) + " rank(s) per node), more than rank " +
                                       std::to_string(short_rank) + "'s node has available; sweep smaller sizes");
   return choice;
 }
