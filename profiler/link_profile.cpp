@@ -69,7 +69,7 @@ constexpr double kMpiBuffersPerRank = 3;
 // The MPI sweep's buffers fit in the memory of each rank's node (the ranks of one node share it),
 // checked on every rank and agreed on before anything is allocated: too large a --max-bytes is a
 // one-line error, not std::bad_alloc on each rank.
-LinkBackendChoice checked_host_memory(const MpiSession& mpi, LinkBackendChoice choice) {
+void check_host_memory(const MpiSession& mpi, const LinkBackendChoice& choice) {
   const double ranks_per_node = mpi.max(static_cast<double>(mpi.local_rank() + 1));  // at most this many share a node
   const double needed_bytes = kMpiBuffersPerRank * static_cast<double>(choice.sweep.max_bytes) * ranks_per_node;
   const int short_rank = mpi.first_failing_rank(needed_bytes <= available_memory_bytes());
@@ -79,16 +79,13 @@ LinkBackendChoice checked_host_memory(const MpiSession& mpi, LinkBackendChoice c
                                       format_short(kMpiBuffersPerRank, 0) + " buffers of that size per rank, up to " +
                                       format_short(ranks_per_node, 0) + " rank(s) per node), more than rank " +
                                       std::to_string(short_rank) + "'s node has available; sweep smaller sizes");
-  return choice;
 }
 
-}  // namespace
-
-LinkBackendChoice choose_link_backend(const MpiSession& mpi, const LinkProfileRequest& request) {
-  require_same_request_as_root(mpi, request);
+// The backend "auto", "mpi" or "nccl" means on these ranks (collective).
+LinkBackendChoice backend_for(const MpiSession& mpi, const LinkProfileRequest& request) {
   if (request.backend != "auto" && request.backend != "mpi" && request.backend != "nccl")
     throw FieldError("backend", "backend: unknown '" + request.backend + "' (auto, mpi or nccl)");
-  if (request.backend == "mpi") return checked_host_memory(mpi, make_choice(kMpiBackend, std::nullopt, "", request));
+  if (request.backend == "mpi") return make_choice(kMpiBackend, std::nullopt, "", request);
   std::string why;
   std::optional<GpuBackend> gpu = GpuBackend::load(why);
   if (gpu && gpu->nccl().open == nullptr) {
@@ -105,14 +102,21 @@ LinkBackendChoice choose_link_backend(const MpiSession& mpi, const LinkProfileRe
     return make_choice(kNcclBackend, std::move(gpu), "", request);
   }
   if (unloaded >= 0)
-    return checked_host_memory(
-        mpi, make_choice(kMpiBackend, std::nullopt, "auto: no GPU backend on rank " + std::to_string(unloaded), request));
+    return make_choice(kMpiBackend, std::nullopt, "auto: no GPU backend on rank " + std::to_string(unloaded), request);
   std::string reason;
   const int failing = first_rank_without_device(mpi, *gpu, reason);
   if (failing >= 0)
-    return checked_host_memory(
-        mpi, make_choice(kMpiBackend, std::nullopt, "auto: no CUDA device for rank " + std::to_string(failing), request));
+    return make_choice(kMpiBackend, std::nullopt, "auto: no CUDA device for rank " + std::to_string(failing), request);
   return make_choice(kNcclBackend, std::move(gpu), "auto: a CUDA device per rank", request);
+}
+
+}  // namespace
+
+LinkBackendChoice choose_link_backend(const MpiSession& mpi, const LinkProfileRequest& request) {
+  require_same_request_as_root(mpi, request);
+  LinkBackendChoice choice = backend_for(mpi, request);
+  if (!choice.gpu) check_host_memory(mpi, choice);  // NCCL's buffers are on the device
+  return choice;
 }
 
 LinkProfile run_link_profile(const MpiSession& mpi, const LinkBackendChoice& choice, FitErrors fit_errors,

@@ -24,6 +24,20 @@ mpi() { run "$mpiexec" --allow-run-as-root --oversubscribe "$@"; }
 sizes_8_to_64k="8,16,32,64,128,256,512,1024,2048,4096,8192,16384,32768,65536"
 sizes_8_to_4m=$("$python" -c 'print(",".join(str(8 << i) for i in range(20)))')
 sizes_8_to_128m=$("$python" -c 'print(",".join(str(8 << i) for i in range(25)))')
+# expect_refused MESSAGE COMMAND...: COMMAND exits 2 (not 124: a hang ended by a timeout) with
+# MESSAGE on stderr (kept in err.txt), and no link.json is written.
+expect_refused() {
+  local message="$1" rc
+  shift
+  set +e
+  "$@" 2>err.txt
+  rc=$?
+  set -e
+  cat err.txt
+  [[ $rc -eq 2 ]] || { echo "FAIL: exit code $rc, expected 2 (124: it hung)"; exit 1; }
+  grep -qF -- "$message" err.txt || { echo "FAIL: stderr does not say: $message"; exit 1; }
+  [[ ! -e link.json ]] || { echo "FAIL: link.json written"; exit 1; }
+}
 has_gpu() { command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep -q '^GPU '; }
 
 case "$case_name" in
@@ -52,14 +66,7 @@ case "$case_name" in
     ;;
   nccl_no_gpu)
     if has_gpu; then echo "SKIP: a GPU is visible (nccl_run covers it)"; exit 77; fi
-    set +e
-    "$syncplan" profile-link --backend nccl -e 64K -o link.json 2>err.txt
-    rc=$?
-    set -e
-    cat err.txt
-    [[ $rc -eq 2 ]] || { echo "FAIL: exit code $rc, expected 2"; exit 1; }
-    grep -q "backend nccl: rank 0 has no visible CUDA device" err.txt || { echo "FAIL: message"; exit 1; }
-    [[ ! -e link.json ]] || { echo "FAIL: link.json written"; exit 1; }
+    expect_refused "backend nccl: rank 0 has no visible CUDA device" "$syncplan" profile-link --backend nccl -e 64K -o link.json
     ;;
   nccl_run)
     if ! has_gpu; then echo "SKIP: no GPU visible (nvidia-smi -L lists none)"; exit 77; fi
@@ -70,36 +77,19 @@ case "$case_name" in
     ;;
   too_large)
     # 2 GiB sweeps need about 6 GiB of buffers (3 per rank): more than a 3 GB address space holds.
-    set +e
-    (ulimit -v 3000000 && "$syncplan" profile-link --backend mpi -b 2G -e 2G -o link.json) 2>err.txt
-    rc=$?
-    set -e
-    cat err.txt
-    [[ $rc -eq 2 ]] || { echo "FAIL: exit code $rc, expected 2"; exit 1; }
-    grep -q -- "--max-bytes 2147483648: the MPI sweep needs about 6" err.txt || { echo "FAIL: message"; exit 1; }
+    expect_refused "--max-bytes 2147483648: the MPI sweep needs about 6" \
+      bash -c 'ulimit -v 3000000 && exec "$0" profile-link --backend mpi -b 2G -e 2G -o link.json' "$syncplan"
     [[ $(wc -l <err.txt) -eq 1 ]] || { echo "FAIL: more than one line"; exit 1; }
-    set +e
-    "$syncplan" profile-link --backend mpi -e 999999999999G -o link.json 2>err.txt
-    rc=$?
-    set -e
-    cat err.txt
-    [[ $rc -eq 2 ]] && grep -q -- "--max-bytes: '999999999999G' is more bytes than a 64-bit count holds" err.txt ||
-      { echo "FAIL: overflowing size: exit $rc"; exit 1; }
-    [[ ! -e link.json ]] || { echo "FAIL: link.json written"; exit 1; }
+    expect_refused "--max-bytes: '999999999999G' is more bytes than a 64-bit count holds" \
+      "$syncplan" profile-link --backend mpi -e 999999999999G -o link.json
     ;;
   mismatched_np2)
     # MPMD launch: rank 1 gets other --iters and --min-bytes than rank 0. Each would sweep its own
     # sizes and wait in a collective forever; the options are compared first.
-    set +e
-    timeout -k 5 60 "$mpiexec" --allow-run-as-root --oversubscribe \
+    expect_refused "profile-link: rank 1 was started with other options than rank 0" \
+      timeout -k 5 60 "$mpiexec" --allow-run-as-root --oversubscribe \
       -np 1 "$syncplan" profile-link --backend mpi -e 64K -n 5 -o link.json : \
-      -np 1 "$syncplan" profile-link --backend mpi -b 16 -e 64K -n 6 -o link.json 2>err.txt
-    rc=$?
-    set -e
-    cat err.txt
-    [[ $rc -eq 2 ]] || { echo "FAIL: exit code $rc, expected 2 (124: it hung)"; exit 1; }
-    grep -q "profile-link: rank 1 was started with other options than rank 0" err.txt || { echo "FAIL: message"; exit 1; }
-    [[ ! -e link.json ]] || { echo "FAIL: link.json written"; exit 1; }
+      -np 1 "$syncplan" profile-link --backend mpi -b 16 -e 64K -n 6 -o link.json
     ;;
   *) echo "link_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac
