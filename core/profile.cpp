@@ -36,7 +36,14 @@ void validate_profile(const Profile& profile, const std::string& origin) {
       if (profile.layers[*target].tied_to)
         throw InputError(where + ": '" + *layer.tied_to + "' is itself tied to '" + *profile.layers[*target].tied_to +
                          "'; tie every sharer to the owner");
+      if (profile.layers[*target].frozen != layer.frozen)
+        throw InputError(where + ": '" + *layer.tied_to + "' is " + (layer.frozen ? "not " : "") +
+                         "frozen but this layer is" + (layer.frozen ? "" : " not") +
+                         "; shared parameters are trained or frozen together");
     }
+    if (layer.frozen && layer.sync_s && *layer.sync_s > 0)
+      throw InputError(origin + ": layer '" + layer.name + "': field 'sync_s': " + format_exact(*layer.sync_s) +
+                       " s, but the layer is frozen and runs no all-reduce (give null or 0)");
     for (const auto& [field, value] : times) {
       if (!value->has_value()) continue;
       if (!std::isfinite(**value))
@@ -84,6 +91,11 @@ Profile profile_from_json(const Json& document, const std::string& origin) {
     layer.update_s = reader.optional_seconds("update_s");
     layer.sync_s = reader.optional_seconds("sync_s");
     layer.tied_to = reader.optional_string("tied_to", Null::kRejected);
+    if (const Json* frozen = reader.optional("frozen", Null::kRejected)) {
+      if (!frozen->is_boolean())
+        throw InputError(where + ": field 'frozen': expected true or false, got " + json_type_name(*frozen));
+      layer.frozen = frozen->get<bool>();
+    }
     reader.reject_unknown_keys();
     profile.layers.push_back(std::move(layer));
   }
@@ -119,6 +131,7 @@ Json profile_to_json(const Profile& profile) {
     item["update_s"] = optional_to_json(layer.update_s);
     item["sync_s"] = optional_to_json(layer.sync_s);
     if (layer.tied_to) item["tied_to"] = *layer.tied_to;
+    if (layer.frozen) item["frozen"] = true;
     layers.push_back(std::move(item));
   }
   document["layers"] = std::move(layers);

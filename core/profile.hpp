@@ -25,6 +25,9 @@ struct LayerProfile {
   std::optional<double> sync_s;            ///< one all-reduce of its parameters across `workers` (s)
   std::optional<std::string> tied_to;      ///< another layer whose parameters this one shares (GPT-2's
                                            ///< lm_head -> transformer.wte): synced once, with that layer
+  bool frozen = false;                     ///< its parameters are not trained (LoRA base weights, requires_grad
+                                           ///< false): no all-reduce under any sync-time source, backward_s still
+                                           ///< counts; profile key "frozen", absent = false (docs/formats.md)
 };
 
 /// A whole profile: layers in forward order (input-most first); backprop visits them in reverse.
@@ -39,7 +42,8 @@ struct Profile {
 };
 
 /// Checks the invariants every profile holds (non-empty, unique non-empty names, finite
-/// non-negative times); `origin` names the file in errors. Throws InputError naming the layer.
+/// non-negative times; a frozen layer has no sync_s above 0, and a tie group is frozen as a whole);
+/// `origin` names the file in errors. Throws InputError naming the layer.
 void validate_profile(const Profile& profile, const std::string& origin);
 
 /// Parses a syncplan.profile/v1 document. Unknown keys, wrong types, negative or non-finite

@@ -132,6 +132,7 @@ class Builder {
     GraphLayer& layer = graph_.layers.emplace_back();
     layer.name = name;
     layer.param_count = source.param_count();
+    layer.frozen = source.frozen;
     if (source.tied_to) {
       const auto owner = owner_params_.find(*source.tied_to);
       if (owner == owner_params_.end())

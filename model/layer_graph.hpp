@@ -197,6 +197,7 @@ struct GraphLayer {
   std::string name;
   std::vector<GraphParam> params;  ///< what it computes with; a tied layer's are its owner's
   bool tied = false;               ///< shares the owner's parameters (sync with the owner, not again)
+  bool frozen = false;             ///< not trained (the spec's `frozen`): its gradients are never synced
   std::int64_t param_count = 0;    ///< parameters it owns (0 when tied), = ModelLayer::param_count()
   std::vector<GraphStep> steps;    ///< forward order; the backward runs them in reverse
   bool has_forward() const { return !steps.empty(); }

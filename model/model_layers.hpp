@@ -198,6 +198,7 @@ struct ModelLayer {
   ModuleKind module = ModuleKind::kLinear;
   std::vector<ParamTensor> params;     ///< tensors the module computes with (a tied module's belong to its owner)
   std::optional<std::string> tied_to;  ///< the layer owning `params` (GPT-2's lm_head -> transformer.wte)
+  bool frozen = false;                 ///< parameters not trained (the spec's `frozen`): never synced
   std::vector<LayerOp> ops;            ///< computations charged to this layer, in forward execution order
 
   /// Parameters this layer owns (count): the sum over `params`, or 0 when tied_to is set, so that

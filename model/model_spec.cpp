@@ -5,6 +5,8 @@
 
 #include "core/errors.hpp"
 
+#include <fnmatch.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -42,6 +44,30 @@ bool required_bool(ObjectReader& reader, const std::string& key) {
   if (!value.is_boolean())
     throw InputError(reader.where() + ": field '" + key + "': expected true or false, got " + json_type_name(value));
   return value.get<bool>();
+}
+
+// The optional "frozen" list: non-empty strings (patterns; checked against the layers later).
+std::vector<std::string> optional_patterns(ObjectReader& reader, const std::string& key) {
+  const Json* value = reader.optional(key, Null::kRejected);
+  if (!value) return {};
+  const std::string where = reader.where() + ": field '" + key + "'";
+  if (!value->is_array()) throw InputError(where + ": expected an array of layer-name patterns, got " + json_type_name(*value));
+  std::vector<std::string> patterns;
+  for (std::size_t i = 0; i < value->size(); ++i) {
+    const Json& item = (*value)[i];
+    const std::string at = where + "[" + std::to_string(i) + "]";
+    if (!item.is_string() || is_nonfinite_token(item)) throw InputError(at + ": expected a string, got " + json_type_name(item));
+    if (item.get_ref<const std::string&>().empty()) throw InputError(at + ": empty pattern");
+    if (item.get_ref<const std::string&>().size() > kLongestLayerName)
+      throw InputError(at + ": " + std::to_string(item.get_ref<const std::string&>().size()) +
+                       " characters, at most " + std::to_string(kLongestLayerName));
+    patterns.push_back(item.get<std::string>());
+  }
+  return patterns;
+}
+
+bool matches(const std::string& pattern, const std::string& name) {
+  return fnmatch(pattern.c_str(), name.c_str(), 0) == 0;
 }
 
 }  // namespace
@@ -91,7 +117,16 @@ ModelSpec model_spec_from_json(const Json& document, const std::string& origin) 
     spec.attn_pdrop = required_probability(reader, "attn_pdrop");
     spec.resid_pdrop = required_probability(reader, "resid_pdrop");
   }
+  spec.frozen = optional_patterns(reader, "frozen");
   reader.reject_unknown_keys();
+  if (!spec.frozen.empty()) {
+    const Model model = expand_model(spec);
+    for (const std::string& pattern : spec.frozen)
+      if (std::none_of(model.layers.begin(), model.layers.end(),
+                       [&](const ModelLayer& layer) { return matches(pattern, layer.name); }))
+        throw InputError(origin + ": field 'frozen': pattern '" + pattern + "' matches no layer of " + spec.name +
+                         " (names as in docs/models.md section 2, e.g. '" + model.layers.front().name + "')");
+  }
   return spec;
 }
 
@@ -243,6 +278,19 @@ Model expand_model(const ModelSpec& spec) {
   model.num_hidden_layers = spec.num_hidden_layers;
   if (spec.architecture == Architecture::kGpt2) expand_gpt2(spec, model.layers);
   else expand_llama(spec, model.layers);
+  // Frozen layers (the spec's patterns), then whole tie groups: a tied layer computes with its
+  // owner's tensors, so freezing either freezes both.
+  for (ModelLayer& layer : model.layers)
+    layer.frozen = std::any_of(spec.frozen.begin(), spec.frozen.end(),
+                               [&](const std::string& pattern) { return matches(pattern, layer.name); });
+  const auto owner_of = [&](const ModelLayer& layer) {
+    return std::find_if(model.layers.begin(), model.layers.end(),
+                        [&](const ModelLayer& other) { return layer.tied_to && other.name == *layer.tied_to; });
+  };
+  for (const ModelLayer& layer : model.layers)  // a frozen sharer freezes the owner ...
+    if (const auto owner = owner_of(layer); owner != model.layers.end() && layer.frozen) owner->frozen = true;
+  for (ModelLayer& layer : model.layers)  // ... and the owner every sharer
+    if (const auto owner = owner_of(layer); owner != model.layers.end()) layer.frozen = owner->frozen;
   return model;
 }
 
@@ -262,6 +310,7 @@ Profile model_profile_skeleton(const Model& model, Dtype dtype, const std::strin
     entry.param_count = layer.param_count();
     entry.param_bytes = layer.param_count() * dtype_size_bytes(dtype);
     entry.tied_to = layer.tied_to;
+    entry.frozen = layer.frozen;
     profile.layers.push_back(std::move(entry));
   }
   return profile;

@@ -44,6 +44,11 @@ struct ModelSpec {
   double embd_pdrop = 0;                     ///< GPT-2: dropout after the embeddings, in [0, 1)
   double attn_pdrop = 0;                     ///< GPT-2: dropout on attention probabilities, in [0, 1)
   double resid_pdrop = 0;                    ///< GPT-2: dropout on each block's two residual branches, in [0, 1)
+  /// Layers whose parameters are not trained (key "frozen", optional, default none): shell-style
+  /// patterns (POSIX fnmatch, no flags: `*` any run of characters dots included, `?` one, `[...]`
+  /// a set) over the expanded layer names, e.g. "transformer.wte" or "transformer.h.*.attn.*"
+  /// (docs/models.md section 2); each must match at least one layer.
+  std::vector<std::string> frozen;
 
   /// hidden_size / num_attention_heads.
   std::int64_t head_dim() const { return hidden_size / num_attention_heads; }
@@ -51,8 +56,9 @@ struct ModelSpec {
 
 /// Parses a syncplan.model/v1 document. Unknown keys (including another architecture's),
 /// missing fields, wrong types, sizes < 1 or above the limits of docs/formats.md, heads that do
-/// not divide hidden_size, key/value heads that do not divide the heads, dropout outside [0, 1)
-/// and eps/theta <= 0 throw InputError naming `origin` and the field.
+/// not divide hidden_size, key/value heads that do not divide the heads, dropout outside [0, 1),
+/// eps/theta <= 0, and a `frozen` pattern that is empty or matches no layer throw InputError
+/// naming `origin` and the field (and the pattern).
 ModelSpec model_spec_from_json(const Json& document, const std::string& origin);
 
 /// read_json_file + model_spec_from_json.
@@ -81,15 +87,16 @@ struct Model {
 /// The layer list of `spec`, with Hugging Face's leaf-module names, in forward call order (the
 /// order the forward pass runs them; its reverse is the order their gradients become ready);
 /// computations that belong to no module are charged to the module that runs just before them
-/// (docs/models.md section 2).
+/// (docs/models.md section 2). A layer matched by a `frozen` pattern is frozen, and so is the
+/// rest of its tie group (shared parameters are trained or frozen together).
 Model expand_model(const ModelSpec& spec);
 
 /// Checks that `workload` fits the model: seq <= max_position_embeddings. Throws InputError
 /// "--seq N: longer than max_position_embeddings M of model NAME" otherwise.
 void check_workload(const Model& model, const Workload& workload);
 
-/// A profile with the model's layers, names, param_count, param_bytes (param_count x dtype size)
-/// and tied_to, and no times: the common part of every profiling backend. `source` is set as given.
+/// A profile with the model's layers, names, param_count, param_bytes (param_count x dtype size),
+/// tied_to and frozen, and no times: the common part of every profiling backend. `source` is set as given.
 Profile model_profile_skeleton(const Model& model, Dtype dtype, const std::string& source);
 
 }  // namespace syncplan

@@ -13,7 +13,11 @@ namespace syncplan {
 
 namespace {
 
-// One time file: layer names in file order with their seconds.
+std::string list_names(const std::vector<std::string>& names);
+
+// One time file: layer names in file order with their seconds. Non-finite values are collected
+// first, so that a file with many of them (DreamDDP's LoRA backward files: empty adapters, NaN)
+// is named in one message with their count.
 std::vector<std::pair<std::string, double>> read_time_file(const std::string& path,
                                                            NonfinitePolicy nonfinite) {
   const Json document = read_json_file(path);
@@ -22,17 +26,32 @@ std::vector<std::pair<std::string, double>> read_time_file(const std::string& pa
                      json_type_name(document));
   if (document.empty()) throw InputError(path + ": no layers (empty object)");
   std::vector<std::pair<std::string, double>> times;
+  std::vector<std::string> nonfinite_layers;
+  const Json* first_nonfinite = nullptr;
+  std::string first_nonfinite_where;
   for (const auto& item : document.items()) {
     const std::string where = path + ": layer '" + item.key() + "'";
     if (item.key().empty()) throw InputError(path + ": empty layer name");
     double seconds = 0;
-    if (is_nonfinite_token(item.value()) && nonfinite == NonfinitePolicy::kZero) {
-      std::cerr << "warning: " << where << ": non-finite time replaced by 0 (--nonfinite zero)\n";
+    if (is_nonfinite_token(item.value())) {
+      if (nonfinite == NonfinitePolicy::kZero) {
+        std::cerr << "warning: " << where << ": non-finite time replaced by 0 (--nonfinite zero)\n";
+      } else {
+        if (!first_nonfinite) {
+          first_nonfinite = &item.value();
+          first_nonfinite_where = where;
+        }
+        nonfinite_layers.push_back(item.key());
+      }
     } else {
       seconds = read_nonnegative_number(item.value(), where);
     }
     times.emplace_back(item.key(), seconds);
   }
+  if (nonfinite_layers.size() == 1) read_nonnegative_number(*first_nonfinite, first_nonfinite_where);  // throws
+  if (!nonfinite_layers.empty())
+    throw InputError(path + ": " + std::to_string(nonfinite_layers.size()) + " layers have a non-finite time: " +
+                     list_names(nonfinite_layers) + " (--nonfinite zero reads them as 0 s)");
   return times;
 }
 
@@ -47,8 +66,8 @@ std::string list_names(const std::vector<std::string>& names) {
 
 }  // namespace
 
-Profile import_dreamddp(const std::string& bp_path, const std::string& comm_path,
-                        const DreamddpImportOptions& options) {
+DreamddpImport import_dreamddp_files(const std::string& bp_path, const std::string& comm_path,
+                                     const DreamddpImportOptions& options) {
   const auto backward = read_time_file(bp_path, options.nonfinite);
   const auto sync = read_time_file(comm_path, options.nonfinite);
   std::map<std::string, double> sync_by_name(sync.begin(), sync.end());
@@ -59,12 +78,16 @@ Profile import_dreamddp(const std::string& bp_path, const std::string& comm_path
     if (!sync_by_name.count(name)) only_backward.push_back(name);
   for (const auto& [name, seconds] : sync)
     if (!backward_by_name.count(name)) only_sync.push_back(name);
-  if (!only_backward.empty())
-    throw InputError(bp_path + ": layer(s) " + list_names(only_backward) + " missing from " + comm_path);
+  // An all-reduce time without a backward time has no place on the backprop clock: always an error.
   if (!only_sync.empty())
     throw InputError(comm_path + ": layer(s) " + list_names(only_sync) + " missing from " + bp_path);
+  if (!only_backward.empty() && options.missing_comm == MissingCommPolicy::kError)
+    throw InputError(bp_path + ": layer(s) " + list_names(only_backward) + " missing from " + comm_path +
+                     " (--missing-comm drop leaves them out, --missing-comm frozen keeps them unsynced)");
 
-  Profile profile;
+  DreamddpImport imported;
+  imported.without_comm = only_backward;
+  Profile& profile = imported.profile;
   profile.model = options.model;
   profile.source = "imported:dreamddp";
   profile.workers = options.workers;
@@ -72,7 +95,10 @@ Profile import_dreamddp(const std::string& bp_path, const std::string& comm_path
     LayerProfile layer;
     layer.name = name;
     layer.backward_s = seconds;
-    layer.sync_s = sync_by_name.at(name);
+    const auto synced = sync_by_name.find(name);
+    if (synced != sync_by_name.end()) layer.sync_s = synced->second;
+    else if (options.missing_comm == MissingCommPolicy::kDrop) continue;
+    else layer.frozen = true;  // kFrozen: its backward runs, nothing is averaged
     profile.layers.push_back(std::move(layer));
   }
   validate_profile(profile, bp_path);
@@ -96,7 +122,12 @@ Profile import_dreamddp(const std::string& bp_path, const std::string& comm_path
       throw FieldError("tied", e.what());
     }
   }
-  return profile;
+  return imported;
+}
+
+Profile import_dreamddp(const std::string& bp_path, const std::string& comm_path,
+                        const DreamddpImportOptions& options) {
+  return import_dreamddp_files(bp_path, comm_path, options).profile;
 }
 
 Plan import_dreamddp_schedule(const std::string& schedule_path, const Profile& profile) {
@@ -143,6 +174,12 @@ Plan import_dreamddp_schedule(const std::string& schedule_path, const Profile& p
   plan.algorithm = "imported:dreamddp-schedule";
   for (const LayerProfile& layer : profile.layers) {
     auto it = iterations_by_name.find(layer.name);
+    // DreamDDP schedules only the layers it syncs; a frozen one is listed as syncing in iteration 0,
+    // which no engine runs (docs/formats.md "frozen").
+    if (it == iterations_by_name.end() && layer.frozen) {
+      plan.layers.push_back(LayerSchedule{layer.name, {0}});
+      continue;
+    }
     if (it == iterations_by_name.end())
       throw InputError(schedule_path + ": layer '" + layer.name + "': in the profile but not in the schedule");
     plan.layers.push_back(LayerSchedule{layer.name, std::move(it->second)});

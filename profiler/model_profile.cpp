@@ -150,6 +150,16 @@ ModelProfile make_model_profile(const ModelProfileRequest& request) {
           << "), batch " << workload.batch << " x seq " << workload.seq << ": forward " << format_short(forward_s, 6)
           << " s, backward " << format_short(backward_s, 6) << " s per step (" << result.source << ")";
   made.notes.push_back(summary.str());
+  std::int64_t frozen_layers = 0, frozen_params = 0;
+  for (const ModelLayer& layer : model.layers)
+    if (layer.frozen) {
+      ++frozen_layers;
+      frozen_params += layer.param_count();
+    }
+  // A frozen layer's backward is timed in full (weight gradients included), an upper bound.
+  if (frozen_layers > 0)
+    made.notes.push_back(std::to_string(frozen_layers) + " layers frozen (the spec's 'frozen'): " +
+                         std::to_string(frozen_params) + " parameters never synced; their backward is timed whole");
   return made;
 }
 

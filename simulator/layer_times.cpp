@@ -50,14 +50,18 @@ DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTime
                        (period_model ? "period model" : "simulator") + " needs it" + hint);
     };
     need("backward_s", layer.backward_s.has_value());
-    if (source == SyncTimeSource::kMeasured) need("sync_s", layer.sync_s.has_value());
-    else need("param_bytes", layer.param_bytes.has_value());
+    // A frozen layer has nothing to average: its sync time and size are never read.
+    if (!layer.frozen) {
+      if (source == SyncTimeSource::kMeasured) need("sync_s", layer.sync_s.has_value());
+      else need("param_bytes", layer.param_bytes.has_value());
+    }
     layers.names.push_back(layer.name);
     layers.forward_s.push_back(layer.forward_s.value_or(0.0));
     layers.backward_s.push_back(*layer.backward_s);
     layers.update_s.push_back(layer.update_s.value_or(0.0));
     layers.sync_s.push_back(layer.sync_s.value_or(kUnknown));
     layers.param_bytes.push_back(layer.param_bytes ? static_cast<double>(*layer.param_bytes) : kUnknown);
+    layers.frozen.push_back(layer.frozen);
   }
   // Tied parameters are all-reduced once, by the tie group's carrier (docs/time-model.md 11).
   const TieGroups ties = tie_groups(profile);
@@ -65,6 +69,14 @@ DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTime
   for (std::size_t j = 0; j < layers.size(); ++j) layers.synced.push_back(ties.carrier[j] == static_cast<int>(j));
   layers.sync_s = carried_by_ties(ties, layers.sync_s);
   layers.param_bytes = carried_by_ties(ties, layers.param_bytes);
+  // Frozen parameters are not averaged (docs/formats.md "frozen"); a tie group is frozen whole
+  // (validate_profile), so clearing each member clears the group's carrier too.
+  for (std::size_t j = 0; j < layers.size(); ++j) {
+    if (!layers.frozen[j]) continue;
+    layers.synced[j] = false;
+    layers.sync_s[j] = 0;
+    layers.param_bytes[j] = 0;
+  }
   return layers;
 }
 

@@ -24,7 +24,9 @@ TieGroups tie_groups(const Profile& profile);
 std::vector<double> carried_by_ties(const TieGroups& ties, const std::vector<double>& own);
 
 /// Per-layer inputs of the DES (and of BackpropTimes), in backprop order (index 0 = output-most).
-/// sync_s and param_bytes are after the tied-layer rule (carried_by_ties).
+/// sync_s and param_bytes are after the tied-layer rule (carried_by_ties) and the frozen rule: a
+/// frozen layer (profile `frozen`, docs/formats.md) keeps its compute times, has sync_s = 0 and
+/// param_bytes = 0 and is not synced, so no engine issues or counts an all-reduce for it.
 struct DesLayers {
   std::vector<std::string> names;
   std::vector<double> forward_s;     ///< 0 when unknown
@@ -32,7 +34,9 @@ struct DesLayers {
   std::vector<double> update_s;      ///< 0 when unknown
   std::vector<double> sync_s;        ///< measured all-reduce time; NaN when unknown
   std::vector<double> param_bytes;   ///< NaN when unknown
-  std::vector<bool> synced;          ///< false for a tied layer whose parameters another layer's sync carries
+  std::vector<bool> synced;          ///< false for a tied layer whose parameters another layer's sync carries,
+                                     ///< and for a frozen layer
+  std::vector<bool> frozen;          ///< the profile's `frozen`: parameters not trained, in no bucket
   std::vector<int> carrier;          ///< the layer whose sync carries this one's parameters (itself when untied)
   std::size_t size() const { return names.size(); }
 };
@@ -57,8 +61,9 @@ enum class LayerTimesUser {
   kSimulator,    ///< backward_s, and sync_s (kMeasured) or param_bytes (kModel) ("the simulator needs it")
 };
 
-/// Builds DesLayers from a profile; every layer needs `backward_s`, and `sync_s` (kMeasured) or
-/// `param_bytes` (kModel). Throws InputError naming `origin`, the layer and the field.
+/// Builds DesLayers from a profile; every layer needs `backward_s`, and every layer that is not
+/// frozen `sync_s` (kMeasured) or `param_bytes` (kModel). Throws InputError naming `origin`, the
+/// layer and the field.
 DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTimeSource source,
                      LayerTimesUser user = LayerTimesUser::kSimulator);
 

@@ -13,6 +13,7 @@ namespace {
 Profile with_link_times(Profile profile, const LinkFit& link, const std::string& profile_origin,
                         const std::string& link_origin) {
   for (LayerProfile& layer : profile.layers) {
+    if (layer.frozen) continue;  // no all-reduce to time (des_layers' frozen rule)
     if (!layer.param_bytes)
       throw InputError(profile_origin + ": layer '" + layer.name + "': field 'param_bytes' is null; the link fit " +
                        link_origin + " needs it (or use the profile's measured sync_s)");

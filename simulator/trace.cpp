@@ -1,6 +1,8 @@
 // Period-model timelines as Chrome traces ("traceEvents", "ph": "X", microseconds).
 #include "simulator/trace.hpp"
 
+#include "simulator/bucket_fusion.hpp"
+
 #include "core/units.hpp"
 
 namespace syncplan {
@@ -52,6 +54,8 @@ Json period_trace(const BackpropTimes& times, const PeriodTiming& timing) {
                                       iteration_start + timing.update_start_s[h],
                                       times.update_total_s, {{"iteration", iteration}}));
     for (const SyncEvent& sync : timing.syncs[h]) {
+      // A layer with no all-reduce of its own (frozen, tied, or sync time 0) issues none: no event.
+      if (sync.bucket.empty() && !has_allreduce(times, sync.layer)) continue;
       if (sync.bucket.empty()) {
         events.push_back(complete_event("all-reduce " + times.names[sync.layer], "sync", kLinkStream,
                                         iteration_start + sync.start_s, sync.end_s - sync.start_s,

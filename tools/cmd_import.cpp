@@ -14,7 +14,7 @@ namespace syncplan::cli {
 namespace {
 
 struct DreamddpOptions {
-  std::string bp_path, comm_path, output_path, model, nonfinite = "error";
+  std::string bp_path, comm_path, output_path, model, nonfinite = "error", missing_comm = "error";
   std::vector<std::string> tied;
   long long workers = 0;
 };
@@ -51,11 +51,19 @@ int run_import_dreamddp(const DreamddpOptions& options) {
   if (!options.model.empty()) import_options.model = options.model;
   if (options.workers > 0) import_options.workers = options.workers;
   import_options.nonfinite = options.nonfinite == "zero" ? NonfinitePolicy::kZero : NonfinitePolicy::kError;
+  import_options.missing_comm = options.missing_comm == "drop"     ? MissingCommPolicy::kDrop
+                               : options.missing_comm == "frozen" ? MissingCommPolicy::kFrozen
+                                                                  : MissingCommPolicy::kError;
   import_options.tied = options.tied;
-  const Profile profile = with_flags({{"tied", "--tied"}},
-                                     [&] { return import_dreamddp(options.bp_path, options.comm_path, import_options); });
-  write_json_file_atomic(options.output_path, profile_to_json(profile));
-  std::cout << "imported " << profile.layers.size() << " layers into " << options.output_path << '\n';
+  const DreamddpImport imported = with_flags(
+      {{"tied", "--tied"}}, [&] { return import_dreamddp_files(options.bp_path, options.comm_path, import_options); });
+  write_json_file_atomic(options.output_path, profile_to_json(imported.profile));
+  std::cout << "imported " << imported.profile.layers.size() << " layers into " << options.output_path;
+  if (!imported.without_comm.empty())
+    std::cout << "; " << imported.without_comm.size() << " layers without an all-reduce time "
+              << (import_options.missing_comm == MissingCommPolicy::kDrop ? "dropped (their backward time too)"
+                                                                          : "kept as frozen (not synced)");
+  std::cout << '\n';
   return 0;
 }
 
@@ -124,6 +132,11 @@ void add_import_commands(CLI::App& app, Action& action) {
                             "NaN/Infinity in a time: 'error' names the layer, 'zero' uses 0 s with a "
                             "warning (default: error)")
       ->check(CLI::IsMember({"error", "zero"}));
+  from_dreamddp->add_option("--missing-comm", dreamddp->missing_comm,
+                            "a backward-file layer with no all-reduce time (LoRA: frozen base weights): 'error' "
+                            "names it, 'drop' leaves it out with its backward time (DreamDDP's alignment), "
+                            "'frozen' keeps its backward time, marked frozen and never synced (default: error)")
+      ->check(CLI::IsMember({"error", "drop", "frozen"}));
   from_dreamddp->add_option("--tied", dreamddp->tied,
                             "LAYER=OWNER: LAYER shares OWNER's parameters and is synced once with it "
                             "(GPT-2: lm_head=transformer.wte); repeatable (default: none)");

@@ -17,6 +17,16 @@ std::vector<double> required_param_bytes(const DesLayers& layers, const std::str
   return layers.param_bytes;
 }
 
+SyncProgram without_frozen(SyncProgram program, const DesLayers& layers) {
+  if (std::none_of(layers.frozen.begin(), layers.frozen.end(), [](bool frozen) { return frozen; })) return program;
+  for (auto& ops : program.iterations) {
+    for (SyncOp& op : ops)
+      std::erase_if(op.layers, [&](int j) { return static_cast<bool>(layers.frozen[j]); });
+    std::erase_if(ops, [](const SyncOp& op) { return op.layers.empty(); });
+  }
+  return program;
+}
+
 SyncProgram ddp_program(const std::vector<double>& param_bytes, int period, double bucket_cap_bytes,
                         double first_bucket_bytes) {
   // As PyTorch's compute_bucket_assignment_by_size: a layer joins the open bucket, and the bucket
@@ -38,8 +48,10 @@ SyncProgram ddp_program(const std::vector<double>& param_bytes, int period, doub
 SyncProgram ddp_des_program(const DesStrategyContext& context, const BackpropTimes&, int period) {
   if (!(context.bucket_cap_bytes > 0))
     throw FieldError("bucket_cap_bytes", "bucket_cap_bytes: must be > 0, got " + format_exact(context.bucket_cap_bytes));
-  return ddp_program(required_param_bytes(context.layers, "ddp"), period, context.bucket_cap_bytes,
-                     std::min(context.first_bucket_bytes, context.bucket_cap_bytes));
+  // A frozen layer adds 0 bytes (des_layers), so the buckets close where they would without it.
+  return without_frozen(ddp_program(required_param_bytes(context.layers, "ddp"), period, context.bucket_cap_bytes,
+                                    std::min(context.first_bucket_bytes, context.bucket_cap_bytes)),
+                        context.layers);
 }
 
 }  // namespace syncplan

@@ -10,12 +10,14 @@
 namespace syncplan {
 
 SyncProgram mgwfbp_program(const BackpropTimes& times, const std::vector<double>& param_bytes, int period,
-                           const std::function<double(double bytes)>& allreduce_s) {
+                           const std::function<double(double bytes)>& allreduce_s, const std::vector<bool>& frozen) {
   SYNCPLAN_CHECK(param_bytes.size() == times.size());
+  SYNCPLAN_CHECK(frozen.empty() || frozen.size() == times.size());
   std::vector<std::vector<int>> buckets;
   double bucket_bytes = 0;
   double link_free_before = 0;  // when the link is free for the open bucket
   for (int j = 0; j < static_cast<int>(times.size()); ++j) {
+    if (!frozen.empty() && frozen[j]) continue;  // nothing to average: in no bucket, no say in the merges
     if (!buckets.empty()) {
       // Separate: the open bucket starts when its last gradient is ready, then j follows it.
       const int last = buckets.back().back();
@@ -44,7 +46,8 @@ SyncProgram mgwfbp_des_program(const DesStrategyContext& context, const Backprop
   if (context.sync_time != SyncTimeSource::kModel)
     throw FieldError("sync_time", "sync_time: strategy mgwfbp needs the cluster's cost model ('model'), not measured "
                                   "all-reduce times");
-  return mgwfbp_program(times, bytes, period, [&](double bytes) { return context.model.time_s(bytes); });
+  return mgwfbp_program(times, bytes, period, [&](double bytes) { return context.model.time_s(bytes); },
+                        context.layers.frozen);
 }
 
 }  // namespace syncplan

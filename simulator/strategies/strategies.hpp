@@ -61,13 +61,21 @@ SyncProgram ddp_des_program(const DesStrategyContext& context, const BackpropTim
 /// MG-WFBP's merged gradients, every iteration (Shi et al., "MG-WFBP", INFOCOM 2019; docs/des.md
 /// "mgwfbp"): walking backprop order, a layer joins the bucket before it when the bucket then
 /// ends no later than syncing them separately would, with bucket time `allreduce_s(bytes)`.
-/// `param_bytes` and `times` in backprop order.
+/// `param_bytes` and `times` in backprop order. Layers marked in `frozen` (empty: none; else one
+/// entry per layer) are in no bucket and take no part in the merge decisions.
 SyncProgram mgwfbp_program(const BackpropTimes& times, const std::vector<double>& param_bytes, int period,
-                           const std::function<double(double bytes)>& allreduce_s);
+                           const std::function<double(double bytes)>& allreduce_s,
+                           const std::vector<bool>& frozen = {});
 /// mgwfbp_program on the cluster's cost model. Throws FieldError "strategy mgwfbp: ..." when a
 /// layer has no param_bytes, and "sync_time: ..." when the sync times are measured (they say
 /// nothing about the start-up a merge saves).
 SyncProgram mgwfbp_des_program(const DesStrategyContext& context, const BackpropTimes& times, int period);
+
+/// `program` without the frozen layers (layers.frozen; docs/formats.md "frozen"): frameworks bucket
+/// only parameters that require gradients (torch DDP skips requires_grad false), so a frozen layer
+/// is in no bucket; an op left empty is removed. ddp applies it to its buckets (a frozen layer's 0
+/// bytes close no bucket, so they are where they would be without it).
+SyncProgram without_frozen(SyncProgram program, const DesLayers& layers);
 
 /// The layers' param_bytes (backprop order) for a strategy that fills buckets by size. Throws
 /// FieldError "strategy NAME: layer 'LAYER' has no param_bytes in the profile; ..." otherwise.
