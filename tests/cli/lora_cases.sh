@@ -8,6 +8,7 @@
 #   lora_set NAME WORKERS H    one of data/lora/NAME_{bp,comm}.json: import, plan, simulate; frozen >= drop
 #   missing_comm_errors        error (default) names the layers and the options; an all-reduce time
 #                              without a backward time stays an error under drop
+#   model_spec_frozen          a spec freezing tiny-gpt's embeddings: profile and plan --model mark them
 set -euo pipefail
 
 case_name="$1" syncplan="$2" python="$3" workdir="$4"
@@ -147,7 +148,36 @@ missing_comm_errors() {
   echo "ok: --missing-comm errors"
 }
 
+# data/model_specs/tiny_gpt_frozen_embeddings.json is tiny-gpt with "frozen": ["transformer.w?e"]:
+# wte and wpe, and lm_head through its tie to wte. The frozen spec plans as the unfrozen profile
+# with those three layers marked by hand, its S-SGD syncs less, and the DES issues nothing for them.
+model_spec_frozen() {
+  local spec="$here/data/model_specs/tiny_gpt_frozen_embeddings.json" cluster="$here/../../data/clusters/8nodes-1gpu-10gbps.json"
+  local model=(--batch 4 --seq 64 --dtype fp32 --device estimate --gpu H100-SXM)
+  run profile --model "$spec" "${model[@]}" -o frozen.json | tee profile.txt
+  grep -q "3 layers frozen" profile.txt || { echo "FAIL: profile did not say 3 layers are frozen"; exit 1; }
+  "$python" -c 'import json; names = [l["name"] for l in json.load(open("frozen.json"))["layers"] if l.get("frozen")]; assert names == ["transformer.wte", "transformer.wpe", "lm_head"], names' ||
+    { echo "FAIL: the frozen layers are not wte, wpe and lm_head"; exit 1; }
+  run profile --model "$here/../../data/models/tiny-gpt.json" "${model[@]}" -o plain.json
+  "$python" -c 'import json; p = json.load(open("plain.json")); [l.update(frozen=True) for l in p["layers"] if l["name"] in ("transformer.wte", "transformer.wpe", "lm_head")]; json.dump(p, open("marked.json", "w"))'
+  run plan --model "$spec" "${model[@]}" --cluster "$cluster" --period 3 -o one-step.json --report one-step-report.json
+  run plan --profile marked.json --cluster "$cluster" --period 3 -o marked-plan.json --report marked-report.json
+  run plan --profile plain.json --cluster "$cluster" --period 3 -o plain-plan.json --report plain-report.json
+  "$python" - <<'PY'
+import json
+one, marked, plain = (json.load(open(f"{name}-report.json"))["strategies"] for name in ("one-step", "marked", "plain"))
+for name in one:
+    assert abs(one[name]["period_s"] - marked[name]["period_s"]) <= 1e-12 * marked[name]["period_s"], name
+assert one["ssgd"]["period_s"] < plain["ssgd"]["period_s"], (one["ssgd"], plain["ssgd"])
+print("ok: plan --model with frozen patterns = the profile marked by hand; ssgd", one["ssgd"]["period_s"], "<",
+      plain["ssgd"]["period_s"], "s unfrozen")
+PY
+  run simulate --profile frozen.json --strategy ssgd --period 3 --cluster "$cluster" -o des.json --trace des-trace.json
+  lora no-sync des-trace.json frozen.json
+  echo "ok: model spec frozen patterns"
+}
+
 case "$case_name" in
-  tiny_lora | lora_set | missing_comm_errors) "$case_name" "$@" ;;
+  tiny_lora | lora_set | missing_comm_errors | model_spec_frozen) "$case_name" "$@" ;;
   *) echo "unknown case $case_name"; exit 2 ;;
 esac
