@@ -4,7 +4,6 @@
 
 #include "core/field_error.hpp"
 
-#include <algorithm>
 #include <cmath>
 
 namespace syncplan {
@@ -38,8 +37,10 @@ SyncProgram ddp_program(const std::vector<double>& param_bytes, int period, doub
 SyncProgram ddp_des_program(const DesStrategyContext& context, const BackpropTimes&, int period) {
   if (!(context.bucket_cap_bytes > 0))
     throw FieldError("bucket_cap_bytes", "bucket_cap_bytes: must be > 0, got " + format_exact(context.bucket_cap_bytes));
+  // torch 1.13's DDP passes bucket_size_limits [_DEFAULT_FIRST_BUCKET_BYTES, cap]: the first bucket
+  // holds 1 MiB whatever the cap, even a cap below it (docs/des.md "ddp").
   return ddp_program(required_param_bytes(context.layers, "ddp"), period, context.bucket_cap_bytes,
-                     std::min(context.first_bucket_bytes, context.bucket_cap_bytes));
+                     context.first_bucket_bytes);
 }
 
 }  // namespace syncplan
