@@ -24,7 +24,7 @@ struct SimulateRequest {
   std::string plan_origin;   ///< the plan's path
   std::string strategy;      ///< a strategy name (when no plan)
   int period = 0;            ///< H for `strategy`, 1..kMaxPeriod
-  // The DES only (sync.cluster set):
+  // The DES only (sync.cluster set, or ddp/mgwfbp on a link fit alone):
   std::optional<int> iterations;   ///< iterations to run (1..100,000); unset: one period
   int comm_streams = 1;            ///< communication streams per worker (1..64)
   double bucket_cap_bytes = kDdpBucketCapMiB * units::kBytesPerMiB;  ///< ddp's bucket cap (bytes, > 0)
