@@ -1,5 +1,5 @@
-// Measured link fit (syncplan.link/v1, SPEC section 7, docs/formats.md, docs/link.md): an
-// alpha-beta model of one collective's time at one group size, with the samples it was fitted on.
+// Measured link fit (syncplan.link/v1, SPEC section 7, docs/formats.md, docs/link.md): one
+// collective's time at one group size, interpolated from its samples, alpha-beta outside them.
 #pragma once
 
 #include "core/json_io.hpp"
@@ -27,7 +27,8 @@ struct LinkSample {
   double busbw_GBps = 0;        ///< algbw x 2(workers-1)/workers for all-reduce, GB/s, >= 0
 };
 
-/// An alpha-beta fit of a collective across `workers` ranks: time(n) = alpha_s + beta_s_per_byte n.
+/// A measured link: the samples of a collective across `workers` ranks, and the alpha-beta line
+/// alpha_s + beta_s_per_byte n fitted to them (docs/link.md, "The link model").
 struct LinkFit {
   std::string collective = kAllreduceCollective;  ///< "allreduce"
   int workers = 1;                    ///< ranks in the group it was measured on, >= 1
@@ -35,12 +36,33 @@ struct LinkFit {
   double alpha_s = 0;                 ///< latency term, seconds, >= 0
   double beta_s_per_byte = 0;         ///< inverse bandwidth, seconds per byte, >= 0
   double r_squared = 0;               ///< goodness of the fit on `samples`, in [0, 1] (docs/link.md)
-  std::vector<LinkSample> samples;    ///< at least one, in the order measured
+  std::vector<LinkSample> samples;    ///< at least one, in any order; sizes may repeat
 
-  /// Predicted time of one collective on `size_bytes` bytes per rank: alpha_s + beta_s_per_byte x
-  /// size_bytes (SPEC section 7), in seconds.
-  double time_s(double size_bytes) const { return alpha_s + beta_s_per_byte * size_bytes; }
+  /// Predicted time of one collective on `size_bytes` bytes per rank, in seconds (SPEC section 7,
+  /// docs/link.md "The link model"). The measured points are the samples with size_bytes > 0 and
+  /// time_s > 0, one per size (repeated sizes: the mean of their times). Between the smallest and
+  /// the largest measured size the time is interpolated linearly in log(size)-log(time) between
+  /// the two nearest measured sizes, so a measured size gives back its (mean) time; outside that
+  /// range, at size 0, or without measured points: alpha_s + beta_s_per_byte x size_bytes.
+  /// Negative or NaN sizes count as 0. O(samples), no allocation.
+  double time_s(double size_bytes) const;
+
+  /// The all-reduce start-up time that bucket fusion saves per merged all-reduce (s, >= 0): the
+  /// least of t - beta_s_per_byte x n over the three smallest measured sizes n (mean time t each;
+  /// the least rather than the mean because timing noise only adds time), at least 0; alpha_s when
+  /// there is no measured point (docs/link.md "The start-up time").
+  double startup_s() const;
 };
+
+/// One point of the link model: a measured size and its (mean) time.
+struct LinkPoint {
+  double size_bytes = 0;  ///< > 0
+  double time_s = 0;      ///< > 0
+};
+
+/// The measured points of `link` that LinkFit::time_s interpolates between: the samples with
+/// size and time > 0, sorted by size, each size once with the mean of its times.
+std::vector<LinkPoint> link_points(const LinkFit& link);
 
 /// Algorithm bandwidth of one collective on `size_bytes` taking `time_s`: size / time in GB/s
 /// (1 GB = 1e9 B), as nccl-tests' doc/PERFORMANCE.md defines it; 0 when time_s is 0.

@@ -30,7 +30,8 @@ double best_lower_bound_s(const BackpropTimes& times, int period);
 ///   H (F + B_L + U) + max( max_j (B_j + c_j - B_L),
 ///                          max over t of [ sum_{B_j >= t} e_j + u (m_t - (B_L - t)) ], 0 )
 /// with m_t the least min(c_j, alpha) among layers ready at or after t and u = 1 when
-/// m_t >= B_L - t, else H. Holds for fused and unfused plans. Throws InputError when period < 1.
+/// m_t >= B_L - t, else H. Holds for fused and unfused plans. With a measured link in `times`
+/// (times.link): only best_lower_bound_s of excess_sync_times. Throws InputError when period < 1.
 double fused_lower_bound_s(const BackpropTimes& times, int period, double alpha_s);
 
 }  // namespace syncplan

@@ -34,7 +34,8 @@ ResultSubject subject_of(const SimulateRequest& request) {
 PeriodModelOutcome simulate_period_model(const SimulateRequest& request) {
   require_strategy_period(request);
   PeriodModelOutcome outcome;
-  outcome.times = backprop_times(request.sync.profile, request.origin);
+  // With a link fit in use, a plan's buckets are charged the link model on their bytes.
+  outcome.times = sync_backprop_times(request.sync, request.origin);
   const BackpropTimes& times = outcome.times;
   if (request.plan) {
     outcome.assignment = assignment_from_plan(*request.plan, times, request.plan_origin);
@@ -65,17 +66,20 @@ PeriodModelOutcome simulate_period_model(const SimulateRequest& request) {
 }
 
 DesOutcome simulate_des(const SimulateRequest& request) {
-  SYNCPLAN_CHECK(request.sync.cluster.has_value());
-  const Cluster& cluster = *request.sync.cluster;
+  SYNCPLAN_CHECK(request.sync.cluster.has_value() || request.sync.link_used);
+  // A link fit alone: its workers, all-reduce times from the fit (link_cluster).
+  const Cluster cluster = request.sync.cluster ? *request.sync.cluster : link_cluster(*request.sync.link);
   const SyncTimeSource source = request.sync.source;
+  const LinkFit* link = request.sync.link_used ? &*request.sync.link : nullptr;
   require_strategy_period(request);
   DesOutcome outcome;
   outcome.layers = des_layers(request.sync.profile, request.origin, source);
   const Topology topology(cluster);
   const AllreduceModel model(cluster, topology);
   const DesStrategyContext context{outcome.layers, model, source, request.bucket_cap_bytes,
-                                   kDdpFirstBucketMiB * units::kBytesPerMiB};
+                                   kDdpFirstBucketMiB * units::kBytesPerMiB, link};
   outcome.times = backprop_times_for_des(context);
+  charge_buckets_by_link(outcome.times, request.sync, outcome.layers);
   const BackpropTimes& times = outcome.times;
   if (request.plan) {
     outcome.assignment = assignment_from_plan(*request.plan, times, request.plan_origin);
@@ -96,10 +100,11 @@ DesOutcome simulate_des(const SimulateRequest& request) {
   options.sync_time = source;
   options.trace_workers = request.trace_workers;
   if (outcome.buckets && source == SyncTimeSource::kMeasured) options.bucket_alpha_s = outcome.buckets->alpha_s;
+  options.link = link;
   outcome.result = run_des(outcome.layers, cluster, topology, model, outcome.program, options);
   const DesResult& result = outcome.result;
   if (!std::isfinite(result.total_s) || !std::isfinite(result.comm_busy_s))
-    throw InputError(request.sync.cluster_origin + ": the simulated time is not a finite number: times, bandwidths or "
+    throw InputError((request.sync.cluster ? request.sync.cluster_origin : request.sync.link_origin) + ": the simulated time is not a finite number: times, bandwidths or "
                      "slowdowns are out of any meaningful range");
   if (outcome.assignment)
     outcome.period_model = outcome.buckets ? time_buckets(times, *outcome.buckets) : time_assignment(times, *outcome.assignment);
@@ -120,7 +125,8 @@ DesOutcome simulate_des(const SimulateRequest& request) {
   document.worker_exposed_comm_s = result.worker_exposed_comm_s;
   document.comm_busy_s = result.comm_busy_s;
   document.overlap_fraction = result.overlap_fraction();
-  document.link_bytes = result.link_bytes;
+  // Without a cluster file the links are link_cluster's stand-ins: their bytes describe nothing.
+  if (request.sync.cluster) document.link_bytes = result.link_bytes;
   return outcome;
 }
 

@@ -24,7 +24,7 @@ struct SimulateRequest {
   std::string plan_origin;   ///< the plan's path
   std::string strategy;      ///< a strategy name (when no plan)
   int period = 0;            ///< H for `strategy`, 1..kMaxPeriod
-  // The DES only (sync.cluster set):
+  // The DES only (sync.cluster set, or ddp/mgwfbp on a link fit alone):
   std::optional<int> iterations;   ///< iterations to run (1..100,000); unset: one period
   int comm_streams = 1;            ///< communication streams per worker (1..64)
   double bucket_cap_bytes = kDdpBucketCapMiB * units::kBytesPerMiB;  ///< ddp's bucket cap (bytes, > 0)
@@ -61,8 +61,11 @@ struct DesOutcome {
 /// for unknown or DES-only strategies, InputError naming the plan or profile for bad inputs.
 PeriodModelOutcome simulate_period_model(const SimulateRequest& request);
 
-/// The DES on request.sync.cluster (required: InternalError otherwise). Throws FieldError
-/// "strategy ..." and InputError naming the cluster when the simulated time is not finite.
+/// The DES on request.sync.cluster, or with a link fit in use and no cluster on link_cluster (the
+/// fit's workers; ddp and mgwfbp with --link alone); one of them is required (InternalError
+/// otherwise). With a link fit in use every all-reduce, a bucket included, costs the link model on
+/// its bytes. Throws FieldError "strategy ..." and InputError naming the cluster (or link) when the
+/// simulated time is not finite.
 DesOutcome simulate_des(const SimulateRequest& request);
 
 }  // namespace syncplan

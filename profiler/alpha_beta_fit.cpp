@@ -2,6 +2,7 @@
 #include "profiler/alpha_beta_fit.hpp"
 
 #include "core/errors.hpp"
+#include "core/report.hpp"
 #include "core/units.hpp"
 
 #include <Eigen/Dense>
@@ -86,6 +87,25 @@ AlphaBetaFit fit_alpha_beta(const std::vector<LinkSample>& samples, FitErrors er
   if (!std::isfinite(fit.r_squared))
     throw InputError(origin + ": the alpha-beta fit's R^2 is not a number: the times are out of any meaningful range");
   return fit;
+}
+
+std::optional<std::string> poor_fit_warning(const AlphaBetaFit& fit, const std::vector<LinkSample>& samples,
+                                            const std::string& origin) {
+  if (!(fit.r_squared < kPoorFitRSquared)) return std::nullopt;
+  std::vector<std::pair<double, std::int64_t>> errors;  // (relative error of the line, size)
+  for (const LinkSample& sample : samples)
+    if (sample.time_s > 0)
+      errors.emplace_back((fit.alpha_s + fit.beta_s_per_byte * static_cast<double>(sample.size_bytes)) / sample.time_s - 1,
+                          sample.size_bytes);
+  std::stable_sort(errors.begin(), errors.end(),
+                   [](const auto& a, const auto& b) { return std::fabs(a.first) > std::fabs(b.first); });
+  std::string worst;
+  for (std::size_t i = 0; i < std::min<std::size_t>(errors.size(), 3); ++i)
+    worst += (i ? ", " : "") + std::to_string(errors[i].second) + " B (" + (errors[i].first >= 0 ? "+" : "") +
+             format_percent(errors[i].first) + ")";
+  return origin + ": the alpha-beta line fits the samples poorly (R^2 " + format_short(fit.r_squared, 3) + " < " +
+         format_short(kPoorFitRSquared, 1) + "); worst sizes: " + worst +
+         "; --link times from the samples themselves (docs/link.md), but check the measurement";
 }
 
 std::string describe_fit(const AlphaBetaFit& fit, FitErrors errors) {

@@ -4,6 +4,7 @@
 
 #include "core/link.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,17 @@ struct AlphaBetaFit {
 /// is 0 under kRelative (it cannot be weighted), or when the fitted beta is negative (the times
 /// fall as the size grows: no link model).
 AlphaBetaFit fit_alpha_beta(const std::vector<LinkSample>& samples, FitErrors errors, const std::string& origin);
+
+/// Below this R^2 the single line describes the samples poorly: importers and the sweep warn
+/// (docs/link.md, "Checks"). `--link` times from the samples anyway (LinkFit::time_s).
+inline constexpr double kPoorFitRSquared = 0.9;
+
+/// When fit.r_squared < kPoorFitRSquared, one line for people (no "warning:" prefix), prefixed by
+/// `origin`: the R^2 and the (up to) three sample sizes whose times the line alpha + beta n misses
+/// most in relative terms, with their errors; std::nullopt for a good fit. Samples of time 0 are
+/// not ranked (no relative error).
+std::optional<std::string> poor_fit_warning(const AlphaBetaFit& fit, const std::vector<LinkSample>& samples,
+                                            const std::string& origin);
 
 /// One line for people: "alpha 25.00 us, beta 1.0000e-10 s/byte (10.000 GB/s), R^2 0.99990
 /// (relative errors)", with a note when alpha was fixed at 0.

@@ -63,6 +63,12 @@ const std::map<std::string, std::int64_t>& type_sizes() {
   return sizes;
 }
 
+std::string type_names_text() {
+  std::string names;
+  for (const auto& [name, bytes] : type_sizes()) names += (names.empty() ? "" : ", ") + name;
+  return names;
+}
+
 std::string trim(const std::string& text) {
   const auto first = text.find_first_not_of(" \t\r");
   if (first == std::string::npos) return "";
@@ -206,8 +212,10 @@ ResultRow row_from_words(const std::vector<std::string>& words, const Columns& c
 }
 
 ParsedLog parse_text(const std::string& text, const std::string& path) {
-  // mpirun --tag-output prefixes every line with "[job,rank]<stdout>:".
-  static const std::regex tag_prefix(R"(^\[\d+,\d+\]<std(out|err)>:)");
+  // Launchers that tag each line with its rank: Open MPI's mpirun --tag-output ("[1,0]<stdout>:"),
+  // MPICH/Intel MPI's -prepend-rank ("[0] "). A line that opens with one is read without it.
+  static const std::regex tag_prefix(R"(^\s*\[\d+(,\d+)?\](<std(out|err)>:|\s))");
+  std::string prefix_where, prefix_text;
   static const std::regex rank_line(R"(^#\s*Rank\s+(\d+)\b)");
   static const std::regex program_line(R"(^#\s*Collective test starting:\s*(\S+))");
   ParsedLog log;
@@ -221,7 +229,13 @@ ParsedLog parse_text(const std::string& text, const std::string& path) {
   std::string raw;
   for (int number = 1; std::getline(in, raw); ++number) {
     const std::string where = path + ": line " + std::to_string(number);
-    const std::string line = trim(std::regex_replace(raw, tag_prefix, "", std::regex_constants::format_first_only));
+    std::smatch prefix;
+    std::string untagged = raw;
+    if (std::regex_search(raw, prefix, tag_prefix)) {
+      if (prefix_where.empty()) prefix_where = "line " + std::to_string(number), prefix_text = trim(prefix.str());
+      untagged = prefix.suffix().str();
+    }
+    const std::string line = trim(untagged);
     if (line.empty()) continue;
     if (line[0] == '#') {
       std::smatch match;
@@ -265,6 +279,9 @@ ParsedLog parse_text(const std::string& text, const std::string& path) {
       log.ranks_where = "the " + std::to_string(ranks.size()) + " '# Rank' lines from " + first_rank_where;
     }
   }
+  if (!prefix_where.empty())
+    log.warnings.push_back(path + ": lines carry a launcher's rank prefix ('" + prefix_text + "', first on " +
+                           prefix_where + "); read without it");
   if (!log.rows.empty() && !log.complete)
     log.warnings.push_back(path + ": no '# Avg bus bandwidth' footer after the table: the log may be cut short; "
                            "using the " + std::to_string(log.rows.size()) + " rows read");
@@ -381,6 +398,10 @@ ParsedLog parse_json(const Json& document, const std::string& path) {
     row.size_bytes = reader.required_integer("size", 0);
     row.count = reader.required_integer("count", 0);
     row.type = reader.required_string("type");
+    // The -J writer spells nccl-tests' own type names; another name is another program's file.
+    if (type_sizes().count(row.type) == 0)
+      throw InputError(where + ": field 'type': unknown data type \"" + row.type + "\" (nccl-tests' types: " +
+                       type_names_text() + ")");
     row.redop = trim(reader.required_string("redop"));
     const Json& root = reader.required("root");
     const std::string root_text = root.is_string() ? trim(root.get<std::string>()) : root.dump();
@@ -468,6 +489,10 @@ NcclTestsImport import_nccl_tests(const std::string& path, const NcclTestsImport
   result.warnings = log.warnings;
   const int workers = resolve_workers(log, options, path, result.warnings);
   const std::string workers_from = log.ranks ? log.ranks_where : "--workers";
+  if (workers == 1)
+    throw InputError(path + ": a one-rank run (" + workers_from + "): its all-reduce moves nothing between ranks "
+                     "(busbw 0; the times are local memory copies), so there is no link cost to fit; import a run "
+                     "on 2 or more ranks");
 
   for (const auto& [where, program] : log.programs) result.program = program;
   std::vector<LinkSample> samples;
@@ -511,6 +536,7 @@ NcclTestsImport import_nccl_tests(const std::string& path, const NcclTestsImport
                      " time (N/A) or report wrong elements");
 
   const AlphaBetaFit fit = fit_alpha_beta(samples, options.fit_errors, path);
+  if (auto poor = poor_fit_warning(fit, samples, path)) result.warnings.push_back(std::move(*poor));
   result.through_origin = fit.through_origin;
   result.link = fitted_link(std::move(samples), workers, "imported:nccl-tests", fit);
   return result;

@@ -24,7 +24,9 @@ struct NcclTestsImport {
   std::string format;                  ///< "text" or "json"
   std::string program;                 ///< the nccl-tests program the log names, or "" when it does not
   bool through_origin = false;         ///< the fit's alpha was negative and refitted at 0
-  std::vector<std::string> warnings;   ///< one line each: rows skipped, a missing footer
+  /// One line each (for stderr; the library prints nothing): rows skipped, a missing footer, a
+  /// launcher's rank prefix found on the lines, a poor fit (R^2 < kPoorFitRSquared, naming the worst sizes).
+  std::vector<std::string> warnings;
 };
 
 /// Reads an all_reduce_perf result file: JSON when its first non-blank character is '{' (the -J
@@ -35,7 +37,8 @@ struct NcclTestsImport {
 /// options.workers; both given must agree; options.workers replaces an unusable count in the log
 /// (an incomplete device list, a bad config field) with a warning. Samples use the out-of-place
 /// time (or in-place with options.in_place); rows whose time is N/A or nan, or that report wrong
-/// elements, are skipped with a warning.
+/// elements, are skipped with a warning. Lines that open with a launcher's rank tag ("[1,0]<stdout>:"
+/// of mpirun --tag-output, "[0] " of -prepend-rank) are read without it, with a warning.
 /// Throws InputError naming `path` (and the line, result index or field) for: an unreadable or
 /// empty file, invalid or truncated JSON, a JSON 'version' other than 1 to 3, a text row cut short
 /// or with the wrong number of columns, a size or count that is not a whole number >= 0, a negative
@@ -43,7 +46,9 @@ struct NcclTestsImport {
 /// log), a log of another collective (all_gather_perf, ...; or rows whose redop is none, whose root
 /// is not -1, or whose size is not count x type size), algbw not size/time or busbw not algbw x
 /// 2(n-1)/n (loosely, for the printed rounding), no usable rank count (naming the field or lines at
-/// fault) without options.workers, no usable row, and the fit's own errors (fit_alpha_beta).
+/// fault) without options.workers, a one-rank run (nothing crosses a link: no link cost to fit), a
+/// JSON result whose 'type' is not one of nccl-tests' data types, no usable row, and the fit's own
+/// errors (fit_alpha_beta).
 NcclTestsImport import_nccl_tests(const std::string& path, const NcclTestsImportOptions& options);
 
 }  // namespace syncplan

@@ -129,6 +129,7 @@ LinkProfile run_link_profile(const MpiSession& mpi, const LinkBackendChoice& cho
   // Every rank holds the same points (times are maxima over ranks), so a failing fit fails alike.
   std::vector<LinkSample> samples = sweep_samples(result.points, mpi.size());
   result.fit = fit_alpha_beta(samples, fit_errors, "profile-link");
+  result.poor_fit = poor_fit_warning(*result.fit, samples, "profile-link");
   result.link = fitted_link(std::move(samples), mpi.size(), choice.source, *result.fit);
   return result;
 }

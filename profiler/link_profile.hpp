@@ -55,6 +55,7 @@ struct LinkProfile {
   std::int64_t wrong_sizes = 0;    ///< sizes whose averages came back wrong (then no fit is made)
   std::optional<AlphaBetaFit> fit; ///< set when wrong_sizes is 0
   std::optional<LinkFit> link;     ///< the syncplan.link/v1 document, with its samples, when fitted
+  std::optional<std::string> poor_fit;  ///< poor_fit_warning of the fit (R^2 < 0.9), for stderr
 };
 
 /// Runs the sweep with `choice`, calling `progress` after each size on every rank, and fits the

@@ -46,6 +46,25 @@ double fused_sync_s(std::span<const double> member_sync_s, double alpha_s) {
   return startup + excess;
 }
 
+double link_least_s_per_byte(const LinkFit& link) {
+  double least = link.beta_s_per_byte;
+  for (const LinkPoint& point : link_points(link)) least = std::min(least, point.time_s / point.size_bytes);
+  return least;
+}
+
+double bucket_sync_s(const BackpropTimes& times, std::span<const int> bucket, double alpha_s) {
+  if (bucket.size() == 1) return times.sync_s[bucket.front()];
+  if (times.link) {
+    double bytes = 0;
+    for (const int j : bucket) bytes += times.sync_bytes[j];
+    return times.link->time_s(bytes);
+  }
+  thread_local std::vector<double> member_sync_s;  // scratch: time_buckets calls this per bucket
+  member_sync_s.clear();
+  for (const int j : bucket) member_sync_s.push_back(times.sync_s[j]);
+  return fused_sync_s(member_sync_s, alpha_s);
+}
+
 Buckets unfused_buckets(const BackpropTimes& times, const Assignment& assignment, double alpha_s) {
   check_alpha(alpha_s);
   Buckets buckets;
@@ -73,6 +92,7 @@ double fuse_iteration(const BackpropTimes& times, std::span<const int> layers, d
   for (const int j : layers)
     if (has_allreduce(times, j)) a.push_back(j);
   const std::size_t m = a.size();
+  const LinkFit* link = times.link.get();
   // end[i]: earliest the link can finish the first i layers when a bucket ends at layer i-1;
   // first[i]: that last bucket's first layer. Later buckets start at max(ready, link free), which
   // is monotone in the link's end, so the earliest end of every prefix is all that matters.
@@ -80,13 +100,15 @@ double fuse_iteration(const BackpropTimes& times, std::span<const int> layers, d
   first.assign(m + 1, 0);
   for (std::size_t i = 1; i <= m; ++i) {
     const double ready = times.ready_s[a[i - 1]];
-    double startup = 0, excess = 0;
+    double startup = 0, excess = 0, bytes = 0;
     end[i] = std::numeric_limits<double>::infinity();
     for (std::size_t s = i; s-- > 0;) {  // the last bucket is a[s..i-1]; singleton first
       const double c = times.sync_s[a[s]];
       startup = std::max(startup, std::min(c, alpha_s));
       excess += std::max(c - alpha_s, 0.0);
-      const double candidate = std::max(ready, end[s]) + startup + excess;
+      if (link) bytes += times.sync_bytes[a[s]];
+      const double cost = !link ? startup + excess : s + 1 == i ? c : link->time_s(bytes);
+      const double candidate = std::max(ready, end[s]) + cost;
       if (candidate < end[i] - (s + 1 == i ? 0.0 : min_gain_s)) {
         end[i] = candidate;
         first[i] = s;
@@ -126,21 +148,18 @@ double fused_iteration_wait_s(const BackpropTimes& times, std::span<const int> l
 PeriodTiming time_buckets(const BackpropTimes& times, const Buckets& buckets) {
   PeriodTiming timing;
   const int layer_count = static_cast<int>(times.size());
-  std::vector<double> member_sync_s;
   for (const auto& iteration : buckets.iterations) {
     std::vector<SyncEvent> events;
     double link_free = 0;
     int previous = -1;
     for (const std::vector<int>& bucket : iteration) {
       SYNCPLAN_CHECK(!bucket.empty());
-      member_sync_s.clear();
       for (const int j : bucket) {
         SYNCPLAN_CHECK(j >= 0 && j < layer_count && j > previous);
         previous = j;
-        member_sync_s.push_back(times.sync_s[j]);
       }
       const double start = std::max(times.ready_s[bucket.back()], link_free);
-      link_free = start + fused_sync_s(member_sync_s, buckets.alpha_s);
+      link_free = start + bucket_sync_s(times, bucket, buckets.alpha_s);
       SyncEvent event{bucket.back(), times.forward_total_s + start, times.forward_total_s + link_free, {}};
       if (bucket.size() > 1) event.bucket = bucket;
       events.push_back(std::move(event));
@@ -216,6 +235,14 @@ Buckets buckets_from_plan(const PlanBuckets& plan_buckets, const Assignment& ass
 
 BackpropTimes excess_sync_times(const BackpropTimes& times, double alpha_s) {
   BackpropTimes excess = times;
+  if (times.link) {
+    // A bucket costs link.time_s(n) >= slope x n (link_least_s_per_byte), so each layer's share
+    // slope x n_j sums to at most any bucket's cost, whatever the curve (docs/link.md).
+    const double slope = link_least_s_per_byte(*times.link);
+    for (std::size_t j = 0; j < excess.size(); ++j)
+      excess.sync_s[j] = std::min(times.sync_s[j], slope * times.sync_bytes[j]);
+    return excess;
+  }
   for (double& c : excess.sync_s) c = std::max(c - alpha_s, 0.0);
   return excess;
 }

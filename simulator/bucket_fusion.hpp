@@ -34,8 +34,18 @@ bool has_allreduce(const BackpropTimes& times, int j);
 /// costs exactly c_j; the result never exceeds sum c. Empty: 0.
 double fused_sync_s(std::span<const double> member_sync_s, double alpha_s);
 
+/// Time of one all-reduce of `bucket` (backprop indices): its layer's c_j alone; with a link fit in
+/// `times` (times.link) link->time_s of the bucket's summed sync_bytes (docs/link.md); otherwise
+/// fused_sync_s of its members' c_j with start-up `alpha_s`.
+double bucket_sync_s(const BackpropTimes& times, std::span<const int> bucket, double alpha_s);
+
 /// Each all-reduce layer of every iteration in a bucket of its own (no fusion), with `alpha_s`.
 Buckets unfused_buckets(const BackpropTimes& times, const Assignment& assignment, double alpha_s);
+
+/// The least time per byte of `link`'s model over all sizes (s/byte): min(beta, least t/n of its
+/// measured points); link.time_s(n) >= this x n for every n >= 0, since the log-log interpolation
+/// between two points keeps t/n between theirs, and alpha + beta n >= beta n outside them.
+double link_least_s_per_byte(const LinkFit& link);
 
 /// Bucket fusion: for each iteration, the partition of its all-reduce layers into buckets that are
 /// contiguous in backprop order and make the link finish earliest, by dynamic programming over
@@ -52,7 +62,7 @@ Buckets fuse_buckets(const BackpropTimes& times, const Assignment& assignment, d
 double fused_iteration_wait_s(const BackpropTimes& times, std::span<const int> layers, double alpha_s);
 
 /// Times a period whose iterations sync `buckets` under SPEC section 5's rules, a bucket taking
-/// fused_sync_s: it starts at max(its last layer ready, link free). syncs[h] holds one SyncEvent
+/// bucket_sync_s: it starts at max(its last layer ready, link free). syncs[h] holds one SyncEvent
 /// per bucket (layer: its last layer; bucket: all of them). Throws InternalError on bad indices.
 PeriodTiming time_buckets(const BackpropTimes& times, const Buckets& buckets);
 
@@ -73,9 +83,10 @@ PlanBuckets plan_buckets(const Buckets& buckets, const BackpropTimes& times);
 Buckets buckets_from_plan(const PlanBuckets& plan_buckets, const Assignment& assignment,
                           const BackpropTimes& times, const std::string& origin);
 
-/// `times` with each sync time c_j replaced by max(c_j - alpha_s, 0): a bucket costs at least the
-/// sum of these over its layers and starts after all of them are ready, so any lower bound of the
-/// unfused model on these times holds for fused plans too (docs/time-model.md section 12).
+/// `times` with each sync time c_j replaced by max(c_j - alpha_s, 0) (with a link fit in `times`:
+/// min(c_j, s n_j), s = link_least_s_per_byte): a bucket costs at least the sum of these over its
+/// layers and starts after all of them are ready, so any lower bound of the unfused model on these
+/// times holds for fused plans too (docs/time-model.md section 12, docs/link.md).
 BackpropTimes excess_sync_times(const BackpropTimes& times, double alpha_s);
 
 }  // namespace syncplan

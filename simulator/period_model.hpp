@@ -2,10 +2,12 @@
 // idealized worker, a first-in-first-out link, syncs overlapped with backprop.
 #pragma once
 
+#include "core/link.hpp"
 #include "core/plan.hpp"
 #include "core/profile.hpp"
 #include "simulator/layer_times.hpp"
 
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -24,6 +26,11 @@ struct BackpropTimes {
   /// parameters: the latest-ready layer of j's tie group (its gradient is complete only then), j
   /// itself when j is not tied. Only carriers have a sync time; the others' c_j is 0.
   std::vector<int> carrier;
+  /// Set when a measured link times the all-reduces (--link; sync_times.hpp charge_buckets_by_link):
+  /// a fused bucket costs link->time_s(sum of its layers' sync_bytes) instead of fused_sync_s
+  /// (docs/link.md). Null: fused_sync_s with the bucket alpha.
+  std::shared_ptr<const LinkFit> link;
+  std::vector<double> sync_bytes;  ///< with `link`: bytes of each c_j's all-reduce (after the tie rule)
 
   std::size_t size() const { return names.size(); }
   /// B_L: the whole backprop (s).

@@ -5,11 +5,16 @@
 #include "simulator/des/engine.hpp"
 #include "simulator/topology.hpp"
 
+#include <algorithm>
+#include <memory>
+
 namespace syncplan {
 
 namespace {
 
-// Every layer's sync_s from the link fit: alpha + beta x param_bytes (SPEC section 7).
+// Every layer's sync_s from the link model on its param_bytes (SPEC section 7, docs/link.md); a
+// layer with nothing to average issues no all-reduce (issues_allreduce, as under a cluster's cost
+// model) and gets 0, not the link's start-up time.
 Profile with_link_times(Profile profile, const LinkFit& link, const std::string& profile_origin,
                         const std::string& link_origin) {
   for (LayerProfile& layer : profile.layers) {
@@ -17,7 +22,8 @@ Profile with_link_times(Profile profile, const LinkFit& link, const std::string&
     if (!layer.param_bytes)
       throw InputError(profile_origin + ": layer '" + layer.name + "': field 'param_bytes' is null; the link fit " +
                        link_origin + " needs it (or use the profile's measured sync_s)");
-    layer.sync_s = link.time_s(static_cast<double>(*layer.param_bytes));
+    const double bytes = static_cast<double>(*layer.param_bytes);
+    layer.sync_s = issues_allreduce(SyncTimeSource::kModel, bytes, 0) ? link.time_s(bytes) : 0.0;
   }
   profile.workers = link.workers;
   profile.source += "; sync_s from " + link.source + " link fit";
@@ -54,8 +60,14 @@ SyncTimes choose_sync_times(Profile profile, const std::string& origin, SyncTime
   if (!choice.cluster && !choice.link) return choice;
 
   const int workers = choice.link ? choice.link->workers : choice.cluster->workers;
+  // kAuto takes the profile's sync_s only when it has them: a profile of param_bytes alone (a
+  // model spec's, a trace's) measured at the same worker count has nothing to measure with.
+  const bool has_sync_s = !choice.profile.layers.empty() &&
+                          std::all_of(choice.profile.layers.begin(), choice.profile.layers.end(),
+                                      [](const LayerProfile& layer) { return layer.sync_s.has_value(); });
   const bool measured = inputs.mode == SyncTimeMode::kMeasured ||
-                        (inputs.mode == SyncTimeMode::kAuto && choice.profile.workers && *choice.profile.workers == workers);
+                        (inputs.mode == SyncTimeMode::kAuto && has_sync_s && choice.profile.workers &&
+                         *choice.profile.workers == workers);
   if (measured) {
     choice.text = "the profile's sync_s (measured at " + std::to_string(workers) + " workers)";
   } else if (choice.link) {
@@ -67,8 +79,8 @@ SyncTimes choose_sync_times(Profile profile, const std::string& origin, SyncTime
     choice.text = "the cost model of " + inputs.cluster_origin + " on param_bytes";
   }
   if (choice.link) {
-    choice.alpha_s = choice.link->alpha_s;
-    choice.alpha_text = "the link fit's alpha, " + inputs.link_origin;
+    choice.alpha_s = choice.link->startup_s();
+    choice.alpha_text = "the link fit's alpha (its start-up time at the smallest sizes), " + inputs.link_origin;
   } else {
     const Topology topology(*choice.cluster);
     choice.alpha_s = AllreduceModel(*choice.cluster, topology).time_s(0);
@@ -77,7 +89,31 @@ SyncTimes choose_sync_times(Profile profile, const std::string& origin, SyncTime
   return choice;
 }
 
+void charge_buckets_by_link(BackpropTimes& times, const SyncTimes& choice, const DesLayers& layers) {
+  if (!choice.link_used) return;
+  times.link = std::make_shared<const LinkFit>(*choice.link);
+  times.sync_bytes = layers.param_bytes;
+}
+
+Cluster link_cluster(const LinkFit& link) {
+  Cluster cluster;
+  cluster.name = "the link fit's " + std::to_string(link.workers) + " workers";
+  cluster.workers = link.workers;
+  cluster.workers_per_node = 1;
+  // Never charged (the DES charges the link fit's times, kMeasured); a ring over these links
+  // has the link's bandwidth, so that the per-link byte counts stay meaningful.
+  const double bandwidth_Gbps = link.beta_s_per_byte > 0 ? 8 / link.beta_s_per_byte / 1e9 : 1e6;
+  cluster.intra_node = cluster.inter_node = LinkSpec{std::min(bandwidth_Gbps, 1e6), 0};
+  return cluster;
+}
+
 BackpropTimes sync_backprop_times(const SyncTimes& choice, const std::string& origin) {
+  if (choice.link_used) {
+    const DesLayers layers = des_layers(choice.profile, origin, SyncTimeSource::kMeasured, LayerTimesUser::kPeriodModel);
+    BackpropTimes times = backprop_times(layers, layers.sync_s, origin);
+    charge_buckets_by_link(times, choice, layers);
+    return times;
+  }
   if (!choice.cluster || choice.source == SyncTimeSource::kMeasured) return backprop_times(choice.profile, origin);
   const DesLayers layers = des_layers(choice.profile, origin, choice.source);
   const Topology topology(*choice.cluster);

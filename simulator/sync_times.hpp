@@ -28,6 +28,8 @@ struct DesStrategyContext {
   SyncTimeSource sync_time;
   double bucket_cap_bytes = kDdpBucketCapMiB * units::kBytesPerMiB;   ///< ddp's bucket cap (bytes), > 0
   double first_bucket_bytes = kDdpFirstBucketMiB * units::kBytesPerMiB;  ///< ddp's first bucket (bytes)
+  /// The link fit in use (SyncTimes::link_used), else null: all-reduces cost link->time_s(bytes).
+  const LinkFit* link = nullptr;
 };
 
 /// The period model's view of the DES inputs: backward times, and as c_j each layer's all-reduce
@@ -38,7 +40,7 @@ BackpropTimes backprop_times_for_des(const DesStrategyContext& context);
 
 /// How to choose the all-reduce times when a cluster or a link fit is given.
 enum class SyncTimeMode {
-  kAuto,      ///< the profile's sync_s when measured at the cluster's or link's worker count, else kModel
+  kAuto,      ///< the profile's sync_s when every layer has one and `workers` is the cluster's or link's, else kModel
   kMeasured,  ///< the profile's sync_s
   kModel,     ///< the link fit when given, else the cluster's cost model on param_bytes
 };
@@ -55,7 +57,7 @@ struct SyncTimeInputs {
 /// The choice made.
 struct SyncTimes {
   /// The profile as read, except that with a link fit in use (`link_used`) every layer's sync_s is
-  /// the fit's alpha + beta x param_bytes.
+  /// the link model's time of its param_bytes (LinkFit::time_s; 0 for a layer of 0 bytes).
   Profile profile;
   std::optional<Cluster> cluster;
   std::optional<LinkFit> link;
@@ -63,7 +65,8 @@ struct SyncTimes {
   /// For the DES: kMeasured when `profile`'s sync_s are charged (measured, or from the link fit),
   /// kModel when the cluster's cost model is.
   SyncTimeSource source = SyncTimeSource::kMeasured;
-  /// The all-reduce start-up alpha (s): the link fit's, else the cluster's all-reduce time of 0 bytes.
+  /// The all-reduce start-up alpha (s): the link fit's LinkFit::startup_s (from its smallest
+  /// sizes), else the cluster's all-reduce time of 0 bytes.
   std::optional<double> alpha_s;
   std::string alpha_text;        ///< where alpha came from, for printouts
   std::string text;              ///< where the times came from, for printouts
@@ -79,7 +82,18 @@ SyncTimes choose_sync_times(Profile profile, const std::string& origin, SyncTime
 
 /// BackpropTimes for the period model under `choice`: with a cluster's cost model, each layer's
 /// all-reduce as the DES charges it (backprop_times_for_des); otherwise backprop_times of
-/// choice.profile. `origin` names the profile.
+/// choice.profile; with a link fit in use, also the link and the bytes that charge a fused bucket
+/// link.time_s(its summed bytes) (charge_buckets_by_link). `origin` names the profile.
 BackpropTimes sync_backprop_times(const SyncTimes& choice, const std::string& origin);
+
+/// With a link fit in use (choice.link_used): sets times.link and times.sync_bytes (layers'
+/// param_bytes, backprop order, after the tied-layer rule), so that bucket fusion charges a bucket
+/// link.time_s(its summed bytes) (docs/link.md); otherwise leaves `times` alone.
+void charge_buckets_by_link(BackpropTimes& times, const SyncTimes& choice, const DesLayers& layers);
+
+/// The cluster the DES runs on with a link fit and no cluster file (ddp, mgwfbp with --link alone):
+/// link.workers identical workers, one per node, on links of the fit's bandwidth 1/beta and no
+/// latency. Its links only count bytes: all-reduce times are the link fit's (kMeasured).
+Cluster link_cluster(const LinkFit& link);
 
 }  // namespace syncplan

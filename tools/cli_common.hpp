@@ -99,11 +99,12 @@ SyncTimes read_sync_times(Profile profile, const std::string& origin, const Sync
 /// The --sync-time help text shared by `plan` and `simulate`.
 inline constexpr const char* kSyncTimeHelp =
     "with --cluster or --link: all-reduce times from the profile's sync_s ('measured'), the link fit or the "
-    "cluster's cost model on param_bytes ('model'), or 'auto': measured when the profile's workers equal the "
-    "link's or cluster's (default: auto)";
+    "cluster's cost model on param_bytes ('model'), or 'auto': measured when every layer has a sync_s and the "
+    "profile's workers equal the link's or cluster's (default: auto)";
 /// The --link help text shared by `plan` and `simulate`.
 inline constexpr const char* kLinkHelp =
-    "syncplan.link/v1 file (profile-link, import nccl-tests): its alpha-beta fit replaces the cluster's "
-    "nominal all-reduce times, at the worker count it was measured at (see --sync-time)";
+    "syncplan.link/v1 file (profile-link, import nccl-tests): its samples (interpolated; the alpha-beta fit "
+    "outside them, docs/link.md) replace the cluster's nominal all-reduce times, a bucket's on its summed bytes, "
+    "at the worker count it was measured at (see --sync-time)";
 
 }  // namespace syncplan::cli

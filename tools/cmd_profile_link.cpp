@@ -115,6 +115,7 @@ int profile_link(const MpiSession& mpi, const ProfileLinkOptions& options) {
   }
   if (!mpi.is_root()) return 0;
   std::printf("# alpha-beta fit: %s\n", describe_fit(*measured.fit, request.fit_errors).c_str());
+  if (measured.poor_fit) std::cerr << "warning: " << *measured.poor_fit << '\n';
   if (mpi.size() == 1)
     std::printf("# note: 1 rank: the all-reduce is a local copy (busbw 0), not a link; run under mpirun -np N\n");
   write_json_file_atomic(options.output_path, link_to_json(*measured.link));

@@ -70,7 +70,11 @@ int run_simulate(const SimulateOptions& options) {
   request.plan_origin = options.plan_path;
   request.strategy = options.strategy;
   request.period = period;
-  if (!options.sync.cluster_path.empty()) return run_simulate_des(options, std::move(request));
+  // ddp and mgwfbp run only in the DES: with --link alone, on the link fit's workers.
+  const Strategy* strategy = options.plan_path.empty() ? find_strategy(options.strategy) : nullptr;
+  const bool des_only = strategy && strategy->needs_cluster();
+  if (!options.sync.cluster_path.empty() || (des_only && !options.sync.link_path.empty()))
+    return run_simulate_des(options, std::move(request));
   if (options.iterations_given || options.comm_streams != 1)
     throw InputError("--iterations/--comm-streams: need --cluster (the period model times one period)");
 
@@ -81,9 +85,9 @@ int run_simulate(const SimulateOptions& options) {
     request.plan = read_plan_file(options.plan_path, profile);
     what = "plan " + options.plan_path + " (" + request.plan->algorithm + ")";
   } else {
-    if (const Strategy* strategy = find_strategy(options.strategy); strategy && strategy->needs_cluster())
+    if (des_only)
       throw InputError("--strategy " + options.strategy +
-                       ": runs only in the discrete-event simulator (add --cluster CLUSTER.json)");
+                       ": runs only in the discrete-event simulator (add --cluster CLUSTER.json or --link LINK.json)");
     what = "strategy " + options.strategy;
   }
   const PeriodModelOutcome outcome = with_flags(kSimulateFlags, [&] { return simulate_period_model(request); });
@@ -157,7 +161,10 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
   // Measured all-reduce times hold for the worker count they were measured at (SPEC section 3).
   request.sync = read_sync_times(options.profile_path, options.sync);
   const Profile& profile = request.sync.profile;
-  const Cluster& cluster = *request.sync.cluster;
+  if (!request.sync.cluster && !request.sync.link_used)
+    throw InputError("--strategy " + options.strategy + ": with --link and no --cluster the simulator needs the "
+                     "link's all-reduce times, but " + request.sync.text + " were chosen (--sync-time measured "
+                     "needs --cluster)");
   std::string what;
   if (!options.plan_path.empty()) {
     request.plan = read_plan_file(options.plan_path, profile);
@@ -172,7 +179,11 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
 
   const int count = static_cast<int>(result.iteration_s.size());
   std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n'
-            << "cluster: " << cluster_text(cluster, options.sync.cluster_path) << '\n'
+            << "cluster: "
+            << (request.sync.cluster ? cluster_text(*request.sync.cluster, options.sync.cluster_path)
+                                     : "none; the " + std::to_string(request.sync.link->workers) +
+                                           " workers of the link fit " + options.sync.link_path)
+            << '\n'
             << what << ", period H = " << period << ", " << count << " iterations, all-reduce times from "
             << request.sync.text << '\n'
             << "simulated " << result.simulated_workers << " of " << result.workers << " workers"
@@ -220,8 +231,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   CLI::Option* plan = simulate->add_option("--plan", options->plan_path, "syncplan.plan/v1 file to time");
   CLI::Option* strategy = simulate->add_option(
       "--strategy", options->strategy,
-      "strategy to time: " + strategy_names_text(StrategyUse::kPeriodModel) + ", and with --cluster also " +
-          cluster_only_names_text() + " (needs --period)");
+      "strategy to time: " + strategy_names_text(StrategyUse::kPeriodModel) + ", and with --cluster (or --link "
+          "alone: the fit's workers) also " + cluster_only_names_text() + " (needs --period)");
   CLI::Option* period = simulate->add_option("--period", options->period, "H: iterations per period, 1..10000");
   plan->excludes(strategy);
   plan->excludes(period);

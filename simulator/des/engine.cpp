@@ -22,8 +22,21 @@
 
 namespace syncplan {
 
+namespace {
+
+// An all-reduce under a link fit: the link model on the bucket's bytes; none for 0 bytes (nothing
+// to average, issues_allreduce).
+double link_allreduce_s(const DesLayers& layers, const std::vector<int>& bucket, const LinkFit& link) {
+  double bytes = 0;
+  for (const int j : bucket) bytes += layers.param_bytes[j];
+  return bytes > 0 ? link.time_s(bytes) : 0.0;
+}
+
+}  // namespace
+
 double des_allreduce_s(const DesLayers& layers, const AllreduceModel& model, SyncTimeSource source,
-                       const std::vector<int>& bucket, double bucket_alpha_s) {
+                       const std::vector<int>& bucket, double bucket_alpha_s, const LinkFit* link) {
+  if (source == SyncTimeSource::kMeasured && link) return link_allreduce_s(layers, bucket, *link);
   if (source == SyncTimeSource::kMeasured) {
     std::vector<double> member_sync_s;
     for (const int j : bucket) member_sync_s.push_back(layers.sync_s[j]);
@@ -234,7 +247,9 @@ class Engine {
         if (options_.sync_time == SyncTimeSource::kMeasured) member_sync_s_.push_back(layers_.sync_s[j]);
       }
       collective.bytes = bytes;
-      collective.measured_s = fused_sync_s(member_sync_s_, options_.bucket_alpha_s);
+      collective.measured_s = options_.link && options_.sync_time == SyncTimeSource::kMeasured
+                                  ? link_allreduce_s(layers_, op.layers, *options_.link)
+                                  : fused_sync_s(member_sync_s_, options_.bucket_alpha_s);
       if (!issues_allreduce(options_.sync_time, bytes, collective.measured_s)) continue;
       collective.stream = static_cast<int>(next_stream_++ % streams_.size());
       const int id = static_cast<int>(collectives_.size());

@@ -5,6 +5,7 @@
 
 #include "core/cluster.hpp"
 #include "core/json_io.hpp"
+#include "core/link.hpp"
 #include "core/profile.hpp"
 #include "simulator/collectives.hpp"
 #include "simulator/des/sync_program.hpp"
@@ -26,6 +27,10 @@ struct DesOptions {
   /// kMeasured: the start-up time one all-reduce of a multi-layer bucket saves per extra layer (s),
   /// as the plan's bucket fusion assumed (docs/time-model.md section 12); 0: a bucket costs the sum.
   double bucket_alpha_s = 0;
+  /// kMeasured with a link fit in use (--link): every all-reduce, one layer or a bucket, is
+  /// charged link->time_s(its summed param_bytes) (docs/des.md, docs/link.md), so a bucket costs
+  /// the link model on its bytes rather than its layers' sum. Not owned; null: no link fit.
+  const LinkFit* link = nullptr;
 };
 
 /// One recorded timeline event (Chrome trace "X" event), microseconds in the trace writer.
@@ -77,9 +82,9 @@ DesResult run_des(const DesLayers& layers, const Cluster& cluster, const SyncPro
 Json des_trace_json(const DesResult& result, const DesLayers& layers);
 
 /// The time of one all-reduce of `bucket` (backprop indices) alone on the cluster, as the engine
-/// charges it (s): the cost model on the summed bytes, or fused_sync_s of the measured times with
-/// start-up `bucket_alpha_s`.
+/// charges it (s): the cost model on the summed bytes, the link model on them (`link` set,
+/// kMeasured), or fused_sync_s of the measured times with start-up `bucket_alpha_s`.
 double des_allreduce_s(const DesLayers& layers, const AllreduceModel& model, SyncTimeSource source,
-                       const std::vector<int>& bucket, double bucket_alpha_s = 0);
+                       const std::vector<int>& bucket, double bucket_alpha_s = 0, const LinkFit* link = nullptr);
 
 }  // namespace syncplan

@@ -4,7 +4,6 @@
 
 #include "core/field_error.hpp"
 
-#include <algorithm>
 #include <cmath>
 
 namespace syncplan {
@@ -49,8 +48,10 @@ SyncProgram ddp_des_program(const DesStrategyContext& context, const BackpropTim
   if (!(context.bucket_cap_bytes > 0))
     throw FieldError("bucket_cap_bytes", "bucket_cap_bytes: must be > 0, got " + format_exact(context.bucket_cap_bytes));
   // A frozen layer adds 0 bytes (des_layers), so the buckets close where they would without it.
+  // torch 1.13's DDP passes bucket_size_limits [_DEFAULT_FIRST_BUCKET_BYTES, cap]: the first bucket
+  // holds 1 MiB whatever the cap, even a cap below it (docs/des.md "ddp").
   return without_frozen(ddp_program(required_param_bytes(context.layers, "ddp"), period, context.bucket_cap_bytes,
-                                    std::min(context.first_bucket_bytes, context.bucket_cap_bytes)),
+                                    context.first_bucket_bytes),
                         context.layers);
 }
 

@@ -1,5 +1,5 @@
 // mgwfbp: MG-WFBP's merged gradients (Shi et al., INFOCOM 2019; docs/des.md "mgwfbp"); DES only,
-// since the merge rule needs the cost model's start-up time.
+// since the merge rule needs a time for any size: the cost model's or a link fit's.
 #include "simulator/strategies/strategies.hpp"
 
 #include "core/errors.hpp"
@@ -42,10 +42,13 @@ SyncProgram mgwfbp_program(const BackpropTimes& times, const std::vector<double>
 SyncProgram mgwfbp_des_program(const DesStrategyContext& context, const BackpropTimes& times, int period) {
   // Measured per-layer times say nothing about the start-up cost a merge saves: MG-WFBP's rule
   // needs the cost model.
+  // A link fit is such a model too: its time of any size (docs/link.md).
   const auto bytes = required_param_bytes(context.layers, "mgwfbp");
+  if (context.sync_time == SyncTimeSource::kMeasured && context.link)
+    return mgwfbp_program(times, bytes, period, [&](double bytes) { return context.link->time_s(bytes); });
   if (context.sync_time != SyncTimeSource::kModel)
-    throw FieldError("sync_time", "sync_time: strategy mgwfbp needs the cluster's cost model ('model'), not measured "
-                                  "all-reduce times");
+    throw FieldError("sync_time", "sync_time: strategy mgwfbp needs the cluster's cost model ('model') or a link fit "
+                                  "(--link), not measured all-reduce times");
   return mgwfbp_program(times, bytes, period, [&](double bytes) { return context.model.time_s(bytes); },
                         context.layers.frozen);
 }

@@ -52,7 +52,8 @@ Assignment plsgd_even_assignment(std::size_t layer_count, int period);
 /// is never split. `param_bytes` in backprop order.
 SyncProgram ddp_program(const std::vector<double>& param_bytes, int period, double bucket_cap_bytes,
                         double first_bucket_bytes);
-/// ddp_program with the context's caps (the first never above the cap). Throws FieldError
+/// ddp_program with the context's caps (the first bucket's whatever the cap, as torch 1.13's
+/// bucket_size_limits [_DEFAULT_FIRST_BUCKET_BYTES, bucket_cap] do). Throws FieldError
 /// "bucket_cap_bytes: ..." when the cap is not > 0, and "strategy ddp: layer 'NAME' has no
 /// param_bytes ..." when a layer's size is unknown.
 SyncProgram ddp_des_program(const DesStrategyContext& context, const BackpropTimes& times, int period);
@@ -66,9 +67,9 @@ SyncProgram ddp_des_program(const DesStrategyContext& context, const BackpropTim
 SyncProgram mgwfbp_program(const BackpropTimes& times, const std::vector<double>& param_bytes, int period,
                            const std::function<double(double bytes)>& allreduce_s,
                            const std::vector<bool>& frozen = {});
-/// mgwfbp_program on the cluster's cost model. Throws FieldError "strategy mgwfbp: ..." when a
-/// layer has no param_bytes, and "sync_time: ..." when the sync times are measured (they say
-/// nothing about the start-up a merge saves).
+/// mgwfbp_program on the cluster's cost model, or on the link fit's time_s (context.link). Throws
+/// FieldError "strategy mgwfbp: ..." when a layer has no param_bytes, and "sync_time: ..." when the
+/// sync times are measured without a link fit (they say nothing about the start-up a merge saves).
 SyncProgram mgwfbp_des_program(const DesStrategyContext& context, const BackpropTimes& times, int period);
 
 /// `program` without the frozen layers (layers.frozen; docs/formats.md "frozen"): frameworks bucket

@@ -286,7 +286,8 @@ report = json.load(open("report.json"))
 assert abs(period - 4.60056e-3) < 1e-12, period
 assert abs(des["total_s"] - 4.60056e-3) < 1e-12 and des["sync_time"] == "link", (des["total_s"], des["sync_time"])
 assert abs(measured - 6.4e-3) < 1e-12, measured
-assert report["link"].endswith("link_8workers.json") and report["chosen"]["buckets"]["alpha_s"] == 7e-4, report
+# alpha: the start-up at the smallest sizes (docs/link.md), t - beta n at 1 MiB = 7e-4 s to rounding.
+assert report["link"].endswith("link_8workers.json") and abs(report["chosen"]["buckets"]["alpha_s"] - 7e-4) < 1e-15, report
 print("ok: --link gives 4.60056 ms in the plan, simulate and the DES; measured 6.4 ms")
 PY
   echo "ok: link fit"

@@ -323,3 +323,47 @@ TEST_CASE("empty files, two runs in one log and incomplete device lists", "[nccl
   CHECK_THAT(imported.warnings[0], Contains("incomplete") && Contains("using --workers 8"));
   check_model(imported.link, 30e-6, 5e-11);
 }
+
+TEST_CASE("a one-rank log has no link cost to fit", "[nccl-tests]") {
+  // allreduce_1gpu.log: one '#  Rank  0' line, busbw 0 on every row (local copies at 675 GB/s).
+  CHECK_THROWS_WITH(import_sample("allreduce_1gpu.log"),
+                    Contains("allreduce_1gpu.log") && Contains("one-rank run") && Contains("no link cost to fit"));
+  // The same with the count given instead of read.
+  NcclTestsImportOptions options;
+  options.workers = 1;
+  CHECK_THROWS_WITH(import_sample("allreduce_no_ranks.log", options), Contains("one-rank run") && Contains("--workers"));
+}
+
+TEST_CASE("launcher rank prefixes are read, and a warning says one was found", "[nccl-tests]") {
+  // allreduce_8gpu.log with "[0] " (-prepend-rank) and "[1,0]<stdout>:" (--tag-output) on every
+  // line: the same fit as the plain log (alpha 30 us, beta 5e-11 s/B), and one warning each.
+  for (const char* name : {"allreduce_prepend_rank.log", "allreduce_tag_output.log"}) {
+    INFO(name);
+    const NcclTestsImport imported = import_sample(name);
+    check_model(imported.link, 30e-6, 5e-11);
+    REQUIRE(imported.link.samples.size() == 25);
+    REQUIRE(imported.warnings.size() == 1);
+    CHECK_THAT(imported.warnings[0], Contains(name) && Contains("rank prefix") && Contains("first on line 1"));
+  }
+  CHECK_THAT(import_sample("allreduce_prepend_rank.log").warnings[0], Contains("'[0]'"));
+  CHECK_THAT(import_sample("allreduce_tag_output.log").warnings[0], Contains("'[1,0]<stdout>:'"));
+  CHECK(import_sample("allreduce_8gpu.log").warnings.empty());
+}
+
+TEST_CASE("a poor fit (R^2 < 0.9) warns and names the worst sizes", "[nccl-tests]") {
+  // allreduce_poor_fit.log: 40 us below 1 MiB, 4 ms from it. An independent weighted fit (Python)
+  // gives R^2 0.33 and the line's worst relative errors at 1, 2 and 4 MiB (-98%, -97%, -95%).
+  const NcclTestsImport imported = import_sample("allreduce_poor_fit.log");
+  REQUIRE(imported.link.r_squared < 0.9);
+  REQUIRE(imported.warnings.size() == 1);
+  CHECK_THAT(imported.warnings[0], Contains("allreduce_poor_fit.log") && Contains("R^2 0.33") &&
+                                       Contains("1048576 B (-98") && Contains("2097152 B") && Contains("4194304 B"));
+  // A good fit says nothing.
+  CHECK(import_sample("allreduce_16gpu.json").warnings.size() == 0);
+}
+
+TEST_CASE("a -J file whose result has an unknown data type is refused naming it", "[nccl-tests]") {
+  CHECK_THROWS_WITH(import_sample("allreduce_unknown_type.json"),
+                    Contains("allreduce_unknown_type.json: results[0]") && Contains("field 'type'") &&
+                        Contains("\"complex64\""));
+}

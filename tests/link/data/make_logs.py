@@ -18,7 +18,25 @@ precision (tests/link/test_import_nccl_tests.cpp checks that):
   allreduce_16gpu.json   the -J JSON file of 2 processes x 8 GPUs = 16 ranks
                          alpha 45 us, beta 1/(12 GB/s) s/B; one in-place time is "nan"
 and the bad inputs named after their defect. Run it from this folder to rewrite them.
+
+These follow measured curves instead of a line (issue 11: the link model interpolates the samples;
+the shapes are those of public logs, the numbers are made here from the formulas in each function):
+
+  allreduce_16gpu_a100_ib.log  2 nodes x 8 A100-SXM4-40GB, one process per GPU, 8 B .. 8 GiB: a
+                         36 us latency floor that creeps up to 64 KiB, mid sizes (1-64 MiB) slower
+                         than full bandwidth, 88 GB/s algbw to 512 MiB and a faster protocol from
+                         1 GiB (127 GB/s), as 16-rank A100 InfiniBand/RoCE runs print
+  allreduce_16gpu_h100_noisy.log  2 nodes x 8 H100, 8 B .. 16 GiB, with the timing spikes real
+                         small-size rows show (8 B and 256 B take 2-4x their neighbours)
+  allreduce_1gpu.log     a one-rank run (1 GPU): busbw 0 everywhere, times of local copies
+  allreduce_prepend_rank.log  allreduce_8gpu.log as mpirun -prepend-rank prints it ("[0] " on each line)
+  allreduce_tag_output.log    the same under mpirun --tag-output ("[1,0]<stdout>:")
+  allreduce_poor_fit.log 4 ranks whose times step from 40 us to 4 ms at 1 MiB (a protocol cliff):
+                         no line fits them (R^2 < 0.9)
+  allreduce_unknown_type.json  allreduce_16gpu.json with a result of type "complex64"
 """
+
+import math
 
 GB = 1e9
 SIZES = [8 << i for i in range(25)]  # 8 B .. 128 MiB, x2 (-b 8 -e 128M -f 2)
@@ -210,6 +228,57 @@ def allreduce_json(program="./build/all_reduce_perf", ranks=16):
             % (",".join("\"%s\"" % a for a in args), devices, ",".join(results)))
 
 
+def curve_log(devices, sizes, time_of, threads=1, gpus=1):
+    """A text log of the newest layout whose out-of-place and in-place times are time_of(size) (us)."""
+    ranks = len(devices)
+    out = new_preamble("all_reduce_perf", threads, gpus, sizes[0], sizes[-1], 1, devices) + NEW_HEADER
+    busbws = []
+    for size in sizes:
+        t = time_of(size)
+        busbws.append(bandwidths(size, t, ranks)[1])
+        out += "%12d  %12d  %8s  %6s  %6s" % (size, size // 4, "float", "sum", "%6i" % -1)
+        out += new_group(t, size, ranks) + new_group(t * 0.985, size, ranks) + "\n"
+    return out + new_footer("all_reduce_perf", busbws)
+
+
+def curve_time(size, floor_us, creep_us, algbw_GBps, bump_us, bump_at):
+    """floor_us, plus creep_us per doubling up to 64 KiB, plus size / algbw, plus a pipeline-fill bump
+    of bump_us x exp(-(log2(size / bump_at))^2 / 8) (mid sizes run below full bandwidth); in us."""
+    creep = creep_us * (min(size, 65536).bit_length() - 4)
+    bump = bump_us * math.exp(-math.log2(size / bump_at) ** 2 / 8)
+    return floor_us + creep + size / (algbw_GBps * GB) * 1e6 + bump
+
+
+def a100_ib_time(size):
+    """36 us floor, 88 GB/s algbw below 1 GiB and 127 GB/s (another protocol) from it, a 60 us bump at 8 MiB."""
+    return curve_time(size, 36.0, 0.6, 88.0 if size < 2**30 else 127.0, 60.0, 8 * 2**20)
+
+
+def a100_ib_devices():
+    return [(43 + gpu, "nccl-job-mpiworker-%d" % host, gpu, "0x%02x" % (0x0f + 0x30 * gpu), "NVIDIA A100-SXM4-40GB")
+            for host in range(2) for gpu in range(8)]
+
+
+def h100_noisy_time(size):
+    """25 us floor, 250 GB/s algbw, a 40 us bump at 16 MiB; the 8 B and 256 B rows hit a 2.7x and 3.6x spike."""
+    return curve_time(size, 25.0, 0.4, 250.0, 40.0, 16 * 2**20) * {8: 2.7, 256: 3.6}.get(size, 1.0)
+
+
+def one_gpu_log():
+    devices = [(2201, "workstation", 0, "0000:01:00", "NVIDIA A100-SXM4-80GB")]
+    out = new_preamble("all_reduce_perf", 1, 1, 8, 134217728, 1, devices) + NEW_HEADER
+    for size in SIZES:
+        t = time_us(4.0, 1 / (675 * GB), size)
+        algbw = size / (t * 1e-6) / GB
+        group = "  %7s  %6s  %6s  %6s" % (float_str(t, 7), float_str(algbw, 6), float_str(0.0, 6), "0")
+        out += "%12d  %12d  %8s  %6s  %6s" % (size, size // 4, "float", "sum", "%6i" % -1) + group + group + "\n"
+    return out + new_footer("all_reduce_perf", [0.0])
+
+
+def poor_fit_time(size):
+    return 40.0 if size < 2**20 else 4000.0
+
+
 def write(name, text):
     with open(name, "w") as out:
         out.write(text)
@@ -249,3 +318,13 @@ if __name__ == "__main__":
     write("allreduce_empty.log", "")
     write("allreduce_version_9.json", good_json.replace("{\"version\":2,", "{\"version\":9,", 1) + "\n")
     write("allreduce_ngpus_zero.json", good_json.replace("\"ngpus\":8,", "\"ngpus\":0,", 1) + "\n")
+    # Curves of the shapes of public logs (issue 11), and the inputs items 2 and 7 refuse or note.
+    write("allreduce_16gpu_a100_ib.log", curve_log(a100_ib_devices(), [8 << i for i in range(31)], a100_ib_time))
+    write("allreduce_16gpu_h100_noisy.log",
+          curve_log(h100_devices(["bm-h100-01", "bm-h100-02"], 8), [8 << i for i in range(32)], h100_noisy_time))
+    write("allreduce_1gpu.log", one_gpu_log())
+    write("allreduce_prepend_rank.log", "".join("[0] " + l + "\n" for l in good_8.splitlines()))
+    write("allreduce_tag_output.log", "".join("[1,0]<stdout>:" + l + "\n" for l in good_8.splitlines()))
+    write("allreduce_poor_fit.log", curve_log(h100_devices(["node-p01"], 4), SIZES, poor_fit_time))
+    write("allreduce_unknown_type.json",
+          good_json.replace("\"type\":\"float\"", "\"type\":\"complex64\"", 1) + "\n")
