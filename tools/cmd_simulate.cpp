@@ -184,7 +184,7 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
   if (outcome.period_model)
     std::cout << "period model (one worker, same all-reduce times): period_s "
               << seconds_text(outcome.period_model->period_s) << "; DES mean per period "
-              << seconds_text(result.total_s / count * period) << '\n';
+              << seconds_text(outcome.document.period_s()) << '\n';
   std::vector<std::vector<std::string>> table = {{"iteration", "iteration_s", "slowest_worker_s", "fastest_worker_s"}};
   constexpr int kShownRows = 20;
   for (int i = 0; i < count; ++i) {
