@@ -23,8 +23,6 @@ constexpr double kLongestAlpha_s = 60;
 constexpr double kLongestTimeLimit_s = 86400;
 // The largest H the automatic period tries.
 constexpr int kAutoMaxPeriod = 1000;
-// The most each candidate H's search may take under the automatic period (s).
-constexpr double kAutoSearchLimit_s = 0.05;
 
 // The plans of one job at one period, each strategy planned once per bucket alpha (fused or not):
 // the comparison table's rows, `best` and the chosen plan share them, so the job runs `search`

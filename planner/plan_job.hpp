@@ -15,6 +15,9 @@
 
 namespace syncplan {
 
+/// Under an automatic period, the most each H's search may take (s), within the job's time limit.
+inline constexpr double kAutoSearchLimit_s = 0.05;
+
 /// What to plan. Errors name these fields (FieldError: "period", "max_overhead", "algorithm",
 /// "every_iteration", "search.time_limit_s", "search.rounds", "bucket_alpha_s").
 struct PlanRequest {

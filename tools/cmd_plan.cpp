@@ -148,8 +148,10 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
             << ", period " << seconds_text(outcome.timing.period_s) << " s, gap to lower bound "
             << format_percent(outcome.gap_to_lower_bound) << '\n';
   if (const int cut = outcome.time_limited_searches(); cut > 0)
-    std::cout << "search: stopped at its time limit (--time-limit-s " << format_short(options.search.time_limit_s, 3)
-              << " for the whole command) in " << cut << " of " << outcome.search_runs.size()
+    std::cout << "search: stopped at its time limit (--time-limit-s " << format_short(options.search.time_limit_s, 0)
+              << " for the whole command"
+              << (outcome.auto_period ? ", at most " + format_short(kAutoSearchLimit_s, 2) + " s for each H tried" : "")
+              << ") in " << cut << " of " << outcome.search_runs.size()
               << " runs, before the lower bound or its rounds: the plans are the best found by then\n";
   if (!outcome.pinned_layers.empty())
     std::cout << "every iteration (--every-iteration '" << options.every_iteration
