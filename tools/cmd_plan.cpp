@@ -268,7 +268,8 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_option("--algorithm", options->algorithm,
                    strategy_names_text(StrategyUse::kPlan) + " (default: best, the lowest period found)");
   plan->add_option("--time-limit-s", options->search.time_limit_s,
-                   "search: stop improving after this many seconds, in (0, 86400] (default: 1)");
+                   "search: stop improving after this many seconds, for all of the command's searches together "
+                   "(the table's search row, best, each H of --period auto), in (0, 86400] (default: 1)");
   plan->add_option("--search-rounds", options->search.rounds,
                    "search: random perturbation rounds after the first descent, >= 0 (default: 30)");
   plan->add_option("--seed", options->seed_text, "search: random seed, a whole number >= 0 (default: 1)");

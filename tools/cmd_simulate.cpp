@@ -226,7 +226,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   plan->excludes(strategy);
   plan->excludes(period);
   simulate->add_option("-o,--output", options->output_path,
-                       "write a JSON result (s): period_s, iteration_s, iteration_wait_s; with --cluster also per-worker "
+                       "write a JSON result (s): engine, period_s, iteration_s (and iteration_wait_s without --cluster); "
+                       "with --cluster also per-worker "
                        "times, exposed communication, overlap and bytes per link (docs/formats.md)");
   simulate->add_option("--trace", options->trace_path,
                        "write a Chrome trace (microseconds; opens in Perfetto): compute and link streams");

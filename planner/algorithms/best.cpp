@@ -20,7 +20,7 @@ PlanCandidate choose_best(const BackpropTimes& times, std::vector<PlanCandidate>
   for (std::size_t i = 0; i < candidates.size(); ++i) {
     if (candidates[i].search_run) search_run = candidates[i].search_run;
     const double period_s = time_planned(times, candidates[i].assignment, alpha_s).period_s;
-    if (i == 0 || period_s < best_period - kBestTieRelative * best_period) {
+    if (i == 0 || period_s < best_period * (1 - kBestTieRelative)) {  // an infinite best stays infinite and loses
       best = i;
       best_period = period_s;
     }
