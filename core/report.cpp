@@ -44,10 +44,14 @@ Json report_to_json(const PlanReport& report) {
                                          {"unfused_allreduces", chosen.buckets->unfused_allreduces},
                                          {"unfused_period_s", chosen.buckets->unfused_period_s},
                                          {"unfused_lower_bound_period_s", chosen.buckets->unfused_lower_bound_period_s}};
+  const ReportSearch& search = report.search;
+  document["search"] = Json{{"time_limit_s", search.time_limit_s},   {"runs", search.runs},
+                            {"elapsed_s", search.elapsed_s},         {"time_limited_runs", search.time_limited_runs},
+                            {"stopped_by", search.stopped_by},       {"rounds", search.rounds}};
   if (report.cluster) document["cluster"] = *report.cluster;
   if (report.link) document["link"] = *report.link;
   document["sync_times"] = report.sync_times;
-  document["period_chosen_by"] = report.period_automatic ? "auto" : "--period";
+  document["period_chosen_by"] = report.period_automatic ? "auto" : "given";
   document["every_iteration"] = report.every_iteration;
   if (report.max_overhead) document["max_overhead"] = *report.max_overhead;
   return document;

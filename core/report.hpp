@@ -42,6 +42,17 @@ struct ReportChosen {
   std::optional<ReportBuckets> buckets;
 };
 
+/// What the job's runs of `search` did (docs/time-model.md section 7).
+struct ReportSearch {
+  double time_limit_s = 0;   ///< the limit on the whole job's search (s)
+  int runs = 0;              ///< runs of search in the job (shared by the table's row and best)
+  double elapsed_s = 0;      ///< their wall-clock time together (s)
+  int time_limited_runs = 0; ///< runs the time limit cut short
+  /// How the run behind the chosen plan stopped: "bound" (optimal), "rounds" or "time_limit".
+  std::string stopped_by;
+  int rounds = 0;            ///< that run's completed perturbation rounds
+};
+
 /// A syncplan.report/v1 document (docs/formats.md "Report").
 struct PlanReport {
   std::optional<std::string> model;  ///< the profile's model; null when unnamed
@@ -55,7 +66,8 @@ struct PlanReport {
   std::optional<std::string> cluster;  ///< the cluster file, when one gave the sync times
   std::optional<std::string> link;     ///< the link fit file, when one was given
   std::string sync_times;              ///< where the all-reduce times came from, in words
-  bool period_automatic = false;       ///< H chosen automatically (written "auto"; else "--period")
+  bool period_automatic = false;       ///< H chosen automatically (period_chosen_by "auto"; else "given")
+  ReportSearch search;
   std::vector<std::string> every_iteration;  ///< layers pinned to every iteration, backprop order
   std::optional<double> max_overhead;  ///< the automatic period's largest wait / compute (a fraction)
 };

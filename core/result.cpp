@@ -15,6 +15,7 @@ Json model_json(const ResultSubject& subject) { return subject.model ? Json(*sub
 Json result_to_json(const PeriodModelResult& result) {
   Json document;
   document["format"] = kResultFormat;
+  document["engine"] = kPeriodModelEngine;
   document["model"] = model_json(result.subject);
   document["profile"] = result.subject.profile;
   add_subject_target(document, result.subject);
@@ -31,7 +32,7 @@ Json result_to_json(const PeriodModelResult& result) {
 Json result_to_json(const DesRunResult& result) {
   Json document;
   document["format"] = kResultFormat;
-  document["engine"] = "des";
+  document["engine"] = kDesEngine;
   document["model"] = model_json(result.subject);
   document["profile"] = result.subject.profile;
   document["cluster"] = result.cluster;
@@ -42,6 +43,7 @@ Json result_to_json(const DesRunResult& result) {
   if (result.link) document["link"] = *result.link;
   document["workers"] = result.workers;
   document["simulated_workers"] = result.simulated_workers;
+  document["period_s"] = result.period_s();
   document["total_s"] = result.total_s;
   document["mean_iteration_s"] = result.total_s / result.iterations;
   document["iteration_s"] = result.iteration_s;

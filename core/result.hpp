@@ -12,6 +12,9 @@
 namespace syncplan {
 
 inline constexpr const char* kResultFormat = "syncplan.result/v1";
+/// The result's "engine" values: the period model (SPEC section 5) and the discrete-event simulator.
+inline constexpr const char* kPeriodModelEngine = "period-model";
+inline constexpr const char* kDesEngine = "des";
 
 /// What was simulated: a plan file or a strategy by name (exactly one is non-empty).
 struct ResultSubject {
@@ -50,11 +53,17 @@ struct DesRunResult {
   double comm_busy_s = 0;               ///< time at least one all-reduce runs (s)
   double overlap_fraction = 0;          ///< share of all-reduce time overlapping compute
   std::vector<std::pair<std::string, double>> link_bytes;  ///< bytes per directed link
+
+  /// The mean per period over the iterations run: the mean iteration times H,
+  /// total_s / iterations x period (s). For a whole number of periods it is the mean of the
+  /// periods' sums; otherwise the last, partial period counts by its iterations' mean
+  /// (docs/formats.md "Simulation result").
+  double period_s() const { return total_s / iterations * period; }
 };
 
-/// The period model's result as JSON (no "engine" key, as written since the period model came first).
+/// The period model's result as JSON ("engine": "period-model").
 Json result_to_json(const PeriodModelResult& result);
-/// The DES's result as JSON ("engine": "des").
+/// The DES's result as JSON ("engine": "des"), with period_s() beside total_s.
 Json result_to_json(const DesRunResult& result);
 
 }  // namespace syncplan

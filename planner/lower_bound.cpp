@@ -1,6 +1,7 @@
-// SPEC section 5's lower bound, term by term.
+// The lower bounds on any plan's period (SPEC section 5, docs/time-model.md 6 and 12) and a plan's gap to one.
 #include "planner/lower_bound.hpp"
 
+#include "core/errors.hpp"
 #include "simulator/bucket_fusion.hpp"
 #include "simulator/period_model.hpp"
 
@@ -65,6 +66,15 @@ double fused_lower_bound_s(const BackpropTimes& times, int period, double alpha_
     wait = std::max(wait, suffix_excess + (per_iteration >= 0 ? per_iteration : period * per_iteration));
   }
   return std::max(period * times.compute_s() + wait, best_lower_bound_s(excess_sync_times(times, alpha_s), period));
+}
+
+double gap_to_lower_bound(double period_s, double bound_s) {
+  if (bound_s == 0) return 0.0;
+  const double gap = period_s / bound_s - 1.0;
+  if (gap >= 0) return gap;
+  if (gap >= -kGapRoundingRelative) return 0.0;
+  throw InternalError("lower bound " + format_exact(bound_s) + " s exceeds the plan's period " + format_exact(period_s) +
+                      " s: the bound does not hold (a bug)");
 }
 
 }  // namespace syncplan

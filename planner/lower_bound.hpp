@@ -34,4 +34,13 @@ double best_lower_bound_s(const BackpropTimes& times, int period);
 /// (times.link): only best_lower_bound_s of excess_sync_times. Throws InputError when period < 1.
 double fused_lower_bound_s(const BackpropTimes& times, int period, double alpha_s);
 
+/// A relative gap below the bound smaller than this is rounding (the plan and the bound sum the
+/// same times in different orders: -1.1e-16 on GPT-2); a larger one would be a wrong bound.
+inline constexpr double kGapRoundingRelative = 1e-9;
+
+/// A plan's gap to a lower bound, period_s / bound_s - 1 (a fraction >= 0; 0 when bound_s is 0).
+/// A gap in [-kGapRoundingRelative, 0) is rounding and reads 0; a more negative one means the bound
+/// does not hold (a bug, since every bound holds for every plan): throws InternalError naming both.
+double gap_to_lower_bound(double period_s, double bound_s);
+
 }  // namespace syncplan

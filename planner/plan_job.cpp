@@ -6,9 +6,12 @@
 #include "planner/fill.hpp"
 #include "planner/lower_bound.hpp"
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <regex>
+#include <string_view>
+#include <utility>
 
 namespace syncplan {
 
@@ -20,19 +23,57 @@ constexpr double kLongestAlpha_s = 60;
 constexpr double kLongestTimeLimit_s = 86400;
 // The largest H the automatic period tries.
 constexpr int kAutoMaxPeriod = 1000;
-// The most each candidate H's search may take under the automatic period (s).
-constexpr double kAutoSearchLimit_s = 0.05;
+
+// The plans of one job at one period, each strategy planned once per bucket alpha (fused or not):
+// the comparison table's rows, `best` and the chosen plan share them, so the job runs `search`
+// once where they need the same plan (the time limit then bounds the job, not each use). Records
+// every search run in `runs`.
+class JobPlans {
+ public:
+  JobPlans(const BackpropTimes& times, std::vector<SearchRun>& runs) : times_(times), runs_(runs) {}
+
+  // Plans from now on are for `period`; those of another period are forgotten.
+  void set_period(int period) {
+    if (period != period_) plans_.clear();
+    period_ = period;
+  }
+
+  // The plan of the plannable `strategy`; `best` chooses among its candidates' shared plans.
+  PlanCandidate plan(const Strategy& strategy, const SearchOptions& options) {
+    if (std::string_view(strategy.name) == "best") {
+      std::vector<PlanCandidate> candidates;
+      for (const char* name : kBestCandidates) candidates.push_back(plan(*find_strategy(name), options));
+      return choose_best(times_, std::move(candidates), options.bucket_alpha_s);
+    }
+    const Key key{strategy.name, options.bucket_alpha_s};
+    for (const auto& [known, candidate] : plans_)
+      if (known == key) return candidate;
+    PlanCandidate candidate = strategy.plan(times_, period_, options);
+    if (candidate.search_run) runs_.push_back(*candidate.search_run);
+    plans_.emplace_back(key, candidate);
+    return candidate;
+  }
+
+ private:
+  using Key = std::pair<std::string, std::optional<double>>;  // strategy, bucket alpha
+  const BackpropTimes& times_;
+  std::vector<SearchRun>& runs_;
+  int period_ = 0;
+  std::vector<std::pair<Key, PlanCandidate>> plans_;
+};
 
 // The smallest H whose planned wait is at most max_overhead of the period's compute (fewer local
-// steps between averages is better for convergence).
-AutoPeriod auto_period(const BackpropTimes& times, const Strategy& algorithm, SearchOptions search,
+// steps between averages is better for convergence). Leaves `plans` at that H, holding its plans.
+AutoPeriod auto_period(const BackpropTimes& times, JobPlans& plans, const Strategy& algorithm, SearchOptions search,
                        double max_overhead, const std::optional<double>& alpha_s) {
   double best_overhead = std::numeric_limits<double>::infinity();
   int best_period = 1;
-  // Up to kAutoMaxPeriod candidates: each search gets a small share of the time limit.
+  // Up to kAutoMaxPeriod candidates: each search gets a small share of the time limit (and all
+  // of them stop at the job's deadline).
   search.time_limit_s = std::min(search.time_limit_s, kAutoSearchLimit_s);
   for (int period = 1; period <= kAutoMaxPeriod; ++period) {
-    const PeriodTiming timing = time_planned(times, algorithm.plan(times, period, search).assignment, alpha_s);
+    plans.set_period(period);
+    const PeriodTiming timing = time_planned(times, plans.plan(algorithm, search).assignment, alpha_s);
     const double compute = period * times.compute_s();
     const double overhead =
         compute > 0 ? timing.total_wait_s() / compute : (timing.total_wait_s() > 0 ? INFINITY : 0.0);
@@ -73,6 +114,12 @@ const PeriodTiming& PlanOutcome::strategy(const std::string& name) const {
   throw InternalError("plan outcome: strategy '" + name + "' is not compared");
 }
 
+int PlanOutcome::time_limited_searches() const {
+  int count = 0;
+  for (const SearchRun& run : search_runs) count += run.stop == SearchStop::kTimeLimit ? 1 : 0;
+  return count;
+}
+
 void validate_plan_request(const PlanRequest& request) {
   const SearchOptions& search = request.search;
   if (!(search.time_limit_s > 0 && search.time_limit_s <= kLongestTimeLimit_s))
@@ -103,27 +150,46 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
 
   SearchOptions search = request.search;
   search.every_iteration = pinned_layers(times, request.every_iteration);
+  // One deadline for every search of the job (validate_plan_request bounded the limit to a day).
+  search.deadline = std::chrono::steady_clock::now() +
+                    std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                        std::chrono::duration<double>(search.time_limit_s));
   // The table compares the strategies unfused; the chosen plan is searched for its fused period.
   search.bucket_alpha_s.reset();
   const SearchOptions unfused_search = search;
   search.bucket_alpha_s = alpha_s;
+  JobPlans plans(times, outcome.search_runs);
   if (request.period) {
     require_finite_periods(times, *request.period, request.origin);
     outcome.period = *request.period;
+    plans.set_period(outcome.period);
   } else {
-    outcome.auto_period = auto_period(times, algorithm, search, *request.max_overhead, alpha_s);
+    // The plans found at the chosen H are the job's plans there (not searched again).
+    outcome.auto_period = auto_period(times, plans, algorithm, search, *request.max_overhead, alpha_s);
     outcome.period = outcome.auto_period->period;
   }
   const int period = outcome.period;
 
-  for (const std::string& name : compared_strategy_names())
-    outcome.strategies.push_back({name, find_strategy(name)->run_period_model(times, period, unfused_search).timing});
+  // The chosen plan first: with fusion its (fused) search has the time left before the table's.
+  outcome.chosen = plans.plan(algorithm, search);
+  std::optional<SearchRun> table_search_run;
+  for (const std::string& name : compared_strategy_names()) {
+    const Strategy& strategy = *find_strategy(name);
+    if (!strategy.plannable()) {
+      outcome.strategies.push_back({name, strategy.run_period_model(times, period).timing});
+      continue;
+    }
+    const PlanCandidate candidate = plans.plan(strategy, unfused_search);
+    if (candidate.search_run) table_search_run = candidate.search_run;
+    outcome.strategies.push_back({name, time_assignment(times, candidate.assignment)});
+  }
+  SYNCPLAN_CHECK(outcome.chosen.search_run || table_search_run);
+  outcome.chosen_search = outcome.chosen.search_run ? *outcome.chosen.search_run : *table_search_run;
   outcome.spec_lower_bound_s = spec_lower_bound_s(times, period);
   outcome.suffix_lower_bound_s = suffix_lower_bound_s(times, period);
   outcome.unfused_lower_bound_s = best_lower_bound_s(times, period);
   outcome.lower_bound_s = alpha_s ? fused_lower_bound_s(times, period, *alpha_s) : outcome.unfused_lower_bound_s;
 
-  outcome.chosen = algorithm.plan(times, period, search);
   align_tied_layers(times, outcome.chosen.assignment);
   outcome.planned = outcome.chosen.assignment;
   outcome.extra_syncs = request.fill_bubbles ? fill_bubbles(times, outcome.chosen.assignment) : 0;
@@ -133,7 +199,7 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
   outcome.plan = plan_from_assignment(outcome.chosen.assignment, request.profile, times, outcome.chosen.algorithm);
   outcome.plan.predicted = prediction_from_timing(outcome.timing, outcome.lower_bound_s);
   if (outcome.buckets) outcome.plan.buckets = plan_buckets(*outcome.buckets, times);
-  outcome.gap_to_lower_bound = outcome.lower_bound_s > 0 ? outcome.timing.period_s / outcome.lower_bound_s - 1.0 : 0.0;
+  outcome.gap_to_lower_bound = gap_to_lower_bound(outcome.timing.period_s, outcome.lower_bound_s);
 
   for (std::size_t j = 0; j < search.every_iteration.size(); ++j)
     if (search.every_iteration[j]) outcome.pinned_layers.push_back(times.names[j]);
@@ -164,6 +230,10 @@ PlanReport plan_report(const PlanOutcome& outcome, const PlanRequest& request) {
   report.period_automatic = outcome.auto_period.has_value();
   report.every_iteration = outcome.pinned_layers;
   report.max_overhead = request.max_overhead;
+  report.search = {request.search.time_limit_s, static_cast<int>(outcome.search_runs.size()), 0.0,
+                   outcome.time_limited_searches(), search_stop_name(outcome.chosen_search.stop),
+                   outcome.chosen_search.rounds};
+  for (const SearchRun& run : outcome.search_runs) report.search.elapsed_s += run.elapsed_s;
   return report;
 }
 

@@ -15,6 +15,9 @@
 
 namespace syncplan {
 
+/// Under an automatic period, the most each H's search may take (s), within the job's time limit.
+inline constexpr double kAutoSearchLimit_s = 0.05;
+
 /// What to plan. Errors name these fields (FieldError: "period", "max_overhead", "algorithm",
 /// "every_iteration", "search.time_limit_s", "search.rounds", "bucket_alpha_s").
 struct PlanRequest {
@@ -26,8 +29,10 @@ struct PlanRequest {
   std::optional<int> period;           ///< H in 1..kMaxPeriod; unset: automatic (max_overhead required)
   std::optional<double> max_overhead;  ///< automatic H: largest planned wait / compute, in (0, 100]
   std::string algorithm = "best";      ///< a plannable strategy of the table
-  /// time_limit_s in (0, 86400] s, rounds >= 0, seed; every_iteration and bucket_alpha_s are
-  /// set by the job from the fields below.
+  /// time_limit_s in (0, 86400] s, rounds >= 0, seed; every_iteration, bucket_alpha_s and
+  /// deadline are set by the job. time_limit_s bounds the job's whole search: every run of
+  /// `search` in the job (the table's row, best's, the automatic period's) stops at one deadline,
+  /// time_limit_s after the job starts.
   SearchOptions search;
   std::string every_iteration;         ///< ECMAScript regex (std::regex_search) on layer names; empty: none pinned
   bool fill_bubbles = false;           ///< add extra syncs in idle link time (planner/fill.hpp)
@@ -67,9 +72,16 @@ struct PlanOutcome {
   std::optional<Buckets> buckets;        ///< set when bucket_alpha_s was given
   std::size_t unfused_allreduces = 0;    ///< all-reduces per period before fusion
   std::vector<std::string> pinned_layers;  ///< every_iteration's matches, backprop order
-  double gap_to_lower_bound = 0;         ///< timing.period_s / lower_bound_s - 1 (0 when the bound is 0)
+  double gap_to_lower_bound = 0;         ///< gap_to_lower_bound(timing.period_s, lower_bound_s): >= 0
+  /// Every run of `search` the job made, in order: one per period tried and per fused or unfused
+  /// plan, shared by the comparison table's `search` row, `best` and the chosen plan.
+  std::vector<SearchRun> search_runs;
+  /// The run behind the chosen plan (for an algorithm that does not search: the table's row).
+  SearchRun chosen_search;
   Plan plan;                             ///< the syncplan.plan/v1 document, with predicted and buckets
 
+  /// How many of search_runs the time limit cut short (their plans are the best found by then).
+  int time_limited_searches() const;
   /// The compared strategy called `name`'s timing; throws InternalError when it is not compared.
   const PeriodTiming& strategy(const std::string& name) const;
 };

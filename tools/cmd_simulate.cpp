@@ -195,7 +195,7 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
   if (outcome.period_model)
     std::cout << "period model (one worker, same all-reduce times): period_s "
               << seconds_text(outcome.period_model->period_s) << "; DES mean per period "
-              << seconds_text(result.total_s / count * period) << '\n';
+              << seconds_text(outcome.document.period_s()) << '\n';
   std::vector<std::vector<std::string>> table = {{"iteration", "iteration_s", "slowest_worker_s", "fastest_worker_s"}};
   constexpr int kShownRows = 20;
   for (int i = 0; i < count; ++i) {
@@ -237,7 +237,8 @@ void add_simulate_command(CLI::App& app, Action& action) {
   plan->excludes(strategy);
   plan->excludes(period);
   simulate->add_option("-o,--output", options->output_path,
-                       "write a JSON result (s): period_s, iteration_s, iteration_wait_s; with --cluster also per-worker "
+                       "write a JSON result (s): engine, period_s, iteration_s (and iteration_wait_s without --cluster); "
+                       "with --cluster also per-worker "
                        "times, exposed communication, overlap and bytes per link (docs/formats.md)");
   simulate->add_option("--trace", options->trace_path,
                        "write a Chrome trace (microseconds; opens in Perfetto): compute and link streams");

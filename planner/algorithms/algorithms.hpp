@@ -4,6 +4,8 @@
 
 #include "simulator/period_model.hpp"
 
+#include <array>
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,10 +13,29 @@
 
 namespace syncplan {
 
+/// Why `search` stopped (docs/time-model.md section 7).
+enum class SearchStop {
+  kBound,      ///< the plan met the lower bound: it is optimal
+  kRounds,     ///< every round ran (or there was nothing to search: H = 1 or one layer)
+  kTimeLimit,  ///< the time limit (or the job's deadline) cut it short: the best plan so far
+};
+
+/// The name of a stop in reports and docs: "bound", "rounds", "time_limit".
+const char* search_stop_name(SearchStop stop);
+
+/// What one run of `search` did.
+struct SearchRun {
+  SearchStop stop = SearchStop::kRounds;
+  int rounds = 0;        ///< perturbation rounds completed after the first descent
+  double elapsed_s = 0;  ///< wall-clock time of the run (s)
+};
+
 /// A plan found by an algorithm; `algorithm` names the one that found it (for `best`, the winner).
 struct PlanCandidate {
   std::string algorithm;
   Assignment assignment;
+  /// Set by `search`, and by `best` (its search's run, whichever algorithm won).
+  std::optional<SearchRun> search_run = std::nullopt;
 };
 
 /// Options of the planning algorithms (only `search` and `best` read the first four).
@@ -29,7 +50,18 @@ struct SearchOptions {
   /// iterations will be fused into buckets; `search` then minimizes the fused period
   /// (fused_iteration_wait_s) and `best` compares fused periods (docs/time-model.md section 12).
   std::optional<double> bucket_alpha_s;
+  /// When set, `search` also stops at this instant: one deadline shared by every search of a
+  /// `plan` job, so that time_limit_s bounds the job's whole search (planner/plan_job.hpp).
+  std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt;
 };
+
+/// The algorithms `best` compares, in its tie order (docs/time-model.md section 3).
+inline constexpr std::array<const char*, 4> kBestCandidates = {"dp", "dreamddp", "plsgd-even", "search"};
+
+/// Periods within this relative difference are a tie for `best` (and go to the earlier candidate
+/// of kBestCandidates): the candidates sum the same times in different orders, so equal periods
+/// differ by rounding (6e-15 s on a real profile), far below 1e-9 of a period.
+inline constexpr double kBestTieRelative = 1e-9;
 
 /// `candidate` with the pinned layers (`every_iteration`, backprop index) added to every iteration.
 PlanCandidate with_pins(PlanCandidate candidate, const std::vector<bool>& every_iteration);
@@ -45,10 +77,18 @@ PlanCandidate plan_dp(const BackpropTimes& times, int period, const std::vector<
 
 /// Free assignment (docs/time-model.md section 7): any layer to any iteration, starting from dp's
 /// plan and keeping only strict improvements, so never worse than dp. Deterministic for a seed
-/// unless options.time_limit_s cuts it short.
+/// unless options.time_limit_s (or options.deadline) cuts it short; search_run says which of the
+/// bound, the rounds or the time limit stopped it.
 PlanCandidate plan_search(const BackpropTimes& times, int period, const SearchOptions& options);
-/// The lowest period any of dp, dreamddp, plsgd-even and search found (ties go to that order),
+/// The lowest period any of dp, dreamddp, plsgd-even and search found (ties, within
+/// kBestTieRelative, go to that order: choose_best),
 /// fused when search.bucket_alpha_s is set. All throw FieldError "period: ..." when period < 1.
 PlanCandidate plan_best(const BackpropTimes& times, int period, const SearchOptions& search = {});
+/// best's choice among `candidates`, the plans of kBestCandidates in that order (4 entries): the
+/// lowest period (fused with alpha_s when set), a later candidate winning only when its period is
+/// lower by more than kBestTieRelative of the earlier one's. The winner carries the search
+/// candidate's search_run. Throws InternalError when candidates is not 4 plans.
+PlanCandidate choose_best(const BackpropTimes& times, std::vector<PlanCandidate> candidates,
+                          const std::optional<double>& alpha_s);
 
 }  // namespace syncplan

@@ -143,14 +143,28 @@ bool descend(SearchState& state, const BackpropTimes& times, int period, double 
 
 }  // namespace
 
+const char* search_stop_name(SearchStop stop) {
+  switch (stop) {
+    case SearchStop::kBound: return "bound";
+    case SearchStop::kRounds: return "rounds";
+    case SearchStop::kTimeLimit: return "time_limit";
+  }
+  return "rounds";
+}
+
 PlanCandidate plan_search(const BackpropTimes& times, int period, const SearchOptions& options) {
   require_valid_period(period);
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(std::clamp(options.time_limit_s, 0.0, kLongestSearch_s)));
+  const auto started = std::chrono::steady_clock::now();
+  auto deadline = started + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                                std::chrono::duration<double>(std::clamp(options.time_limit_s, 0.0, kLongestSearch_s)));
+  if (options.deadline) deadline = std::min(deadline, *options.deadline);
+  const auto finished = [&](const SearchState& plan, SearchStop stop, int rounds) {
+    const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - started;
+    return PlanCandidate{"search", plan.assignment(), SearchRun{stop, rounds, elapsed.count()}};
+  };
   const double min_gain_s = kRelativeGain * std::max(1e-30, period * times.compute_s() + times.sync_total_s());
   SearchState best(times, plan_dp(times, period, options.every_iteration).assignment, options.bucket_alpha_s);
-  if (period == 1 || times.size() < 2) return {"search", best.assignment()};
+  if (period == 1 || times.size() < 2) return finished(best, SearchStop::kRounds, 0);
   SearchState current = best;
   bool in_time = descend(current, times, period, min_gain_s, deadline, options.every_iteration);
   if (current.total_wait_s() < best.total_wait_s() - min_gain_s) best = current;
@@ -163,7 +177,8 @@ PlanCandidate plan_search(const BackpropTimes& times, int period, const SearchOp
   const auto optimal = [&] { return best.total_wait_s() <= bound_wait_s + min_gain_s; };
   std::mt19937_64 random(options.seed);
   const int layer_count = static_cast<int>(times.size());
-  for (int round = 0; in_time && round < options.rounds && !optimal(); ++round) {
+  int round = 0;
+  for (; in_time && round < options.rounds && !optimal(); ++round) {
     current = best;
     const int kicks = 1 + static_cast<int>(random() % 3);
     for (int kick = 0; kick < kicks; ++kick) {
@@ -175,7 +190,9 @@ PlanCandidate plan_search(const BackpropTimes& times, int period, const SearchOp
     in_time = descend(current, times, period, min_gain_s, deadline, options.every_iteration);
     if (current.total_wait_s() < best.total_wait_s() - min_gain_s) best = current;
   }
-  return {"search", best.assignment()};
+  // A round cut by the deadline does not count as completed.
+  const SearchStop stop = optimal() ? SearchStop::kBound : in_time ? SearchStop::kRounds : SearchStop::kTimeLimit;
+  return finished(best, stop, in_time ? round : std::max(0, round - 1));
 }
 
 }  // namespace syncplan

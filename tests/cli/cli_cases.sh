@@ -9,6 +9,7 @@
 #   gpt2_example SHARED_DATA_DIR      the README's GPT-2 example against expected.json (77: no data)
 #   fifo_output                       -o into a FIFO writes through it and leaves it a FIFO
 #   auto_period                       --period auto --max-overhead chooses the smallest H
+#   search_time_limit                 plan says when the time limit, not the bound, stopped search
 #   fused_buckets                     plan --fuse-buckets: buckets, bound, period model and DES agree
 #   link_fit                          plan/simulate --link: all-reduce times from an alpha-beta fit
 #   main_job                          the README's plan --model gpt2 --cluster, reproduced by the DES
@@ -157,6 +158,8 @@ assert report["period_chosen_by"] == "auto" and report["max_overhead"] == 0.2
 assert abs(report["chosen"]["period_s"] - 0.0105) < 1e-12, report["chosen"]["period_s"]
 syncs = sum(len(layer["sync_iterations"]) for layer in plan["layers"])
 assert syncs == 3 + report["chosen"]["extra_syncs"], (syncs, report["chosen"]["extra_syncs"])
+# H = 1, 2, 3 tried, one search each; at H = 3 the table's search row is best's.
+assert report["search"]["runs"] == 3, report["search"]
 print("ok report: H = 3, period 10.5 ms, extra syncs", report["chosen"]["extra_syncs"])
 PY
   run simulate --profile profile.json --plan plan.json | grep -q "reproduces" ||
@@ -313,6 +316,34 @@ print("ok: main job, period", period, "s reproduced by the DES")
 PY
 }
 
+# The hand case of tests/unit/test_planner.cpp in milliseconds: backprop order l1..l4, b = 1 ms
+# each, c = (2, 2, 1, 0) ms, H = 2: dp's best contiguous plan waits 1 ms (period 9 ms); search's
+# {l1, l3} | {l2, l4} waits 0 (period 8 ms = the bound), so search stops at the bound. With a
+# 1 ns time limit it is cut before its first move: best keeps dp's 9 ms, and plan says why.
+search_time_limit() {
+  echo '{"l4": 0.001, "l3": 0.001, "l2": 0.001, "l1": 0.001}' >bp.json
+  echo '{"l4": 0, "l3": 0.001, "l2": 0.002, "l1": 0.002}' >comm.json
+  run import dreamddp --bp bp.json --comm comm.json --model hand -o profile.json
+  run plan --profile profile.json --period 2 -o plan.json --report report.json | tee plan.txt
+  if grep -q "stopped at its time limit" plan.txt; then echo "FAIL: a time-limit note without a cut"; exit 1; fi
+  run plan --profile profile.json --period 2 --time-limit-s 1e-9 -o cut.json --report cut-report.json | tee cut.txt
+  grep -q "^search: stopped at its time limit (--time-limit-s 1e-09 for the whole command) in 1 of 1 runs" cut.txt ||
+    { echo "FAIL: plan did not say the time limit stopped the search"; exit 1; }
+  "$python" - <<'PY' || { echo "FAIL: reports of the search's stop"; exit 1; }
+import json
+full, cut = json.load(open("report.json")), json.load(open("cut-report.json"))
+assert full["period_chosen_by"] == "given", full["period_chosen_by"]
+assert full["search"]["runs"] == 1 and full["search"]["stopped_by"] == "bound", full["search"]
+assert full["chosen"]["algorithm"] == "search" and abs(full["chosen"]["period_s"] - 0.008) < 1e-12, full["chosen"]
+assert 0 <= full["chosen"]["gap_to_lower_bound"] < 1e-12, full["chosen"]
+assert cut["search"]["stopped_by"] == "time_limit" and cut["search"]["time_limited_runs"] == 1, cut["search"]
+assert cut["chosen"]["algorithm"] == "dp" and abs(cut["chosen"]["period_s"] - 0.009) < 1e-12, cut["chosen"]
+assert cut["chosen"]["gap_to_lower_bound"] > 0.1, cut["chosen"]  # 9 / 8 - 1 = 0.125
+print("ok: search stopped at the bound (8 ms), and at the 1 ns limit (dp's 9 ms, said so)")
+PY
+  echo "ok: search time limit"
+}
+
 # An output that is a FIFO (like /dev/null, not a regular file) is written into, not replaced.
 fifo_output() {
   mkfifo out.fifo
@@ -327,6 +358,6 @@ fifo_output() {
 }
 
 case "$case_name" in
-  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | fused_buckets | link_fit | main_job | huge_times) "$case_name" "$@" ;;
+  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times) "$case_name" "$@" ;;
   *) echo "cli_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac

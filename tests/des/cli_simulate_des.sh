@@ -27,6 +27,12 @@ run simulate --profile "$profile" --cluster "$cluster" --strategy wfbp --period 
 # 2 iterations 12.8e-3 s (the period model's wfbp for H = 2 on this profile).
 run simulate --profile "$profile" --cluster "$cluster" --strategy wfbp --period 2 --sync-time measured \
   -o measured.json
+# The same for 3 iterations, not a whole number of periods: 3 x 6.4 = 19.2e-3 s in all, and
+# period_s is the mean iteration times H: 6.4e-3 x 2 = 12.8e-3 s (docs/formats.md).
+run simulate --profile "$profile" --cluster "$cluster" --strategy wfbp --period 2 --sync-time measured \
+  --iterations 3 -o partial.json
+# The period model on the same strategy: engine "period-model", period_s 12.8e-3 s as above.
+run simulate --profile "$profile" --strategy wfbp --period 2 -o period_model.json
 
 "$python" - <<'PY'
 import json, math, sys
@@ -58,6 +64,19 @@ measured = json.load(open("measured.json"))
 if measured.get("sync_time") != "measured" or measured.get("engine") != "des":
     fail(f"measured.json: sync_time {measured.get('sync_time')!r}, engine {measured.get('engine')!r}")
 close("measured total_s", measured["total_s"], 12.8e-3)
+
+# One schema (SPEC section 4): both engines carry period_s, iteration_s and engine.
+close("period_s (H = 1: one iteration)", result["period_s"], 4.60056e-3)
+close("measured period_s", measured["period_s"], 12.8e-3)
+partial = json.load(open("partial.json"))
+close("partial total_s", partial["total_s"], 19.2e-3)
+close("partial period_s", partial["period_s"], 12.8e-3)
+close("partial period_s = mean_iteration_s x H", partial["period_s"], partial["mean_iteration_s"] * partial["period"])
+model = json.load(open("period_model.json"))
+if model.get("engine") != "period-model" or len(model.get("iteration_s", [])) != 2:
+    fail(f"period_model.json: engine {model.get('engine')!r}, iteration_s {model.get('iteration_s')!r}")
+close("period model period_s", model["period_s"], 12.8e-3)
+close("period model period_s = sum of iteration_s", model["period_s"], sum(model["iteration_s"]))
 
 trace = json.load(open("trace.json"))
 events = [e for e in trace["traceEvents"] if e.get("ph") == "X"]

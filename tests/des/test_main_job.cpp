@@ -76,7 +76,8 @@ TEST_CASE("main job by hand: plan, report, DES check", "[des][main_job]") {
   REQUIRE(report["strategies"]["dp"]["speedup_over_ssgd"].get<double>() == Approx(1.84));
   REQUIRE(report["strategies"]["ssgd"]["speedup_over_flsgd"].get<double>() == Approx(8.75 / 11.5));
   REQUIRE(report["chosen"]["requested_algorithm"] == "dp");
-  REQUIRE(report["period_chosen_by"] == "--period");
+  REQUIRE(report["period_chosen_by"] == "given");
+  REQUIRE(report["search"]["runs"] == 1);  // the table's search row; dp itself does not search
 
   // The DES of the 2 identical workers on the plan: one period takes the plan's 6.25 s, and
   // S-SGD's 11.5 s (all-reduces after backprop, measured times).
@@ -88,11 +89,25 @@ TEST_CASE("main job by hand: plan, report, DES check", "[des][main_job]") {
   const DesOutcome des = simulate_des(simulate);
   REQUIRE(des.result.total_s == Approx(6.25).epsilon(1e-12));
   REQUIRE(des.period_model->period_s == Approx(6.25).epsilon(1e-12));
-  REQUIRE(result_to_json(des.document)["engine"] == "des");
+  const Json des_document = result_to_json(des.document);
+  REQUIRE(des_document["engine"] == "des");
+  REQUIRE(des_document["period_s"].get<double>() == Approx(6.25).epsilon(1e-12));  // one period run
+  // The period model on the same plan writes the same schema: engine, period_s, iteration_s.
+  const Json model_document = result_to_json(simulate_period_model(simulate).document);
+  REQUIRE(model_document["engine"] == "period-model");
+  REQUIRE(model_document["period_s"].get<double>() == Approx(6.25).epsilon(1e-12));
+  REQUIRE(model_document["iteration_s"].size() == 2);
   simulate.plan.reset();
   simulate.strategy = "ssgd";
   simulate.period = 2;
   REQUIRE(simulate_des(simulate).result.total_s == Approx(11.5).epsilon(1e-12));
+  // 3 iterations of S-SGD, not a whole number of periods: every iteration is 11.5 / 2 = 5.75 s,
+  // 17.25 s in all, and period_s is the mean iteration times H = 2: 11.5 s.
+  simulate.iterations = 3;
+  const Json partial = result_to_json(simulate_des(simulate).document);
+  REQUIRE(partial["total_s"].get<double>() == Approx(17.25).epsilon(1e-12));
+  REQUIRE(partial["iteration_s"].size() == 3);
+  REQUIRE(partial["period_s"].get<double>() == Approx(11.5).epsilon(1e-12));
 }
 
 TEST_CASE("main job: the automatic period and request errors name the field", "[des][main_job]") {
