@@ -65,6 +65,10 @@ DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTime
   for (std::size_t j = 0; j < layers.size(); ++j) layers.synced.push_back(ties.carrier[j] == static_cast<int>(j));
   layers.sync_s = carried_by_ties(ties, layers.sync_s);
   layers.param_bytes = carried_by_ties(ties, layers.param_bytes);
+  if (profile.unattributed) {
+    layers.unattributed_forward_s = profile.unattributed->forward_s.value_or(0.0);
+    layers.unattributed_backward_s = profile.unattributed->backward_s.value_or(0.0);
+  }
   return layers;
 }
 

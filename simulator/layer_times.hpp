@@ -34,6 +34,11 @@ struct DesLayers {
   std::vector<double> param_bytes;   ///< NaN when unknown
   std::vector<bool> synced;          ///< false for a tied layer whose parameters another layer's sync carries
   std::vector<int> carrier;          ///< the layer whose sync carries this one's parameters (itself when untied)
+  /// The profile's `unattributed` compute (s, 0 when absent or null): serial compute after the last
+  /// layer's forward, and after the last (input-most) layer's backward (docs/time-model.md,
+  /// "Unattributed compute").
+  double unattributed_forward_s = 0;
+  double unattributed_backward_s = 0;
   std::size_t size() const { return names.size(); }
 };
 
