@@ -16,8 +16,7 @@ batch every iteration, one thread per rank) in each configuration in turn:
 Per configuration: --warmup untimed iterations, a barrier, --iters timed ones; the time is the
 max over ranks of each rank's mean iteration (s). Rank 0 writes {"configs": {name: seconds}}.
 
-table: prints measured against predicted (syncplan simulate -o results, `period_s` over one
-iteration) with the error of the total and of the communication part (iteration minus the compute
+table: prints measured against predicted (syncplan simulate -o results, `mean_iteration_s`) with the error of the total and of the communication part (iteration minus the compute
 configuration, for both), and writes the table as JSON. docs/torch.md section 6.
 
 Exit codes: 0 success; 2 bad arguments or an output that cannot be written (one line); 1 any other
@@ -214,9 +213,10 @@ def run_table(args):
         if not name or not path:
             raise UsageError(f"--predicted {item}: expected NAME=RESULT.json")
         result = read_json(path, "--predicted")
-        if "period_s" not in result or "period" not in result:
-            raise UsageError(f"--predicted {path}: no period_s/period (not a syncplan.result/v1?)")
-        predicted[name] = result["period_s"] / result["period"]  # seconds per iteration
+        # mean_iteration_s: both engines' results have it (docs/formats.md).
+        if not isinstance(result.get("mean_iteration_s"), (int, float)):
+            raise UsageError(f"--predicted {path}: no mean_iteration_s (not a syncplan.result/v1?)")
+        predicted[name] = result["mean_iteration_s"]
     for name in ("compute",):
         if name not in measured or name not in predicted:
             raise UsageError(f"the '{name}' configuration must be measured and predicted (it is the compute part)")
