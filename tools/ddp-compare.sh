@@ -40,22 +40,23 @@ step "measure: $configs on 2 gloo ranks"
 "$python" "$root/tools/torch_ddp_time.py" measure --nproc 2 --configs "$configs" --batch $batch --seq $seq \
   --threads $threads --iters 10 --warmup 3 -o "$out/measured.json"
 
-# ddp runs in the discrete-event simulator, which needs a cluster: one node of the link's 2 workers
-# (its nominal link is unused: --link gives every all-reduce time).
-cat > "$out/cluster.json" <<'EOF'
-{"format": "syncplan.cluster/v1", "name": "2 local gloo ranks (times from --link)", "workers": 2,
- "workers_per_node": 2, "intra_node": {"bandwidth_Gbps": 10, "latency_us": 10}, "allreduce": "ring"}
-EOF
-
 step "predict: syncplan simulate"
-# compute: the same profile with no all-reduce (every sync_s 0 at the link's worker count).
-"$python" - "$out/profile.json" "$out/profile-compute.json" <<'EOF'
+# Two input files from the link's worker count: the compute profile (every sync_s 0: no all-reduce)
+# and, for ddp, which runs in the discrete-event simulator and so needs a cluster, one node of
+# those workers (its nominal link is unused: --link gives every all-reduce time).
+"$python" - "$out/link.json" "$out/profile.json" "$out/profile-compute.json" "$out/cluster.json" <<'EOF'
 import json, sys
-profile = json.load(open(sys.argv[1]))
-profile["workers"] = 2
+link_path, profile_path, compute_path, cluster_path = sys.argv[1:]
+workers = json.load(open(link_path))["workers"]
+profile = json.load(open(profile_path))
+profile["workers"] = workers
 for layer in profile["layers"]:
     layer["sync_s"] = 0.0
-json.dump(profile, open(sys.argv[2], "w"), indent=1)
+json.dump(profile, open(compute_path, "w"), indent=1)
+cluster = {"format": "syncplan.cluster/v1", "name": f"{workers} local ranks (all-reduce times from --link)",
+           "workers": workers, "workers_per_node": workers, "allreduce": "ring",
+           "intra_node": {"bandwidth_Gbps": 10, "latency_us": 10}}
+json.dump(cluster, open(cluster_path, "w"), indent=1)
 EOF
 "$syncplan" simulate --profile "$out/profile-compute.json" --strategy ssgd --period 1 -o "$out/predicted-compute.json" >/dev/null
 "$syncplan" simulate --profile "$out/profile.json" --strategy ssgd --period 1 --link "$out/link.json" \

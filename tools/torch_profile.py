@@ -882,9 +882,7 @@ def spawn_ranks(args, argv, script=__file__, program=PROGRAM, timeout_s=SWEEP_TI
 
 
 def run_link(torch, args, argv):
-    """--link: this process is a rank (torchrun or spawned) or spawns --nproc ranks."""
-    if not all(name in os.environ for name in RANK_VARIABLES):
-        return spawn_ranks(args, argv)
+    """--link in one rank (of torchrun's job or of the ranks spawn_ranks started)."""
     world = int(os.environ["WORLD_SIZE"])
     if args.nproc is not None and args.nproc != world:
         raise UsageError(f"--nproc {args.nproc}: the job has WORLD_SIZE {world} ranks")
@@ -1005,6 +1003,8 @@ def import_torch_or_reexec(argv, script=__file__, program=PROGRAM):
 def main(argv):
     try:
         args = parse_arguments(argv)
+        if args.link is not None and not all(name in os.environ for name in RANK_VARIABLES):
+            return spawn_ranks(args, argv)  # each rank finds torch itself
         torch = import_torch_or_reexec(argv)
         if args.threads is not None:
             torch.set_num_threads(args.threads)
