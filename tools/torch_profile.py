@@ -147,6 +147,11 @@ def parse_arguments(argv):
     if (args.output is None) == (args.link is None):
         raise UsageError("give -o/--output PROFILE.json (profile a model) or --link LINK.json (sweep all-reduce), "
                          "one of them")
+    # Options of the other mode would do nothing: refuse them rather than ignore them.
+    unused = LINK_ONLY if args.link is None else PROFILE_ONLY
+    for dest in unused:
+        if getattr(args, dest) != parser.get_default(dest):
+            raise UsageError(f"--{dest.replace('_', '-')}: only with {'--link' if args.link is None else '-o'}")
     if args.link is not None:
         check_link_arguments(args)
         return args
@@ -175,6 +180,9 @@ def parse_arguments(argv):
     return args
 
 
+# Options of one mode only (argparse dests); --iters, --warmup and --threads serve both.
+PROFILE_ONLY = ("model", "model_name", "batch", "seq", "optimizer", "seed", "trace", "trace_iters")
+LINK_ONLY = ("nproc", "backend", "min_bytes", "max_bytes", "step_factor", "syncplan")
 NPROC_HELP = "ranks to spawn on this machine (default: 2); under torchrun (RANK and WORLD_SIZE set) the job's own ranks"
 SIZE_SUFFIXES = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}  # as syncplan profile-link's -b/-e
 FLOAT32_BYTES = 4
@@ -760,10 +768,12 @@ def sweep_sizes(args):
     return sizes
 
 
-def choose_backend(torch, requested, world_size):
+def choose_backend(torch, requested, local_ranks):
+    """auto: NCCL when CUDA has a GPU for each of this machine's `local_ranks`, else gloo."""
     if requested != "auto":
         return requested
-    if torch.cuda.is_available() and torch.cuda.device_count() >= 1 and torch.distributed.is_nccl_available():
+    if (torch.cuda.is_available() and torch.cuda.device_count() >= local_ranks and
+            torch.distributed.is_nccl_available()):
         return "nccl"
     return "gloo"
 
@@ -775,7 +785,7 @@ def sweep_rank(torch, args):
     import datetime
     dist = torch.distributed
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    backend = choose_backend(torch, args.backend, world)
+    backend = choose_backend(torch, args.backend, int(os.environ.get("LOCAL_WORLD_SIZE", world)))
     if backend == "nccl":
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)) % torch.cuda.device_count())
     device = torch.device("cuda") if backend == "nccl" else torch.device("cpu")
