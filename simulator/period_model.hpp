@@ -32,7 +32,8 @@ struct BackpropTimes {
   /// The whole backprop (s): B_L plus the unattributed backward compute after it (SPEC 5's B_L
   /// wherever it ends the backprop: wait_h, iteration_h, the lower bound).
   double backprop_s() const { return (ready_s.empty() ? 0.0 : ready_s.back()) + unattributed_backward_s; }
-  /// F + B_L + U: an iteration without any exposed sync (s).
+  /// F + B_L + U (with the unattributed compute in F and in backprop_s()): an iteration without
+  /// any exposed sync (s).
   double compute_s() const { return forward_total_s + backprop_s() + update_total_s; }
   /// Sum of c_j over all layers (s).
   double sync_total_s() const;
