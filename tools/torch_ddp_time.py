@@ -14,7 +14,7 @@ batch every iteration, one thread per rank) in each configuration in turn:
             gradients flattened into one buffer, all-reduced (sum) and divided by the ranks, in
             backprop order, then the step (syncplan's `ssgd`: no overlap, docs/time-model.md 3)
 Per configuration: --warmup untimed iterations, a barrier, --iters timed ones; the time is the
-max over ranks of each rank's mean iteration (s). Rank 0 writes {"configs": {name: seconds}}.
+max over ranks of each rank's mean iteration (s), the least over --rounds round-robin rounds. Rank 0 writes {"configs": {name: seconds}}.
 
 table: prints measured against predicted (syncplan simulate -o results, `mean_iteration_s`) with the error of the total and of the communication part (iteration minus the compute
 configuration, for both), and writes the table as JSON. docs/torch.md section 6.
@@ -61,6 +61,8 @@ def parse_arguments(argv):
     measure.add_argument("--iters", type=int, default=20, help="timed iterations per configuration (default: 20)")
     measure.add_argument("--warmup", type=int, default=5, help="untimed iterations first (default: 5)")
     measure.add_argument("--threads", type=int, default=1, help="torch.set_num_threads per rank (default: 1)")
+    measure.add_argument("--rounds", type=int, default=2,
+                         help="times every configuration is timed, round-robin; the least counts (default: 2)")
     measure.add_argument("-o", "--output", required=True, help="JSON to write: {\"configs\": {name: s}}")
     table = commands.add_parser("table", help="measured against predicted, as a table and JSON")
     table.add_argument("--measured", required=True, help="measure's output")
@@ -69,7 +71,7 @@ def parse_arguments(argv):
     table.add_argument("-o", "--output", required=True, help="JSON table to write")
     args = parser.parse_args(argv)
     if args.command == "measure":
-        for name, minimum in (("iters", 1), ("warmup", 0), ("batch", 1), ("seq", 1), ("threads", 1)):
+        for name, minimum in (("iters", 1), ("warmup", 0), ("batch", 1), ("seq", 1), ("threads", 1), ("rounds", 1)):
             if getattr(args, name) < minimum:
                 raise UsageError(f"--{name}: at least {minimum}, got {getattr(args, name)}")
         if args.nproc is not None and not 2 <= args.nproc <= torch_profile.MAX_LOCAL_RANKS:
@@ -166,10 +168,13 @@ def measure_rank(torch, args):
                             timeout=datetime.timedelta(seconds=torch_profile.GROUP_TIMEOUT_S))
     torch.set_num_threads(args.threads)
     measured = {}
-    for name, cap_mb in args.configs:
-        mean = torch.tensor([time_config(torch, args, name, cap_mb, world)], dtype=torch.float64)
-        dist.all_reduce(mean, op=dist.ReduceOp.MAX)  # the slowest rank's mean
-        measured[name] = float(mean.item())
+    # Round-robin rounds, the least per configuration: the first configuration timed otherwise pays
+    # the process's start-up (allocator, caches) and a busy machine's bursts hit one of them only.
+    for _ in range(args.rounds):
+        for name, cap_mb in args.configs:
+            mean = torch.tensor([time_config(torch, args, name, cap_mb, world)], dtype=torch.float64)
+            dist.all_reduce(mean, op=dist.ReduceOp.MAX)  # the slowest rank's mean
+            measured[name] = min(measured.get(name, float("inf")), float(mean.item()))
     dist.destroy_process_group()
     return measured, world
 
@@ -181,7 +186,7 @@ def run_measure(args, argv):
     measured, world = measure_rank(torch, args)
     if int(os.environ["RANK"]) == 0:
         document = {"model": "tiny-gpt", "backend": "gloo", "workers": world, "batch": args.batch, "seq": args.seq,
-                    "iters": args.iters, "threads": args.threads, "configs": measured}
+                    "iters": args.iters, "rounds": args.rounds, "threads": args.threads, "configs": measured}
         torch_profile.write_outputs([(args.output, json.dumps(document, indent=2) + "\n")])
         for name, seconds in measured.items():
             print(f"measured {name}: {seconds * torch_profile.MILLISECONDS_PER_SECOND:.3f} ms per iteration")
