@@ -14,6 +14,15 @@ std::optional<std::size_t> Profile::find(const std::string& name) const {
   return std::nullopt;
 }
 
+namespace {
+// A time of the profile: unknown, or finite and >= 0; `where` names the file and the layer or key.
+void require_valid_time(const std::string& where, const char* field, const std::optional<double>& value) {
+  if (!value) return;
+  if (!std::isfinite(*value)) throw InputError(where + ": field '" + field + "': non-finite value");
+  if (*value < 0) throw InputError(where + ": field '" + field + "': negative value " + format_exact(*value));
+}
+}  // namespace
+
 void validate_profile(const Profile& profile, const std::string& origin) {
   if (profile.layers.empty()) throw InputError(origin + ": field 'layers': the profile has no layers");
   std::unordered_set<std::string> names;
@@ -44,15 +53,11 @@ void validate_profile(const Profile& profile, const std::string& origin) {
     if (layer.frozen && layer.sync_s && *layer.sync_s > 0)
       throw InputError(origin + ": layer '" + layer.name + "': field 'sync_s': " + format_exact(*layer.sync_s) +
                        " s, but the layer is frozen and runs no all-reduce (give null or 0)");
-    for (const auto& [field, value] : times) {
-      if (!value->has_value()) continue;
-      if (!std::isfinite(**value))
-        throw InputError(origin + ": layer '" + layer.name + "': field '" + field +
-                         "': non-finite value");
-      if (**value < 0)
-        throw InputError(origin + ": layer '" + layer.name + "': field '" + field +
-                         "': negative value " + format_exact(**value));
-    }
+    for (const auto& [field, value] : times) require_valid_time(origin + ": layer '" + layer.name + "'", field, *value);
+  }
+  if (profile.unattributed) {
+    require_valid_time(origin + ": field 'unattributed'", "forward_s", profile.unattributed->forward_s);
+    require_valid_time(origin + ": field 'unattributed'", "backward_s", profile.unattributed->backward_s);
   }
 }
 
@@ -66,6 +71,11 @@ Profile profile_from_json(const Json& document, const std::string& origin) {
   const Json& layers = top.required("layers");
   if (!layers.is_array())
     throw InputError(origin + ": field 'layers': expected an array, got " + json_type_name(layers));
+  if (const Json* unattributed = top.optional("unattributed")) {
+    ObjectReader reader(*unattributed, origin + ": field 'unattributed'");
+    profile.unattributed = UnattributedTimes{reader.optional_seconds("forward_s"), reader.optional_seconds("backward_s")};
+    reader.reject_unknown_keys();
+  }
   top.reject_unknown_keys();
 
   for (std::size_t i = 0; i < layers.size(); ++i) {
@@ -120,6 +130,9 @@ Json profile_to_json(const Profile& profile) {
   document["model"] = optional_to_json(profile.model);
   document["source"] = profile.source;
   document["workers"] = optional_to_json(profile.workers);
+  if (profile.unattributed)
+    document["unattributed"] = Json{{"forward_s", optional_to_json(profile.unattributed->forward_s)},
+                                    {"backward_s", optional_to_json(profile.unattributed->backward_s)}};
   Json layers = Json::array();
   for (const LayerProfile& layer : profile.layers) {
     Json item;

@@ -30,20 +30,31 @@ struct LayerProfile {
                                            ///< counts; profile key "frozen", absent = false (docs/formats.md)
 };
 
+/// Compute of a training iteration that no layer's span covers (functional code outside modules:
+/// attention matmuls, residual adds, the loss), as `tools/torch_profile.py` measures it: the whole
+/// pass minus the layers' sum. Optional profile key `unattributed` (docs/formats.md); the engines
+/// charge it as serial compute after the last layer of each pass (docs/time-model.md,
+/// "Unattributed compute").
+struct UnattributedTimes {
+  std::optional<double> forward_s;   ///< forward compute outside every layer, per iteration (s); null: unknown (0)
+  std::optional<double> backward_s;  ///< backward compute outside every layer, per iteration (s); null: unknown (0)
+};
+
 /// A whole profile: layers in forward order (input-most first); backprop visits them in reverse.
 struct Profile {
   std::optional<std::string> model;   ///< model name, e.g. "gpt2"; std::nullopt when unknown
   std::string source;                 ///< "measured:<device>", "imported:<format>" or "estimated:<method>"
   std::optional<std::int64_t> workers;///< worker count the sync_s values were measured at
   std::vector<LayerProfile> layers;   ///< forward order, unique non-empty names, at least one
+  std::optional<UnattributedTimes> unattributed;  ///< key `unattributed`; std::nullopt when absent
 
   /// Index of the layer called `name` in forward order, or std::nullopt.
   std::optional<std::size_t> find(const std::string& name) const;
 };
 
 /// Checks the invariants every profile holds (non-empty, unique non-empty names, finite
-/// non-negative times; a frozen layer has no sync_s above 0, and a tie group is frozen as a whole);
-/// `origin` names the file in errors. Throws InputError naming the layer.
+/// non-negative times, the unattributed ones included; a frozen layer has no sync_s above 0, and a
+/// tie group is frozen as a whole); `origin` names the file in errors. Throws InputError naming the layer.
 void validate_profile(const Profile& profile, const std::string& origin);
 
 /// Parses a syncplan.profile/v1 document. Unknown keys, wrong types, negative or non-finite

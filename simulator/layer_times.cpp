@@ -77,6 +77,10 @@ DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTime
     layers.sync_s[j] = 0;
     layers.param_bytes[j] = 0;
   }
+  if (profile.unattributed) {
+    layers.unattributed_forward_s = profile.unattributed->forward_s.value_or(0.0);
+    layers.unattributed_backward_s = profile.unattributed->backward_s.value_or(0.0);
+  }
   return layers;
 }
 

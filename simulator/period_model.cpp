@@ -41,6 +41,8 @@ BackpropTimes backprop_times(const DesLayers& layers, const std::vector<double>&
     times.update_total_s += layers.update_s[j];
   }
   times.carrier = layers.carrier;
+  times.forward_total_s += layers.unattributed_forward_s;
+  times.unattributed_backward_s = layers.unattributed_backward_s;
   if (!std::isfinite(times.backprop_s() + times.forward_total_s + times.update_total_s + times.sync_total_s()))
     throw InputError(origin + ": field 'layers': the times add up to more than a double can hold");
   return times;

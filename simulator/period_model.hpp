@@ -20,7 +20,10 @@ struct BackpropTimes {
   std::vector<double> backward_s;  ///< b_j: backward compute of layer j (s)
   std::vector<double> sync_s;      ///< c_j: one all-reduce of layer j's parameters (s)
   std::vector<double> ready_s;     ///< B_j = b_1 + ... + b_j: when j's gradient is ready (s after backprop starts)
-  double forward_total_s = 0;      ///< F: sum of known forward times (s), 0 when unknown
+  double forward_total_s = 0;      ///< F: sum of known forward times plus the unattributed forward (s)
+  /// Backward compute after the last layer's backward (the profile's unattributed backward_s, s):
+  /// part of the backprop, not of any B_j (docs/time-model.md, "Unattributed compute").
+  double unattributed_backward_s = 0;
   double update_total_s = 0;       ///< U: sum of known update times (s), 0 when unknown
   /// Tied parameters (profile `tied_to`): carrier[j] is the layer whose sync averages layer j's
   /// parameters: the latest-ready layer of j's tie group (its gradient is complete only then), j
@@ -33,9 +36,11 @@ struct BackpropTimes {
   std::vector<double> sync_bytes;  ///< with `link`: bytes of each c_j's all-reduce (after the tie rule)
 
   std::size_t size() const { return names.size(); }
-  /// B_L: the whole backprop (s).
-  double backprop_s() const { return ready_s.empty() ? 0.0 : ready_s.back(); }
-  /// F + B_L + U: an iteration without any exposed sync (s).
+  /// The whole backprop (s): B_L plus the unattributed backward compute after it (SPEC 5's B_L
+  /// wherever it ends the backprop: wait_h, iteration_h, the lower bound).
+  double backprop_s() const { return (ready_s.empty() ? 0.0 : ready_s.back()) + unattributed_backward_s; }
+  /// F + B_L + U (with the unattributed compute in F and in backprop_s()): an iteration without
+  /// any exposed sync (s).
   double compute_s() const { return forward_total_s + backprop_s() + update_total_s; }
   /// Sum of c_j over all layers (s).
   double sync_total_s() const;

@@ -49,6 +49,10 @@ Json period_trace(const BackpropTimes& times, const PeriodTiming& timing) {
                                       backward_start + ready_before, times.backward_s[j],
                                       {{"layer", times.names[j]}, {"iteration", iteration}}));
     }
+    if (times.unattributed_backward_s > 0 && !times.ready_s.empty())
+      events.push_back(complete_event("backward (unattributed)", "backward", kComputeStream,
+                                      backward_start + times.ready_s.back(), times.unattributed_backward_s,
+                                      {{"iteration", iteration}}));
     if (times.update_total_s > 0)
       events.push_back(complete_event("update", "update", kComputeStream,
                                       iteration_start + timing.update_start_s[h],

@@ -4,6 +4,8 @@
 usage: torch_profile.py [--model tiny-gpt|MODULE:CLASS|FILE.py:CLASS] [--batch B] [--seq S]
                         [--iters N] [--warmup W] [--optimizer none|sgd|adamw] [--threads T]
                         [--trace TRACE.json [--trace-iters K]] -o PROFILE.json
+       torch_profile.py --link LINK.json [--nproc N] [--backend auto|gloo|nccl] [--min-bytes 8]
+                        [--max-bytes 64M] [--step-factor 2] [--iters N] [--warmup W] [--syncplan BIN]
 
 Layers are the leaf modules (modules without children) in forward call order, named as
 `named_modules()` names them (transformer.h.0.attn.c_attn). docs/torch.md describes the whole
@@ -33,7 +35,10 @@ What is measured, per training iteration (forward, loss, backward, optional opti
   deprecated `register_backward_hook` sees only the module's last autograd node.
 * Functional code outside leaf modules (GPT-2's attention matmuls and softmax inside `attn`, the
   residual adds, the loss) belongs to no layer; the script prints how much of the whole forward and
-  backward the layers cover.
+  backward the layers cover and writes the rest as the profile's top-level `unattributed`
+  {forward_s, backward_s} (per iteration the whole pass minus the layers' sum, the median).
+* frozen: true for a layer whose own parameters all have requires_grad False (DDP syncs none of
+  them); a layer with some trainable parameters counts only those in param_count/param_bytes.
 * update_s: with `--optimizer sgd|adamw`, each layer's owned parameters get their own optimizer
   (same hyperparameters; the math equals one optimizer over the model, both being per-parameter) and
   update_s is the time of that optimizer's step(), so per-call overhead counts once per layer (the
@@ -44,6 +49,14 @@ What is measured, per training iteration (forward, loss, backward, optional opti
 * param_count/param_bytes: parameters the module owns directly (`recurse=False`). A Parameter
   object shared by several modules (GPT-2's lm_head.weight is transformer.wte.weight) is counted
   once, by the first module in forward order that owns it; the others get `tied_to` naming it.
+
+--link sweeps torch.distributed.all_reduce instead (docs/torch.md section 5): as one rank of a
+torchrun job, or spawning --nproc ranks of itself; the max over ranks of the mean time per size is
+fitted by `syncplan import nccl-tests` (the C++ fit) and written as syncplan.link/v1 with source
+measured:gloo or measured:nccl.
+
+When this interpreter cannot import torch, the script re-executes itself with python3 or
+/usr/bin/python3, whichever has torch first (docs/torch.md).
 
 --trace additionally records `--trace-iters` more iterations with torch.profiler and writes its
 Chrome trace, each leaf module's forward wrapped in record_function("syncplan.forward:NAME") and its
@@ -66,7 +79,9 @@ import json
 import math
 import os
 import secrets
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -115,8 +130,31 @@ def parse_arguments(argv):
     parser.add_argument("--trace", help="also write a torch.profiler Chrome trace (JSON) of "
                                         "--trace-iters iterations with module annotations")
     parser.add_argument("--trace-iters", type=int, default=3, help="iterations in --trace (default: 3)")
-    parser.add_argument("-o", "--output", required=True, help="profile to write (syncplan.profile/v1 JSON)")
+    parser.add_argument("-o", "--output", help="profile to write (syncplan.profile/v1 JSON)")
+    link = parser.add_argument_group("link sweep (--link instead of -o; docs/torch.md section 5)")
+    link.add_argument("--link", help="sweep torch.distributed.all_reduce and write this syncplan.link/v1 file")
+    link.add_argument("--nproc", type=int, help=NPROC_HELP)
+    link.add_argument("--backend", choices=["auto", "gloo", "nccl"], default="auto",
+                      help="torch.distributed backend; auto: nccl when CUDA has a GPU per rank, else gloo "
+                           "(default: auto)")
+    link.add_argument("--min-bytes", default="8", help="smallest all-reduce, bytes per rank; K/M/G = x1024 "
+                                                       "(default: 8)")
+    link.add_argument("--max-bytes", default="64M", help="largest all-reduce (default: 64M)")
+    link.add_argument("--step-factor", type=int, default=2, help="size multiplier between samples (default: 2)")
+    link.add_argument("--syncplan", help="the syncplan binary that fits the samples (default: $SYNCPLAN, "
+                                         "build/bin/syncplan beside tools/, then syncplan on PATH)")
     args = parser.parse_args(argv)
+    if (args.output is None) == (args.link is None):
+        raise UsageError("give -o/--output PROFILE.json (profile a model) or --link LINK.json (sweep all-reduce), "
+                         "one of them")
+    # Options of the other mode would do nothing: refuse them rather than ignore them.
+    unused = LINK_ONLY if args.link is None else PROFILE_ONLY
+    for dest in unused:
+        if getattr(args, dest) != parser.get_default(dest):
+            raise UsageError(f"--{dest.replace('_', '-')}: only with {'--link' if args.link is None else '-o'}")
+    if args.link is not None:
+        check_link_arguments(args)
+        return args
 
     for name, minimum in (("batch", 1), ("seq", 1), ("iters", 1), ("warmup", 0), ("trace_iters", 1)):
         value = getattr(args, name)
@@ -140,6 +178,62 @@ def parse_arguments(argv):
     if args.trace and os.path.abspath(args.trace) == os.path.abspath(args.output):
         raise UsageError(f"--trace {args.trace}: same file as -o")
     return args
+
+
+# Options of one mode only (argparse dests); --iters, --warmup and --threads serve both.
+PROFILE_ONLY = ("model", "model_name", "batch", "seq", "optimizer", "seed", "trace", "trace_iters")
+LINK_ONLY = ("nproc", "backend", "min_bytes", "max_bytes", "step_factor", "syncplan")
+NPROC_HELP = "ranks to spawn on this machine (default: 2); under torchrun (RANK and WORLD_SIZE set) the job's own ranks"
+SIZE_SUFFIXES = {"K": 1024, "M": 1024 ** 2, "G": 1024 ** 3}  # as syncplan profile-link's -b/-e
+FLOAT32_BYTES = 4
+
+
+def parse_size(option, text):
+    """'64M' -> 67108864 bytes; UsageError naming the option otherwise."""
+    factor = SIZE_SUFFIXES.get(text[-1:].upper(), 1)
+    digits = text[:-1] if factor > 1 else text
+    if not digits.isdigit():
+        raise UsageError(f"{option}: expected a byte count such as 8, 64K or 16M, got '{text}'")
+    return int(digits) * factor
+
+
+def check_link_arguments(args):
+    args.min_bytes = parse_size("--min-bytes", args.min_bytes)
+    args.max_bytes = parse_size("--max-bytes", args.max_bytes)
+    if args.min_bytes < FLOAT32_BYTES:
+        raise UsageError(f"--min-bytes: at least {FLOAT32_BYTES} (one float32), got {args.min_bytes}")
+    if args.max_bytes < 2 * args.min_bytes:
+        raise UsageError(f"--max-bytes: at least twice --min-bytes ({2 * args.min_bytes}), got {args.max_bytes}: "
+                         "the fit needs 2 sizes")
+    if args.max_bytes > MAX_SWEEP_BYTES:
+        raise UsageError(f"--max-bytes: at most {MAX_SWEEP_BYTES} (4G), got {args.max_bytes}")
+    if args.step_factor < 2:
+        raise UsageError(f"--step-factor: at least 2, got {args.step_factor}")
+    if args.nproc is not None and not 2 <= args.nproc <= MAX_LOCAL_RANKS:
+        raise UsageError(f"--nproc: 2 to {MAX_LOCAL_RANKS} ranks, got {args.nproc}")
+    for name in ("iters", "warmup"):
+        if getattr(args, name) < (1 if name == "iters" else 0):
+            raise UsageError(f"--{name}: at least {1 if name == 'iters' else 0}, got {getattr(args, name)}")
+    folder = os.path.dirname(os.path.abspath(args.link))
+    if not os.path.isdir(folder):
+        raise UsageError(f"--link {args.link}: folder {folder} does not exist")
+    if os.path.isdir(args.link):
+        raise UsageError(f"--link {args.link}: is a folder")
+    args.syncplan = find_syncplan(args.syncplan)
+
+
+def find_syncplan(given):
+    here = os.path.dirname(os.path.abspath(__file__))
+    candidates = [given] if given else [os.environ.get("SYNCPLAN"),
+                                        os.path.join(here, "..", "build", "bin", "syncplan"),
+                                        shutil.which("syncplan")]
+    for candidate in candidates:
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return os.path.abspath(candidate)
+    if given:
+        raise UsageError(f"--syncplan {given}: not an executable file")
+    raise UsageError("--link: no syncplan binary (not $SYNCPLAN, build/bin/syncplan or on PATH); "
+                     "build it (tools/build.sh) or give --syncplan")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -557,11 +651,11 @@ def profile_model(torch, args):
 
     layers = []
     for layer in order:
-        count = sum(p.numel() for p in layer.params)
+        synced = synced_parameters(layer)
         entry = {
             "name": layer.name,
-            "param_count": count,
-            "param_bytes": sum(p.numel() * p.element_size() for p in layer.params),
+            "param_count": sum(p.numel() for p in synced),
+            "param_bytes": sum(p.numel() * p.element_size() for p in synced),
             "forward_s": median(layer.forward_s),
             "backward_s": median(layer.backward_s),
             "update_s": median(layer.update_s) if args.optimizer != "none" else None,
@@ -569,11 +663,43 @@ def profile_model(torch, args):
         }
         if layer.tied_to is not None:
             entry["tied_to"] = layer.tied_to
+        if is_frozen(layer):
+            entry["frozen"] = True
         layers.append(entry)
+    for layer in order:
+        if not is_frozen(layer) and len(synced_parameters(layer)) < len(layer.params):
+            print(f"{PROGRAM}: warning: layer {layer.name} has trainable and frozen parameters; "
+                  "param_count and param_bytes hold only the trainable ones (those DDP all-reduces)",
+                  file=sys.stderr)
+    unattributed = unattributed_times(order, whole_forward_s, whole_backward_s)
     profile = {"format": PROFILE_FORMAT, "model": args.model_name or default_name, "source": SOURCE,
-               "workers": None, "layers": layers}
+               "workers": None, "unattributed": unattributed, "layers": layers}
     summary = summarize(order, whole_forward_s, whole_backward_s, whole_step_s, optimizers, torch, args)
     return profile, trace_text, summary
+
+
+def synced_parameters(layer):
+    """The layer's own parameters that training updates and DDP all-reduces (requires_grad); all
+    of them for a frozen layer, whose profile entry keeps what it holds (it syncs nothing)."""
+    trainable = [p for p in layer.params if p.requires_grad]
+    return trainable if trainable else layer.params
+
+
+def is_frozen(layer):
+    """A layer is frozen when it owns parameters and none of them requires grad (docs/torch.md)."""
+    return bool(layer.params) and not any(p.requires_grad for p in layer.params)
+
+
+def unattributed_times(order, whole_forward_s, whole_backward_s):
+    """The profile's `unattributed` key: per measured iteration, the whole forward (backward) pass
+    minus the sum of the layers' forward_s (backward_s) in that iteration, clamped at 0; the median
+    over iterations, in seconds (docs/formats.md, docs/time-model.md, "Unattributed compute")."""
+    result = {}
+    for key, whole, index in (("forward_s", whole_forward_s, 0), ("backward_s", whole_backward_s, 1)):
+        rest = [max(0.0, total - sum(layer.forward_s[i] if index == 0 else layer.backward_s[i] for layer in order))
+                for i, total in enumerate(whole)]
+        result[key] = median(rest)
+    return result
 
 
 def record_trace(torch, model, inputs, profiler, optimizers, args):
@@ -596,18 +722,193 @@ def record_trace(torch, model, inputs, profiler, optimizers, args):
 def summarize(order, whole_forward_s, whole_backward_s, whole_step_s, optimizers, torch, args):
     forward_sum = sum(median(layer.forward_s) for layer in order)
     backward_sum = sum(median(layer.backward_s) for layer in order)
+    frozen = sum(1 for layer in order if is_frozen(layer))
     lines = [
-        f"profiled {len(order)} layers of {args.model}: batch {args.batch} x {args.seq} tokens, "
+        f"profiled {len(order)} layers of {args.model}" + (f" ({frozen} frozen)" if frozen else "") +
+        f": batch {args.batch} x {args.seq} tokens, "
         f"median of {args.iters} iterations after {args.warmup} warm-up, {torch.get_num_threads()} thread(s)",
-        f"forward: layers {forward_sum * MILLISECONDS_PER_SECOND:.3f} ms of {median(whole_forward_s) * MILLISECONDS_PER_SECOND:.3f} ms "
-        f"(the rest: code outside leaf modules, e.g. attention math and the loss, and the hooks themselves)",
-        f"backward: layers {backward_sum * MILLISECONDS_PER_SECOND:.3f} ms of {median(whole_backward_s) * MILLISECONDS_PER_SECOND:.3f} ms",
+        coverage_line("forward", forward_sum, median(whole_forward_s)) +
+        " (the rest: code outside leaf modules, e.g. attention math and the loss, and the hooks themselves)",
+        coverage_line("backward", backward_sum, median(whole_backward_s)),
+        "the rest of each pass is written as the profile's 'unattributed' times (docs/time-model.md, 'Unattributed compute')",
     ]
     if optimizers:
         update_sum = sum(median(layer.update_s) for layer in order)
         lines.append(f"update ({args.optimizer}): per-layer steps sum to {update_sum * MILLISECONDS_PER_SECOND:.3f} ms; "
                      f"one step over the whole model takes {median(whole_step_s) * MILLISECONDS_PER_SECOND:.3f} ms")
     return lines
+
+
+def coverage_line(phase, layers_s, whole_s):
+    """'forward: layers 1.234 ms of 1.456 ms (84.8%)': the share of the measured pass the layers cover."""
+    share = f" ({100 * layers_s / whole_s:.1f}%)" if whole_s > 0 else ""
+    return (f"{phase}: layers {layers_s * MILLISECONDS_PER_SECOND:.3f} ms of "
+            f"{whole_s * MILLISECONDS_PER_SECOND:.3f} ms{share}")
+
+
+# --------------------------------------------------------------------------------------------------
+# Link sweep: torch.distributed.all_reduce over sizes, fitted by syncplan (docs/torch.md section 5)
+# --------------------------------------------------------------------------------------------------
+
+MAX_SWEEP_BYTES = 4 * 1024 ** 3   # a bigger buffer per rank is no sweep of one machine's memory
+MAX_LOCAL_RANKS = 64
+SWEEP_TIMEOUT_S = 900             # the whole spawned sweep; a rank that hangs fails it (exit 1)
+GROUP_TIMEOUT_S = 120             # torch.distributed's own timeout for one collective
+RANK_VARIABLES = ("RANK", "WORLD_SIZE")  # set by torchrun (and by the ranks this script spawns)
+MICROSECONDS_PER_SECOND = 1e6     # nccl-tests' JSON times are microseconds
+BYTES_PER_GB = 1e9                # nccl-tests' GB
+
+
+def sweep_sizes(args):
+    """min, min x factor, ... <= max, each rounded down to whole float32 elements (bytes)."""
+    sizes, size = [], args.min_bytes
+    while size <= args.max_bytes:
+        sizes.append(size // FLOAT32_BYTES * FLOAT32_BYTES)
+        size *= args.step_factor
+    return sizes
+
+
+def choose_backend(torch, requested, local_ranks):
+    """auto: NCCL when CUDA has a GPU for each of this machine's `local_ranks`, else gloo."""
+    if requested != "auto":
+        return requested
+    if (torch.cuda.is_available() and torch.cuda.device_count() >= local_ranks and
+            torch.distributed.is_nccl_available()):
+        return "nccl"
+    return "gloo"
+
+
+def sweep_rank(torch, args):
+    """One rank of the sweep (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment): per
+    size, --warmup untimed all-reduces (the first one checked), a barrier, --iters timed ones, each
+    waited for; returns rank 0's list of (size_bytes, time_s): the max over ranks of the mean."""
+    import datetime
+    dist = torch.distributed
+    rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    backend = choose_backend(torch, args.backend, int(os.environ.get("LOCAL_WORLD_SIZE", world)))
+    if backend == "nccl":
+        torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)) % torch.cuda.device_count())
+    device = torch.device("cuda") if backend == "nccl" else torch.device("cpu")
+    dist.init_process_group(backend, rank=rank, world_size=world,
+                            timeout=datetime.timedelta(seconds=GROUP_TIMEOUT_S))
+    wait = torch.cuda.synchronize if backend == "nccl" else (lambda: None)
+    samples = []
+    for size in sweep_sizes(args):
+        buffer = torch.full((size // FLOAT32_BYTES,), float(rank + 1), dtype=torch.float32, device=device)
+        dist.all_reduce(buffer)
+        wait()
+        expected = world * (world + 1) / 2  # 1 + 2 + ... + N, exact in float32
+        wrong = int((buffer != expected).sum())
+        if wrong:
+            raise RuntimeError(f"rank {rank}: all_reduce of {size} bytes: {wrong} wrong element(s), "
+                               f"expected {expected}")
+        for _ in range(max(0, args.warmup - 1)):
+            dist.all_reduce(buffer)
+        wait()
+        dist.barrier()
+        start = time.perf_counter()
+        for _ in range(args.iters):
+            dist.all_reduce(buffer)
+            wait()
+        mean = torch.tensor([(time.perf_counter() - start) / args.iters], dtype=torch.float64, device=device)
+        dist.all_reduce(mean, op=dist.ReduceOp.MAX)  # the slowest rank decides when it is done
+        samples.append((size, float(mean.item())))
+    dist.barrier()
+    dist.destroy_process_group()
+    return samples, backend, world
+
+
+def nccl_tests_json(samples, world, argv):
+    """The samples as an nccl-tests -J file (version 2: the fields `syncplan import nccl-tests`
+    reads, docs/link.md), in-place columns only: torch's all_reduce reduces in place."""
+    results = []
+    for size, time_s in samples:
+        algbw = size / time_s / BYTES_PER_GB if time_s > 0 else 0.0
+        busbw = algbw * 2 * (world - 1) / world
+        measured = {"time": time_s * MICROSECONDS_PER_SECOND, "alg_bw": algbw, "bus_bw": busbw, "nwrong": 0}
+        results.append({"size": size, "count": size // FLOAT32_BYTES, "type": "float", "redop": "sum",
+                        "root": -1, "in_place": measured})
+    return {"version": 2, "args": [PROGRAM, *argv],
+            "config": {"nthreads": 1, "ngpus": 1, "devices": [{"rank": r} for r in range(world)]},
+            "results": results}
+
+
+def fit_link(samples, backend, world, args, argv):
+    """Fits the samples with `syncplan import nccl-tests` (the C++ fit of docs/link.md, not a copy
+    of it) and returns the syncplan.link/v1 text with source measured:<backend>; None when syncplan
+    refused the samples (its message is passed through)."""
+    with tempfile.TemporaryDirectory() as folder:
+        log = os.path.join(folder, "samples.json")
+        fitted = os.path.join(folder, "link.json")
+        with open(log, "w") as out:
+            json.dump(nccl_tests_json(samples, world, argv), out)
+        result = subprocess.run([args.syncplan, "import", "nccl-tests", log, "--workers", str(world),
+                                 "--in-place", "-o", fitted], capture_output=True, text=True)
+        for text, stream in ((result.stdout, sys.stdout), (result.stderr, sys.stderr)):
+            stream.write(text.replace(log, "the sweep").replace(fitted, args.link))
+        if result.returncode != 0:
+            return None
+        with open(fitted) as link_file:
+            link = json.load(link_file)
+    link["source"] = f"measured:{backend}"
+    return json.dumps(link, indent=2, allow_nan=False) + "\n"
+
+
+def free_port():
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def spawn_ranks(args, argv, script=__file__, program=PROGRAM, timeout_s=SWEEP_TIMEOUT_S):
+    """Starts --nproc copies of `script` (this one) as ranks 0..N-1 on this machine (torchrun's variables,
+    a free local port) and waits; rank 0 writes the file. Returns the exit code (1 when a rank
+    failed or the sweep ran past SWEEP_TIMEOUT_S: every rank is then ended)."""
+    world = args.nproc or 2
+    environment = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()),
+                       WORLD_SIZE=str(world), LOCAL_WORLD_SIZE=str(world))
+    ranks = [subprocess.Popen([sys.executable, os.path.abspath(script), *argv],
+                              env=dict(environment, RANK=str(r), LOCAL_RANK=str(r)))
+             for r in range(world)]
+    deadline = time.monotonic() + timeout_s
+    codes = [None] * world
+    while None in codes and time.monotonic() < deadline:
+        for r, process in enumerate(ranks):
+            codes[r] = process.poll()
+        if any(code not in (None, 0) for code in codes):
+            break
+        time.sleep(0.05)
+    failed = [r for r, code in enumerate(codes) if code not in (None, 0)]
+    for process in ranks:
+        if process.poll() is None:
+            process.kill()
+        process.wait()
+    if failed or None in codes:
+        why = f"rank {failed[0]} exited {codes[failed[0]]}" if failed else f"ran past {timeout_s} s"
+        print(f"{program}: error: the ranks failed ({why}); nothing written", file=sys.stderr)
+        return 1
+    return 0
+
+
+def run_link(torch, args, argv):
+    """--link in one rank (of torchrun's job or of the ranks spawn_ranks started)."""
+    world = int(os.environ["WORLD_SIZE"])
+    if args.nproc is not None and args.nproc != world:
+        raise UsageError(f"--nproc {args.nproc}: the job has WORLD_SIZE {world} ranks")
+    if world < 2:
+        raise UsageError("--link: WORLD_SIZE 1: an all-reduce on one rank crosses no link; run 2 or more ranks")
+    samples, backend, world = sweep_rank(torch, args)
+    if int(os.environ["RANK"]) == 0:
+        for size, time_s in samples:
+            print(f"{size:>12} B  {time_s * MICROSECONDS_PER_SECOND:12.2f} us  ({backend}, {world} ranks)")
+        text = fit_link(samples, backend, world, args, argv)
+        if text is None:
+            print(f"{PROGRAM}: error: syncplan could not fit the sweep (above); nothing written", file=sys.stderr)
+            return 1
+        write_outputs([(args.link, text)])
+        print(f"link written to {args.link}")
+    return 0
 
 
 # --------------------------------------------------------------------------------------------------
@@ -664,17 +965,61 @@ def write_outputs(files):
                 os.remove(temporary)
 
 
+# --------------------------------------------------------------------------------------------------
+# Finding a Python that has torch
+# --------------------------------------------------------------------------------------------------
+
+# The interpreters tried, in order, when the running one has no torch (a pyenv or venv python3 may
+# come first on PATH; Debian's python3-torch installs into /usr/bin/python3's dist-packages).
+# SYNCPLAN_TORCH_PYTHONS (colon-separated) replaces the list.
+DEFAULT_PYTHONS = ("python3", "/usr/bin/python3")
+PYTHONS_VARIABLE = "SYNCPLAN_TORCH_PYTHONS"
+# Set in the environment of the re-executed script, so that it never re-executes again.
+REEXEC_VARIABLE = "SYNCPLAN_TORCH_PROFILE_REEXEC"
+HAS_TORCH = "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)"
+
+
+def import_torch_or_reexec(argv, script=__file__, program=PROGRAM):
+    """Returns the torch module; when this interpreter has none, re-executes `script` with the
+    first of DEFAULT_PYTHONS (or $SYNCPLAN_TORCH_PYTHONS) that has it (os.execv: does not return).
+    Exits 1 with one line naming every interpreter tried when none has torch."""
+    try:
+        import torch
+        return torch
+    except ImportError as error:
+        reason = str(error)
+    tried = [f"{sys.executable} ({reason})"]
+    if not os.environ.get(REEXEC_VARIABLE):
+        names = os.environ.get(PYTHONS_VARIABLE)
+        for name in (names.split(":") if names else DEFAULT_PYTHONS):
+            path = shutil.which(name) if name else None
+            if path is None:
+                tried.append(f"{name} (not found)")
+                continue
+            # find_spec locates torch without importing it (an import takes seconds).
+            found = subprocess.run([path, "-c", HAS_TORCH], stdout=subprocess.DEVNULL,
+                                   stderr=subprocess.DEVNULL).returncode == 0
+            if found:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os.environ[REEXEC_VARIABLE] = path
+                os.execv(path, [path, os.path.abspath(script), *argv])
+            tried.append(f"{path} (no torch)")
+    print(f"{program}: error: no Python with PyTorch: tried {', '.join(tried)}; install python3-torch "
+          f"(tools/install-deps.sh) or set {PYTHONS_VARIABLE}", file=sys.stderr)
+    sys.exit(1)
+
+
 def main(argv):
     try:
         args = parse_arguments(argv)
-        try:
-            import torch
-        except ImportError as error:
-            print(f"{PROGRAM}: error: PyTorch is not importable ({error}); install python3-torch",
-                  file=sys.stderr)
-            return 1
+        if args.link is not None and not all(name in os.environ for name in RANK_VARIABLES):
+            return spawn_ranks(args, argv)  # each rank finds torch itself
+        torch = import_torch_or_reexec(argv)
         if args.threads is not None:
             torch.set_num_threads(args.threads)
+        if args.link is not None:
+            return run_link(torch, args, argv)
         profile, trace_text, summary = profile_model(torch, args)
         files = [(args.output, json.dumps(profile, indent=2, allow_nan=False) + "\n")]
         if trace_text is not None:

@@ -281,6 +281,9 @@ class Engine {
       if (traced(w) && d > 0) record(w, 0, "forward " + layers_.names[j], "forward", t, d, i, {j}, kUnknown);
       t += d;
     }
+    // The profile's unattributed compute (docs/time-model.md, "Unattributed compute"): serial, after
+    // the last layer of each pass; the backward part delays the update, not any gradient.
+    t += unattributed_compute(w, layers_.unattributed_forward_s, "forward", t, i);
     ready_s_.resize(count);
     for (int j = 0; j < count; ++j) {
       const double d = compute_s(w, layers_.backward_s[j]);
@@ -288,6 +291,7 @@ class Engine {
       t += d;
       ready_s_[j] = t;
     }
+    t += unattributed_compute(w, layers_.unattributed_backward_s, "backward", t, i);
     Worker& worker = workers_[w];
     worker.backward_end_s = t;
     worker.compute.push_back({now_, t});
@@ -298,6 +302,15 @@ class Engine {
     }
     if (state.blocking_left == 0) start_update(w, i, t);
     else state.waiting_for_update.push_back(w);
+  }
+
+  // One block of unattributed compute of `seconds` (slowed and jittered like any compute) starting
+  // at `start_s`; returns its duration.
+  double unattributed_compute(int w, double seconds, const char* category, double start_s, int i) {
+    const double d = compute_s(w, seconds);
+    if (traced(w) && d > 0)
+      record(w, 0, std::string(category) + " (unattributed)", category, start_s, d, i, {}, kUnknown);
+    return d;
   }
 
   void start_update(int w, int i, double start_s) {

@@ -11,6 +11,14 @@ trace:   the --trace output imports with `syncplan import torch-trace` into the 
          same order, with forward and backward totals close to the hook-measured ones.
 custom:  a MODULE:CLASS model (tied_embeddings.py) whose second embedding uses only the first one's
          weight: tied_to, parameter counts by hand, and a measured backward for the tied module.
+frozen:  a MODULE:CLASS model (frozen_embedding.py) whose embedding's parameters do not require
+         grad: `frozen` true on it only, a mixed layer counted by its trainable parameters, and the
+         `unattributed` times present and >= 0.
+link:    `--link` with 2 spawned gloo ranks (8 B .. 4 MiB) and under torchrun (1 .. 16 MiB): a syncplan.link/v1
+         file, source measured:gloo, workers 2, the sizes asked for, that `syncplan simulate --link`
+         accepts and that charges S-SGD more than its compute.
+interpreter: run by a python3 without torch (Python's -S: no site-packages) first on PATH, the
+         script re-executes itself with one that has torch; with none, one line naming the tried.
 outputs: under umask 027 the profile gets mode 0640 (0666 less the umask, as any new file: not
          tempfile's 0600); a --trace that is a FIFO is written through, not replaced by a file; an
          output that cannot be written (in /sys) is exit code 2 with one line naming it.
@@ -123,7 +131,9 @@ def check_profile(checks, workdir, syncplan):
     checks.check(profile["format"] == "syncplan.profile/v1", f"format {profile['format']}")
     checks.check(profile["source"].startswith("measured:"), f"source {profile['source']}")
     checks.check(profile["model"] == "tiny-gpt", f"model {profile['model']}")
-    checks.check(set(profile) == {"format", "model", "source", "workers", "layers"}, f"keys {sorted(profile)}")
+    checks.check(set(profile) == {"format", "model", "source", "workers", "unattributed", "layers"},
+                 f"keys {sorted(profile)}")
+    check_unattributed(checks, profile)
     if not checks.check(names == FORWARD_ORDER, "layers are not tiny-gpt's leaf modules in forward order"):
         print("got:     ", names, "\nexpected:", FORWARD_ORDER)
 
@@ -213,6 +223,138 @@ def check_custom_model(checks, workdir, syncplan):
                                               "backward runs, so its span is not empty)")
 
 
+def check_unattributed(checks, profile):
+    unattributed = profile.get("unattributed", {})
+    checks.check(set(unattributed) == {"forward_s", "backward_s"}, f"unattributed keys {sorted(unattributed)}")
+    for field in ("forward_s", "backward_s"):
+        value = unattributed.get(field)
+        checks.check(isinstance(value, float) and value >= 0, f"unattributed {field} {value!r}")
+
+
+def check_frozen(checks, workdir, syncplan):
+    model = os.path.join(HERE, "frozen_embedding.py") + ":FrozenEmbedding"
+    path = os.path.join(workdir, "profile.json")
+    result = run([sys.executable, TORCH_PROFILE, *RUN_ARGS, "--model", model, "-o", path])
+    if not checks.check(result.returncode == 0, f"torch_profile.py exited {result.returncode}"):
+        return
+    with open(path) as profile_file:
+        profile = json.load(profile_file)
+    layers = {layer["name"]: layer for layer in profile["layers"]}
+    checks.check(list(layers) == ["embed", "adapter", "head"], f"layers {list(layers)}")
+    # By hand (frozen_embedding.py): embed 320 parameters, all frozen; adapter's trainable bias 8
+    # (its frozen weight 64 left out); head 36.
+    for name, count, frozen in (("embed", 320, True), ("adapter", 8, None), ("head", 36, None)):
+        checks.check(layers[name]["param_count"] == count, f"{name}: param_count {layers[name]['param_count']}")
+        checks.check(layers[name]["param_bytes"] == FP32_BYTES * count, f"{name}: param_bytes")
+        checks.check(layers[name].get("frozen") == frozen, f"{name}: frozen {layers[name].get('frozen')!r}")
+    checks.check("1 frozen" in result.stdout, "the summary does not say that 1 layer is frozen")
+    checks.check("adapter has trainable and frozen parameters" in result.stderr, "no warning for the mixed layer")
+    check_unattributed(checks, profile)
+
+
+# The link sweep in CI: small sizes keep it to seconds on two busy cores.
+# Up to 4 MiB: at the small sizes alone the noise of busy cores can make the fitted beta negative.
+LINK_ARGS = ["--backend", "gloo", "--min-bytes", "8", "--max-bytes", "4M", "--iters", "3", "--warmup", "1"]
+LINK_SIZES = [8 * 2 ** k for k in range(20)]  # 8 B, 16 B, ..., 4 MiB (2^22 = 8 x 2^19)
+
+
+def check_link_file(checks, path, sizes, label):
+    with open(path) as link_file:
+        link = json.load(link_file)
+    checks.check(link["format"] == "syncplan.link/v1", f"{label}: format {link['format']}")
+    checks.check(link["source"] == "measured:gloo", f"{label}: source {link['source']}")
+    checks.check(link["workers"] == 2, f"{label}: workers {link['workers']}")
+    checks.check([s["size_bytes"] for s in link["samples"]] == sizes, f"{label}: sizes {[s['size_bytes'] for s in link['samples']]}")
+    for sample in link["samples"]:
+        checks.check(sample["time_s"] > 0, f"{label}: {sample['size_bytes']} B: time {sample['time_s']}")
+        # 2 workers: busbw = algbw x 2(2-1)/2 = algbw (SPEC section 7).
+        checks.check(abs(sample["busbw_GBps"] - sample["algbw_GBps"]) <= 1e-12 * sample["algbw_GBps"],
+                     f"{label}: {sample['size_bytes']} B: busbw {sample['busbw_GBps']} != algbw {sample['algbw_GBps']}")
+    checks.check(link["alpha_s"] >= 0 and link["beta_s_per_byte"] >= 0, f"{label}: alpha {link['alpha_s']}, "
+                                                                          f"beta {link['beta_s_per_byte']}")
+    return link
+
+
+def check_link(checks, workdir, syncplan):
+    link_path = os.path.join(workdir, "link.json")
+    start = time.monotonic()
+    result = run([sys.executable, TORCH_PROFILE, "--link", link_path, "--nproc", "2", *LINK_ARGS,
+                  "--syncplan", syncplan])
+    print(f"the sweep took {time.monotonic() - start:.1f} s")
+    if not checks.check(result.returncode == 0, f"torch_profile.py --link exited {result.returncode}"):
+        return
+    check_link_file(checks, link_path, LINK_SIZES, "--nproc 2")
+
+    # The link prices tiny-gpt's all-reduces: S-SGD's iteration is its compute plus their sum (> 0).
+    profile_path, _ = profile_model(workdir, [])
+    results = {}
+    for with_link in (False, True):
+        out = os.path.join(workdir, f"ssgd-{with_link}.json")
+        extra = ["--link", link_path] if with_link else []
+        if not with_link:  # compute only: every sync_s 0
+            with open(profile_path) as profile_file:
+                profile = json.load(profile_file)
+            for layer in profile["layers"]:
+                layer["sync_s"] = 0.0
+            profile["workers"] = 2
+            compute_only = os.path.join(workdir, "compute-only.json")
+            with open(compute_only, "w") as out_file:
+                json.dump(profile, out_file)
+        simulated = run([syncplan, "simulate", "--profile", profile_path if with_link else compute_only,
+                         "--strategy", "ssgd", "--period", "1", *extra, "-o", out])
+        if not checks.check(simulated.returncode == 0, f"simulate (link {with_link}) exited {simulated.returncode}"):
+            return
+        with open(out) as result_file:
+            results[with_link] = json.load(result_file)["period_s"]
+    checks.check(results[True] > results[False], f"ssgd with the link {results[True]} s is not above its compute "
+                                                 f"{results[False]} s")
+
+    # Under torchrun (its own ranks, a free port with --standalone): a smaller sweep. torch 1.13's
+    # torchrun on Python 3.11 fails on its default --redirects 0 (Std.from_str finds no NONE: 3.11
+    # does not iterate zero-valued flags), so each rank's stdout is redirected and echoed (1).
+    torchrun = shutil.which("torchrun")
+    if torchrun is None:
+        print("torchrun not on PATH: its case is not run")
+        return
+    under = os.path.join(workdir, "link-torchrun.json")
+    result = run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
+                  "--redirects", "1", "--tee", "1", TORCH_PROFILE, "--link", under, "--backend", "gloo", "--min-bytes", "1M", "--max-bytes", "16M",
+                  "--step-factor", "4", "--iters", "2", "--warmup", "1", "--syncplan", syncplan])
+    if checks.check(result.returncode == 0, f"torchrun torch_profile.py --link exited {result.returncode}"):
+        check_link_file(checks, under, [2 ** 20, 2 ** 22, 2 ** 24], "torchrun")
+
+
+def check_interpreter(checks, workdir, syncplan):
+    # A python3 that lacks torch: this interpreter without site-packages (-S), first on PATH.
+    folder = os.path.join(workdir, "bin")
+    os.makedirs(folder)
+    fake = os.path.join(folder, "python3")
+    with open(fake, "w") as script:
+        script.write(f'#!/bin/sh\nexec "{sys.executable}" -S "$@"\n')
+    os.chmod(fake, 0o755)
+    lacks = subprocess.run([fake, "-c", "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is not None)"])
+    if not checks.check(lacks.returncode == 0, f"{fake} finds torch even without site-packages; the case cannot run"):
+        return
+    environment = dict(os.environ, PATH=folder + os.pathsep + os.environ.get("PATH", ""))
+    environment.pop("SYNCPLAN_TORCH_PYTHONS", None)
+    if os.path.realpath(sys.executable) != os.path.realpath("/usr/bin/python3"):
+        # The default list is python3, /usr/bin/python3; here torch is elsewhere.
+        environment["SYNCPLAN_TORCH_PYTHONS"] = f"python3:{sys.executable}"
+    profile = os.path.join(workdir, "profile.json")
+    result = run([fake, TORCH_PROFILE, *QUICK_ARGS, "-o", profile], env=environment)
+    checks.check(result.returncode == 0 and os.path.isfile(profile),
+                 f"started by a python3 without torch: exit {result.returncode}, profile written {os.path.isfile(profile)}")
+
+    environment["SYNCPLAN_TORCH_PYTHONS"] = "python3:/nonexistent/python3"
+    result = run([fake, TORCH_PROFILE, *QUICK_ARGS, "-o", os.path.join(workdir, "none.json")], env=environment)
+    lines = result.stderr.splitlines()
+    checks.check(result.returncode == 1, f"no Python with torch: exit {result.returncode}, expected 1")
+    checks.check(len(lines) == 1 and "no Python with PyTorch" in lines[0] and f"{fake} (no torch)" in lines[0]
+                 and "/nonexistent/python3 (not found)" in lines[0],
+                 f"no Python with torch: stderr is not one line naming the interpreters tried: {result.stderr!r}")
+    checks.check(not os.path.exists(os.path.join(workdir, "none.json")), "a profile was written without torch")
+
+
 def check_outputs(checks, workdir, syncplan):
     profile = os.path.join(workdir, "profile.json")
     fifo = os.path.join(workdir, "trace.fifo")
@@ -252,14 +394,15 @@ def check_outputs(checks, workdir, syncplan):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("mode", choices=["profile", "trace", "custom", "outputs"])
+    parser.add_argument("mode", choices=["profile", "trace", "custom", "outputs", "frozen", "link", "interpreter"])
     parser.add_argument("--syncplan", required=True)
     parser.add_argument("--workdir", required=True)
     args = parser.parse_args()
     shutil.rmtree(args.workdir, ignore_errors=True)
     os.makedirs(args.workdir)
     checks = Checks()
-    modes = {"profile": check_profile, "trace": check_trace, "custom": check_custom_model, "outputs": check_outputs}
+    modes = {"profile": check_profile, "trace": check_trace, "custom": check_custom_model, "outputs": check_outputs,
+             "frozen": check_frozen, "link": check_link, "interpreter": check_interpreter}
     modes[args.mode](checks, args.workdir, args.syncplan)
     if checks.failures:
         print(f"{len(checks.failures)} check(s) failed")
