@@ -61,10 +61,11 @@ SyncTimes choose_sync_times(Profile profile, const std::string& origin, SyncTime
 
   const int workers = choice.link ? choice.link->workers : choice.cluster->workers;
   // kAuto takes the profile's sync_s only when it has them: a profile of param_bytes alone (a
-  // model spec's, a trace's) measured at the same worker count has nothing to measure with.
+  // model spec's, a trace's) measured at the same worker count has nothing to measure with. A
+  // frozen layer runs no all-reduce, so it needs no sync_s (docs/formats.md "frozen").
   const bool has_sync_s = !choice.profile.layers.empty() &&
                           std::all_of(choice.profile.layers.begin(), choice.profile.layers.end(),
-                                      [](const LayerProfile& layer) { return layer.sync_s.has_value(); });
+                                      [](const LayerProfile& layer) { return layer.frozen || layer.sync_s.has_value(); });
   const bool measured = inputs.mode == SyncTimeMode::kMeasured ||
                         (inputs.mode == SyncTimeMode::kAuto && has_sync_s && choice.profile.workers &&
                          *choice.profile.workers == workers);
