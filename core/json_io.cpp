@@ -99,7 +99,11 @@ Json parse_json_text(const std::string& text, const std::string& origin) {
   // nlohmann/json would silently keep only the last value (a duplicate layer would vanish).
   std::vector<std::set<std::string>> open_objects;
   std::string duplicate;
-  const auto reject_duplicate_keys = [&](int, Json::parse_event_t event, Json& parsed) {
+  const auto reject_duplicate_keys = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    // Values nested deeper than kDeepestJson are refused before they exist: nlohmann/json copies
+    // an ordered object's values recursively when it grows, and 100,000 levels overflow the stack.
+    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) && depth >= kDeepestJson)
+      throw InputError(origin + ": JSON nested deeper than " + std::to_string(kDeepestJson) + " levels");
     switch (event) {
       case Json::parse_event_t::object_start: open_objects.emplace_back(); break;
       case Json::parse_event_t::object_end: open_objects.pop_back(); break;

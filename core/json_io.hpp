@@ -24,7 +24,12 @@ std::string read_text_file(const std::string& path);
 /// Throws InputError "PATH: cannot read file (...)" or "PATH: invalid JSON at line L, column C: ...".
 Json read_json_file(const std::string& path);
 
-/// Parses JSON text; `origin` names it in errors (a path, or "<string>").
+/// Deepest nesting of arrays and objects a JSON input may have (no syncplan format, nor the files
+/// of DreamDDP, nccl-tests or PyTorch's profiler, nests more than a few levels; docs/formats.md).
+inline constexpr int kDeepestJson = 512;
+
+/// Parses JSON text; `origin` names it in errors (a path, or "<string>"). Throws InputError
+/// "ORIGIN: JSON nested deeper than 512 levels" for deeper arrays and objects.
 Json parse_json_text(const std::string& text, const std::string& origin);
 
 /// True when `value` stands for NaN/Infinity/-Infinity written as a bare token in the source.

@@ -96,7 +96,8 @@ bool is_decimal_number(const std::string& text) {
 // or with two numbers of any sign, is a data row (and an error when it is not a good one), never
 // chatter to skip.
 bool is_data_row(const std::vector<std::string>& words) {
-  return all_digits(words[0]) || (words.size() >= 2 && is_decimal_number(words[0]) && is_decimal_number(words[1]));
+  // No words: a line of only whitespace that trim() keeps (\v, \f), which read words[0] past the end.
+  return (!words.empty() && all_digits(words[0])) || (words.size() >= 2 && is_decimal_number(words[0]) && is_decimal_number(words[1]));
 }
 
 std::int64_t parse_whole(const std::string& token, const std::string& where) {
