@@ -75,7 +75,7 @@ DesOutcome simulate_des(const SimulateRequest& request) {
   const AllreduceModel model(cluster, topology);
   const DesStrategyContext context{outcome.layers, model, source, request.bucket_cap_bytes,
                                    kDdpFirstBucketMiB * units::kBytesPerMiB};
-  outcome.times = backprop_times_for_des(context);
+  outcome.times = backprop_times_for_des(context, request.origin);
   const BackpropTimes& times = outcome.times;
   if (request.plan) {
     outcome.assignment = assignment_from_plan(*request.plan, times, request.plan_origin);

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <climits>
+#include <cmath>
 
 namespace syncplan {
 
@@ -77,7 +78,7 @@ void check_host_memory(const MpiSession& mpi, const LinkBackendChoice& choice) {
   const double least_available_bytes = -mpi.max(-available_bytes);  // collective: every rank calls it
   if (short_rank >= 0)
     throw FieldError("max_bytes", "max_bytes " + std::to_string(choice.sweep.max_bytes) + ": the MPI sweep needs about " +
-                                      format_short(needed_bytes, 0) + " bytes (" +
+                                      std::to_string(std::llround(needed_bytes)) + " bytes (" +
                                       format_short(needed_bytes / units::kBytesPerGiB, 2) + " GiB) of host memory per node (" +
                                       format_short(kMpiBuffersPerRank, 0) + " buffers of that size per rank, up to " +
                                       format_short(ranks_per_node, 0) + " rank(s) per node), more than rank " +

@@ -55,7 +55,7 @@ std::string subcommand_names(const CLI::App& app) {
 // import bogus". Empty when the words name commands down to one without subcommands.
 std::string unknown_command_message(const CLI::App& app, int argc, char** argv) {
   const CLI::App* current = &app;
-  std::string path = "syncplan";
+  std::string path;  // the commands so far: "", "import"
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
     if (word.empty() || word[0] == '-') return "";  // an option: CLI11 says what is wrong with it
@@ -64,9 +64,10 @@ std::string unknown_command_message(const CLI::App& app, int argc, char** argv) 
     for (const CLI::App* command : current->get_subcommands([](const CLI::App*) { return true; }))
       if (command->get_name() == word) next = command;
     if (next == nullptr)
-      return path + ": unknown command '" + word + "' (commands: " + subcommand_names(*current) + ")";
+      return (path.empty() ? "" : path + ": ") + "unknown command '" + word + "' (commands: " +
+             subcommand_names(*current) + ")";
     current = next;
-    path += " " + word;
+    path += (path.empty() ? "" : " ") + word;
   }
   return "";
 }

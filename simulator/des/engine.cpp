@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <limits>
 #include <numeric>
@@ -61,9 +62,11 @@ struct UpdateDone { int worker, iteration; };
 using Payload = std::variant<IterationStart, CollectiveReady, PhaseLatencyDone, TransferDone, UpdateDone>;
 
 // The memory of one trace event once des_trace_json made it a JSON object and the writer its
-// text (bytes): an ordered_json object of 8 keys with an args object of up to 3, and about 200
-// characters of text (docs/des.md "Memory").
-constexpr double kTraceJsonBytesPerEvent = 1024;
+// text (bytes): an ordered_json object of 8 keys with an args object of up to 3, and about 220
+// characters of text. Measured: 160,000 events (tests/cli/data/tiny_profile.json, wfbp, 8
+// straggler workers, 2,000 iterations) raised the peak resident memory by 283 MB, 1,769 bytes
+// each with their records (docs/des.md section 5).
+constexpr double kTraceJsonBytesPerEvent = 1600;
 
 // ---- state -------------------------------------------------------------------------------------
 struct Collective {
@@ -486,9 +489,9 @@ double des_memory_bytes(const DesLayers& layers, const Cluster& cluster, const A
     // (kTraceJsonBytesPerEvent, docs/des.md "Memory").
     double names = 0;
     for (const std::string& name : layers.names) names += static_cast<double>(name.size()) + sizeof("backward ");
-    const double per_event = sizeof(DesTraceEvent) + sizeof(int) + kTraceJsonBytesPerEvent;
+    const double per_event = kGrowth * (sizeof(DesTraceEvent) + sizeof(int)) + kTraceJsonBytesPerEvent;
     const double compute_events = iterations * (2.0 * static_cast<double>(layers.size()) + 1);
-    bytes += traced * (kGrowth * (compute_events + collectives) * per_event + iterations * 2 * names);
+    bytes += traced * ((compute_events + collectives) * per_event + iterations * 2 * names);
   }
   return bytes;
 }
@@ -520,7 +523,9 @@ DesResult run_des(const DesLayers& layers, const Cluster& cluster, const Topolog
   const double limit_bytes = options.memory_limit_bytes.value_or(available_memory_bytes());
   if (needed_bytes > limit_bytes) {
     const auto amount = [](double value) {
-      return format_short(value, 0) + " bytes (" + format_short(value / units::kBytesPerGiB, 2) + " GiB)";
+      char bytes[40];
+      std::snprintf(bytes, sizeof bytes, "%.0f", value);
+      return std::string(bytes) + " bytes (" + format_short(value / units::kBytesPerGiB, 2) + " GiB)";
     };
     const int simulated = cluster.identical_workers() ? 1 : cluster.workers;
     throw InputError("the discrete-event simulation needs about " + amount(needed_bytes) + " of memory for " +

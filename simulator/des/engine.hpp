@@ -66,8 +66,8 @@ struct DesResult {
 
 /// An estimate of the memory one run allocates (bytes), from the simulated workers (1 when they
 /// are identical), the iterations, the collectives the program issues in them, the all-reduce's
-/// phases and, with a trace, the traced workers' events (about 1 KiB each once written as JSON,
-/// docs/des.md section "Memory"). Vectors grown by push_back are counted at twice their size (the
+/// phases and, with a trace, the traced workers' events (about 1.6 kB each once written as JSON,
+/// measured; docs/des.md section 5). Vectors grown by push_back are counted at twice their size (the
 /// worst case of doubling), so the estimate bounds the peak from above but for the topology and
 /// the event queue, which are O(workers) and O(pending events).
 double des_memory_bytes(const DesLayers& layers, const Cluster& cluster, const AllreduceModel& model,
