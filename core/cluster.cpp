@@ -2,6 +2,7 @@
 #include "core/cluster.hpp"
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "core/units.hpp"
 
 #include <cmath>
@@ -18,7 +19,8 @@ std::string to_string(AllreduceAlgorithm algorithm) {
     case AllreduceAlgorithm::kTree: return "tree";
     case AllreduceAlgorithm::kHierarchical: return "hierarchical";
   }
-  return "?";
+  throw InternalError("to_string: AllreduceAlgorithm " + std::to_string(static_cast<int>(algorithm)) +
+                      " is no algorithm");
 }
 
 double Cluster::slowdown(int worker) const {
@@ -34,25 +36,19 @@ bool Cluster::identical_workers() const {
 
 namespace {
 
-// Larger clusters cost seconds and gigabytes just to build the topology; real data-parallel jobs
-// stay well below.
-constexpr int kMaxWorkers = 1 << 16;
-
 LinkSpec link_from_json(const Json& value, const std::string& where) {
   ObjectReader reader(value, where);
   LinkSpec link;
-  link.bandwidth_Gbps = read_nonnegative_number(reader.required("bandwidth_Gbps"), where + ": field 'bandwidth_Gbps'");
-  if (link.bandwidth_Gbps <= 0)
-    throw InputError(where + ": field 'bandwidth_Gbps': must be > 0, got " + format_exact(link.bandwidth_Gbps));
-  link.latency_us = read_nonnegative_number(reader.required("latency_us"), where + ": field 'latency_us'");
+  link.bandwidth_Gbps = read_number_in(reader.required("bandwidth_Gbps"), where + ": field 'bandwidth_Gbps'",
+                                       limits::kMinBandwidth_Gbps, limits::kMaxBandwidth_Gbps);
+  link.latency_us = read_number_in(reader.required("latency_us"), where + ": field 'latency_us'", 0,
+                                   limits::kMaxLatency_us);
   reader.reject_unknown_keys();
   return link;
 }
 
 double slowdown_factor(const Json& value, const std::string& where) {
-  const double factor = read_nonnegative_number(value, where);
-  if (factor <= 0) throw InputError(where + ": must be > 0, got " + format_exact(factor));
-  return factor;
+  return read_number_in(value, where, limits::kMinSlowdown, limits::kMaxSlowdown);
 }
 
 }  // namespace
@@ -62,7 +58,7 @@ Cluster cluster_from_json(const Json& document, const std::string& origin) {
   top.require_format(kClusterFormat);
   Cluster cluster;
   cluster.name = top.optional_string("name", Null::kRejected);
-  cluster.workers = static_cast<int>(top.required_integer("workers", 1, kMaxWorkers));
+  cluster.workers = static_cast<int>(top.required_integer("workers", 1, limits::kMaxWorkers));
   const std::int64_t per_node = top.optional_integer("workers_per_node", 1, Null::kRejected).value_or(cluster.workers);
   if (per_node > cluster.workers || cluster.workers % per_node != 0)
     throw InputError(origin + ": field 'workers_per_node': " + std::to_string(per_node) +
@@ -120,7 +116,7 @@ Cluster cluster_from_json(const Json& document, const std::string& origin) {
     else
       throw InputError(where + ": field 'distribution': expected \"lognormal\" or \"normal\", got \"" +
                        distribution + "\"");
-    spec.sigma = read_nonnegative_number(reader.required("sigma"), where + ": field 'sigma'");
+    spec.sigma = read_number_in(reader.required("sigma"), where + ": field 'sigma'", 0, limits::kMaxJitterSigma);
     spec.seed = static_cast<std::uint64_t>(reader.optional_integer("seed", 0, Null::kRejected).value_or(1));
     reader.reject_unknown_keys();
     cluster.jitter = spec;

@@ -16,8 +16,8 @@ inline constexpr const char* kClusterFormat = "syncplan.cluster/v1";
 /// One kind of link. `latency_us` is the one-way latency of a message between two workers that
 /// talk over this kind of link (docs/cluster.md).
 struct LinkSpec {
-  double bandwidth_Gbps = 0;  ///< per direction, gigabits per second (1e9 bit/s), > 0
-  double latency_us = 0;      ///< one-way message latency, microseconds, >= 0
+  double bandwidth_Gbps = 0;  ///< per direction, gigabits per second (1e9 bit/s), 1e-6..1e6 (core/limits.hpp)
+  double latency_us = 0;      ///< one-way message latency, microseconds, 0..1e7 (core/limits.hpp)
 
   /// Bandwidth in bytes per second.
   double bandwidth_Bps() const;
@@ -39,7 +39,7 @@ std::string to_string(AllreduceAlgorithm algorithm);
 struct JitterSpec {
   enum class Distribution { kLognormal, kNormal };
   Distribution distribution = Distribution::kLognormal;
-  double sigma = 0;        ///< spread of the factor (lognormal: of its log), >= 0
+  double sigma = 0;        ///< spread of the factor (lognormal: of its log), 0..2 (core/limits.hpp)
   std::uint64_t seed = 1;  ///< random seed; the same seed gives the same run
 };
 
@@ -51,7 +51,7 @@ struct Cluster {
   LinkSpec intra_node;                   ///< between workers of one node (NVLink, PCIe, LAN of a site)
   LinkSpec inter_node;                   ///< each node's link to the others (NIC, WAN)
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::kRing;
-  std::vector<double> compute_slowdown;  ///< empty (all 1) or `workers` factors > 0 multiplying compute
+  std::vector<double> compute_slowdown;  ///< empty (all 1) or `workers` factors in 1e-3..1e3 multiplying compute
   std::optional<JitterSpec> jitter;      ///< none: compute times are exact
 
   int nodes() const { return workers / workers_per_node; }
@@ -61,10 +61,10 @@ struct Cluster {
   bool identical_workers() const;
 };
 
-/// Parses a syncplan.cluster/v1 document. Unknown keys, wrong types, 0 workers, workers not
-/// divisible by workers_per_node, bandwidth <= 0, negative latency, a slowdown list of the wrong
-/// length or with a factor <= 0, an unknown algorithm or distribution throw InputError naming
-/// `origin` and the field.
+/// Parses a syncplan.cluster/v1 document. Unknown keys, wrong types, workers outside 1..65,536,
+/// workers not divisible by workers_per_node, a bandwidth, latency, slowdown factor or jitter sigma
+/// outside the limits of core/limits.hpp, a slowdown list of the wrong length, an unknown algorithm
+/// or distribution throw InputError naming `origin` and the field.
 Cluster cluster_from_json(const Json& document, const std::string& origin);
 
 /// Reads a cluster file (read_json_file + cluster_from_json).

@@ -2,6 +2,7 @@
 #include "core/json_io.hpp"
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -269,6 +270,24 @@ double read_nonnegative_number(const Json& value, const std::string& where) {
   return number;
 }
 
+double read_number_in(const Json& value, const std::string& where, double minimum, double maximum) {
+  // The limits are round numbers (1e-06, 86400, 1e+07): %g prints them as written in limits.hpp.
+  const auto limit_text = [](double limit) {
+    char text[32];
+    std::snprintf(text, sizeof text, "%g", limit);
+    return std::string(text);
+  };
+  const double number = read_nonnegative_number(value, where);
+  if (number < minimum)
+    throw InputError(where + (number == 0 ? ": must be > 0" : ": at least " + limit_text(minimum) + ", got " +
+                                                                format_exact(number)) +
+                     " (limits: docs/formats.md)");
+  if (number > maximum)
+    throw InputError(where + ": at most " + limit_text(maximum) + ", got " + format_exact(number) +
+                     " (limits: docs/formats.md)");
+  return number;
+}
+
 ObjectReader::ObjectReader(const Json& object, std::string where)
     : object_(object), where_(std::move(where)) {
   if (!object_.is_object())
@@ -348,8 +367,16 @@ std::optional<double> ObjectReader::optional_nonnegative(const std::string& key)
   return read_nonnegative_number(*value, where_ + ": field '" + key + "'");
 }
 
+std::optional<std::int64_t> ObjectReader::optional_integer(const std::string& key, std::int64_t minimum,
+                                                           std::int64_t maximum, Null null) {
+  if (optional(key, null) == nullptr) return std::nullopt;
+  return required_integer(key, minimum, maximum);
+}
+
 std::optional<double> ObjectReader::optional_seconds(const std::string& key) {
-  return optional_nonnegative(key);
+  const Json* value = optional(key);
+  if (value == nullptr) return std::nullopt;
+  return read_number_in(*value, where_ + ": field '" + key + "'", 0, limits::kLongestTime_s);
 }
 
 void ObjectReader::reject_unknown_keys() const {

@@ -2,6 +2,8 @@
 // file, the field and the layer) and whole-or-nothing file writing.
 #pragma once
 
+#include "core/limits.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
@@ -90,7 +92,12 @@ class ObjectReader {
   /// Absent (or null with Null::kUnknown): std::nullopt; otherwise as required_integer.
   std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t minimum,
                                                Null null = Null::kUnknown);
-  /// A finite number >= 0 in seconds, or null/absent.
+  /// Absent (or null with Null::kUnknown): std::nullopt; otherwise a whole number in
+  /// [minimum, maximum], as required_integer.
+  std::optional<std::int64_t> optional_integer(const std::string& key, std::int64_t minimum, std::int64_t maximum,
+                                               Null null = Null::kUnknown);
+  /// A finite number of seconds in [0, limits::kLongestTime_s] (a day: one layer's or one
+  /// collective's time), or null/absent. Throws InputError naming the field otherwise.
   std::optional<double> optional_seconds(const std::string& key);
   std::optional<double> optional_nonnegative(const std::string& key);
 
@@ -113,5 +120,10 @@ std::string json_type_name(const Json& value);
 
 /// Reads a number that must be finite and >= 0; `where` names the field for errors.
 double read_nonnegative_number(const Json& value, const std::string& where);
+
+/// Reads a finite number in [minimum, maximum] (the bounds of core/limits.hpp); `where` names the
+/// field. Throws InputError "WHERE: ..." saying non-finite, not a number, negative (when minimum is
+/// 0), "must be > 0" (when minimum is above 0 and the value is 0), "at least MIN" or "at most MAX".
+double read_number_in(const Json& value, const std::string& where, double minimum, double maximum);
 
 }  // namespace syncplan

@@ -2,6 +2,7 @@
 #include "core/link.hpp"
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "core/units.hpp"
 
 #include <algorithm>
@@ -11,9 +12,6 @@
 namespace syncplan {
 
 namespace {
-
-// Same bound as a cluster's worker count (core/cluster.cpp).
-constexpr std::int64_t kMaxLinkWorkers = 1 << 16;
 
 double required_nonnegative(ObjectReader& reader, const std::string& key) {
   return read_nonnegative_number(reader.required(key), reader.where() + ": field '" + key + "'");
@@ -31,7 +29,7 @@ double required_time(ObjectReader& reader, const std::string& key) {
 LinkSample sample_from_json(const Json& value, const std::string& where) {
   ObjectReader reader(value, where);
   LinkSample sample;
-  sample.size_bytes = reader.required_integer("size_bytes", 0);
+  sample.size_bytes = reader.required_integer("size_bytes", 0, limits::kMaxSizeBytes);
   sample.time_s = required_time(reader, "time_s");
   sample.algbw_GBps = required_nonnegative(reader, "algbw_GBps");
   sample.busbw_GBps = required_nonnegative(reader, "busbw_GBps");
@@ -138,7 +136,7 @@ LinkFit link_from_json(const Json& document, const std::string& origin) {
   if (link.collective != kAllreduceCollective)
     throw InputError(origin + ": field 'collective': expected \"" + kAllreduceCollective + "\", got \"" +
                      link.collective + "\"");
-  link.workers = static_cast<int>(top.required_integer("workers", 1, kMaxLinkWorkers));
+  link.workers = static_cast<int>(top.required_integer("workers", 1, limits::kMaxWorkers));
   link.source = top.required_string("source");
   link.alpha_s = required_time(top, "alpha_s");
   link.beta_s_per_byte = required_time(top, "beta_s_per_byte");

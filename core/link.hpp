@@ -17,7 +17,7 @@ inline constexpr const char* kAllreduceCollective = "allreduce";
 /// The longest collective a link file may describe: `alpha_s`, each sample's `time_s`, and
 /// `beta_s_per_byte` x 1 byte are at most a day (s); a longer one is no measurement (the same bound
 /// as fit_alpha_beta's samples, profiler/alpha_beta_fit.hpp).
-inline constexpr double kLongestCollective_s = 86400;
+inline constexpr double kLongestCollective_s = limits::kLongestTime_s;
 
 /// One measured point of a sweep: the time of one collective on `size_bytes` bytes per rank.
 struct LinkSample {

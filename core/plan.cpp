@@ -31,7 +31,7 @@ PlanPrediction prediction_from_json(const Json& value, const std::string& where,
   prediction.iteration_s =
       read_seconds_array(reader.required("iteration_s"), where + ": field 'iteration_s'", period);
   prediction.wait_s = read_seconds_array(reader.required("wait_s"), where + ": field 'wait_s'", period);
-  prediction.lower_bound_period_s = reader.optional_seconds("lower_bound_period_s");
+  prediction.lower_bound_period_s = reader.optional_nonnegative("lower_bound_period_s");
   reader.reject_unknown_keys();
   return prediction;
 }
@@ -42,7 +42,7 @@ PlanBuckets buckets_from_json(const Json& value, const std::string& where, const
                               const Profile& profile) {
   ObjectReader reader(value, where);
   PlanBuckets buckets;
-  buckets.alpha_s = read_nonnegative_number(reader.required("alpha_s"), where + ": field 'alpha_s'");
+  buckets.alpha_s = read_number_in(reader.required("alpha_s"), where + ": field 'alpha_s'", 0, limits::kLongestTime_s);
   const Json& iterations = reader.required("iterations");
   reader.reject_unknown_keys();
   const std::string field = where + ": field 'iterations'";

@@ -15,7 +15,7 @@ inline constexpr const char* kPlanFormat = "syncplan.plan/v1";
 
 /// The largest period H a plan, a schedule or --period may have: every iteration is stored and
 /// timed, so a larger H would only exhaust memory (local SGD periods in practice are below 1,000).
-inline constexpr int kMaxPeriod = 10'000;
+inline constexpr int kMaxPeriod = limits::kMaxPeriod;
 
 /// When one layer syncs: iteration indices in 0..period-1, ascending, at least one.
 struct LayerSchedule {

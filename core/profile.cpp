@@ -67,7 +67,7 @@ Profile profile_from_json(const Json& document, const std::string& origin) {
   Profile profile;
   profile.model = top.optional_string("model");
   profile.source = top.required_string("source");
-  profile.workers = top.optional_integer("workers", 1);
+  profile.workers = top.optional_integer("workers", 1, limits::kMaxWorkers);
   const Json& layers = top.required("layers");
   if (!layers.is_array())
     throw InputError(origin + ": field 'layers': expected an array, got " + json_type_name(layers));
@@ -94,8 +94,8 @@ Profile profile_from_json(const Json& document, const std::string& origin) {
     if (layer.name.size() > kLongestLayerName)
       throw InputError(where + ": field 'name': " + std::to_string(layer.name.size()) + " characters, at most " +
                        std::to_string(kLongestLayerName));
-    layer.param_count = reader.optional_integer("param_count", 0);
-    layer.param_bytes = reader.optional_integer("param_bytes", 0);
+    layer.param_count = reader.optional_integer("param_count", 0, limits::kMaxSizeBytes);
+    layer.param_bytes = reader.optional_integer("param_bytes", 0, limits::kMaxSizeBytes);
     layer.forward_s = reader.optional_seconds("forward_s");
     layer.backward_s = reader.optional_seconds("backward_s");
     layer.update_s = reader.optional_seconds("update_s");

@@ -12,7 +12,7 @@ namespace syncplan {
 
 inline constexpr const char* kProfileFormat = "syncplan.profile/v1";
 /// The longest layer name a profile may hold (characters; docs/formats.md).
-inline constexpr std::size_t kLongestLayerName = 1024;
+inline constexpr std::size_t kLongestLayerName = limits::kLongestLayerName;
 
 /// One layer (module) of the model. std::nullopt means unknown, never zero (SPEC section 3).
 struct LayerProfile {

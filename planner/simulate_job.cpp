@@ -78,7 +78,7 @@ DesOutcome simulate_des(const SimulateRequest& request) {
   const AllreduceModel model(cluster, topology);
   const DesStrategyContext context{outcome.layers, model, source, request.bucket_cap_bytes,
                                    kDdpFirstBucketMiB * units::kBytesPerMiB, link};
-  outcome.times = backprop_times_for_des(context);
+  outcome.times = backprop_times_for_des(context, request.origin);
   charge_buckets_by_link(outcome.times, request.sync, outcome.layers);
   const BackpropTimes& times = outcome.times;
   if (request.plan) {
@@ -103,9 +103,20 @@ DesOutcome simulate_des(const SimulateRequest& request) {
   options.link = link;
   outcome.result = run_des(outcome.layers, cluster, topology, model, outcome.program, options);
   const DesResult& result = outcome.result;
-  if (!std::isfinite(result.total_s) || !std::isfinite(result.comm_busy_s))
-    throw InputError((request.sync.cluster ? request.sync.cluster_origin : request.sync.link_origin) + ": the simulated time is not a finite number: times, bandwidths or "
-                     "slowdowns are out of any meaningful range");
+  if (!std::isfinite(result.total_s) || !std::isfinite(result.comm_busy_s)) {
+    // Name the input whose numbers overflow: the profile's times summed over the run, else the cluster's.
+    double profile_s = 0;
+    for (std::size_t j = 0; j < outcome.layers.size(); ++j) {
+      profile_s += outcome.layers.forward_s[j] + outcome.layers.backward_s[j] + outcome.layers.update_s[j];
+      if (source == SyncTimeSource::kMeasured && std::isfinite(outcome.layers.sync_s[j])) profile_s += outcome.layers.sync_s[j];
+    }
+    if (!std::isfinite(profile_s * options.iterations))
+      throw InputError(request.origin + ": the simulated time is not a finite number: the profile's per-layer times, "
+                       "summed over the iterations, are out of any meaningful range");
+    throw InputError((request.sync.cluster ? request.sync.cluster_origin : request.sync.link_origin) +
+                     ": the simulated time is not a finite number: bandwidths, latencies "
+                     "or slowdowns are out of any meaningful range");
+  }
   if (outcome.assignment)
     outcome.period_model = outcome.buckets ? time_buckets(times, *outcome.buckets) : time_assignment(times, *outcome.assignment);
 

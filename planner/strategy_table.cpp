@@ -113,8 +113,15 @@ const Strategy& strategy_for(const std::string& name, StrategyUse use) {
   if (strategy && use == StrategyUse::kPlan && !strategy->plannable())
     throw FieldError(field, field + " " + name + ": not a planning algorithm but a fixed strategy (time it with "
                                                   "simulate --strategy; plannable: " + strategy_names_text(use) + ")");
-  if (!strategy || !supports(*strategy, use))
-    throw FieldError(field, field + ": unknown '" + name + "' (choose from " + strategy_names_text(use) + ")");
+  if (!strategy || !supports(*strategy, use)) {
+    // Under the period model an unknown name lists the DES-only strategies too, saying what they need.
+    std::string des_only;
+    if (use == StrategyUse::kPeriodModel)
+      for (const Strategy& other : kStrategies)
+        if (other.des() && !other.period_model()) des_only += (des_only.empty() ? "" : ", ") + std::string(other.name);
+    throw FieldError(field, field + ": unknown '" + name + "' (choose from " + strategy_names_text(use) +
+                                (des_only.empty() ? "" : "; with a cluster also " + des_only) + ")");
+  }
   return *strategy;
 }
 

@@ -52,7 +52,7 @@ struct ParsedLog {
 };
 
 // The most ranks a log may describe, as --workers allows.
-constexpr std::int64_t kMaxRanks = 1 << 16;
+constexpr std::int64_t kMaxRanks = limits::kMaxWorkers;
 
 // Bytes per element of nccl-tests' type names (src/common.cu); others are not size-checked.
 const std::map<std::string, std::int64_t>& type_sizes() {

@@ -2,6 +2,7 @@
 #include "profiler/import_torch_trace.hpp"
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "core/units.hpp"
 
 #include <algorithm>
@@ -64,13 +65,22 @@ std::optional<std::int64_t> integer_arg(const Json& event, const char* key) {
 // Chrome trace `ts` and `dur` are microseconds. A host range longer than a day is no measurement
 // (a corrupt or hand-edited trace), and a huge one would enclose every later range and silently
 // turn the layer into a container.
-constexpr double kLongestEvent_us = 86400 * units::kMicrosecondsPerSecond;
+constexpr double kLongestEvent_us = limits::kLongestTime_s * units::kMicrosecondsPerSecond;
+
+// The latest `ts` (us): 2^53, the last whole microsecond a double holds exactly (285 years after
+// the Unix epoch; PyTorch's profiler writes epoch microseconds, about 1.7e15 today, or times since
+// the trace's start). A later or a negative timestamp is no clock reading.
+constexpr double kLatestTimestamp_us = 9007199254740992.0;
 
 Span read_span(const Json& event, const std::string& where) {
   const auto ts = event.find("ts");
   if (ts == event.end()) throw InputError(where + ": missing field 'ts'");
   if (!ts->is_number() || !std::isfinite(ts->get<double>()))
     throw InputError(where + ": field 'ts': expected a finite number (microseconds), got " + json_type_name(*ts));
+  if (!(ts->get<double>() >= 0 && ts->get<double>() <= kLatestTimestamp_us))
+    throw InputError(where + ": field 'ts': " + format_exact(ts->get<double>()) + " us is " +
+                     (ts->get<double>() < 0 ? "negative" : "past 2^53 us (285 years after the Unix epoch)") +
+                     "; not a clock reading (Chrome trace timestamps are microseconds)");
   const auto dur = event.find("dur");
   if (dur == event.end())
     throw InputError(where + ": missing field 'dur' (a complete event needs its duration, microseconds)");

@@ -55,7 +55,8 @@ struct TorchTraceImport {
 /// `origin` names the trace in errors. Throws InputError for: a document that is neither an object
 /// with a `traceEvents` array nor an array; an event that is not an object; a used event (an
 /// annotation, a module event, an op with a sequence number) without a string name, with a missing
-/// or non-numeric `ts`, or a missing, negative, non-finite or over-a-day `dur` (> 8.64e10 us: no
+/// or non-numeric `ts`, a negative `ts` or one past 2^53 us (no clock reading), or a missing,
+/// negative, non-finite or over-a-day `dur` (> 8.64e10 us: no
 /// plausible range, and it would enclose every later one); an empty layer name after the prefix; no
 /// module annotations at all; backward annotations for a layer without forward ones; a layer
 /// without backward events (under MissingBackwardPolicy::kError); no complete iteration.

@@ -9,6 +9,7 @@
 
 #include <array>
 #include <climits>
+#include <cmath>
 
 namespace syncplan {
 
@@ -72,13 +73,18 @@ constexpr double kMpiBuffersPerRank = 3;
 void check_host_memory(const MpiSession& mpi, const LinkBackendChoice& choice) {
   const double ranks_per_node = mpi.max(static_cast<double>(mpi.local_rank() + 1));  // at most this many share a node
   const double needed_bytes = kMpiBuffersPerRank * static_cast<double>(choice.sweep.max_bytes) * ranks_per_node;
-  const int short_rank = mpi.first_failing_rank(needed_bytes <= available_memory_bytes());
+  const double available_bytes = available_memory_bytes();
+  const int short_rank = mpi.first_failing_rank(needed_bytes <= available_bytes);
+  const double least_available_bytes = -mpi.max(-available_bytes);  // collective: every rank calls it
   if (short_rank >= 0)
     throw FieldError("max_bytes", "max_bytes " + std::to_string(choice.sweep.max_bytes) + ": the MPI sweep needs about " +
-                                      format_short(needed_bytes / units::kBytesPerGiB, 2) + " GiB of host memory per node (" +
+                                      std::to_string(std::llround(needed_bytes)) + " bytes (" +
+                                      format_short(needed_bytes / units::kBytesPerGiB, 2) + " GiB) of host memory per node (" +
                                       format_short(kMpiBuffersPerRank, 0) + " buffers of that size per rank, up to " +
                                       format_short(ranks_per_node, 0) + " rank(s) per node), more than rank " +
-                                      std::to_string(short_rank) + "'s node has available; sweep smaller sizes");
+                                      std::to_string(short_rank) + "'s node has available (the least of any rank: " +
+                                      format_short(least_available_bytes / units::kBytesPerGiB, 2) +
+                                      " GiB); sweep smaller sizes");
 }
 
 // The backend "auto", "mpi" or "nccl" means on these ranks (collective).

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <set>
+#include <vector>
 
 namespace syncplan {
 
@@ -29,12 +30,43 @@ double required_fraction(ObjectReader& reader, const std::string& key) {
 
 }  // namespace
 
+namespace {
+
+// ASCII lower case: GPU names are ASCII ("H100-SXM"), and a locale must not change the match.
+std::string lower_ascii(std::string text) {
+  for (char& ch : text)
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+  return text;
+}
+
+std::string names_text(const std::vector<const GpuSpec*>& specs) {
+  std::string text;
+  for (const GpuSpec* gpu : specs) text += (text.empty() ? "" : ", ") + gpu->name;
+  return text;
+}
+
+}  // namespace
+
 const GpuSpec& GpuCatalog::find(const std::string& name) const {
   for (const GpuSpec& gpu : gpus)
     if (gpu.name == name) return gpu;
-  std::string known;
-  for (const GpuSpec& gpu : gpus) known += (known.empty() ? "" : ", ") + gpu.name;
-  throw FieldError("gpu", "gpu '" + name + "': not in " + origin + " (known: " + known + ")");
+  // Else the one GPU whose name equals `name` or starts with it, ignoring case ("h100" -> H100-SXM).
+  const std::string wanted = lower_ascii(name);
+  std::vector<const GpuSpec*> exact, prefixed, all;
+  for (const GpuSpec& gpu : gpus) {
+    const std::string candidate = lower_ascii(gpu.name);
+    if (candidate == wanted) exact.push_back(&gpu);
+    else if (!wanted.empty() && candidate.rfind(wanted, 0) == 0) prefixed.push_back(&gpu);
+    all.push_back(&gpu);
+  }
+  if (exact.size() == 1) return *exact.front();
+  if (exact.empty() && prefixed.size() == 1) return *prefixed.front();
+  if (exact.size() + prefixed.size() > 1) {
+    exact.insert(exact.end(), prefixed.begin(), prefixed.end());
+    throw FieldError("gpu", "gpu '" + name + "': ambiguous in " + origin + ", matches " + names_text(exact) +
+                                " (give more of the name)");
+  }
+  throw FieldError("gpu", "gpu '" + name + "': not in " + origin + " (known: " + names_text(all) + ")");
 }
 
 GpuCatalog gpu_catalog_from_json(const Json& document, const std::string& origin) {

@@ -29,7 +29,9 @@ struct GpuCatalog {
   double memory_efficiency = 0;    ///< fraction of peak bandwidth a kernel reaches, in (0, 1]
   std::vector<GpuSpec> gpus;
 
-  /// The GPU called `name`. Throws InputError "--gpu 'X': not in FILE (known: ...)".
+  /// The GPU called `name`, or else the one whose name equals it or starts with it ignoring ASCII
+  /// case ("h100" -> "H100-SXM"). Throws FieldError "gpu 'X': not in FILE (known: ...)", or
+  /// "gpu 'X': ambiguous in FILE, matches A, B (...)" when several names match.
   const GpuSpec& find(const std::string& name) const;
 };
 

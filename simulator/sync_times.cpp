@@ -32,7 +32,7 @@ Profile with_link_times(Profile profile, const LinkFit& link, const std::string&
 
 }  // namespace
 
-BackpropTimes backprop_times_for_des(const DesStrategyContext& context) {
+BackpropTimes backprop_times_for_des(const DesStrategyContext& context, const std::string& origin) {
   const DesLayers& layers = context.layers;
   std::vector<double> sync_s(layers.size(), 0.0);
   for (std::size_t j = 0; j < layers.size(); ++j) {
@@ -42,7 +42,7 @@ BackpropTimes backprop_times_for_des(const DesStrategyContext& context) {
     if (synced && issues_allreduce(context.sync_time, layers.param_bytes[j], layers.sync_s[j]))
       sync_s[j] = des_allreduce_s(layers, context.model, context.sync_time, {static_cast<int>(j)});
   }
-  return backprop_times(layers, sync_s, "the simulator's layers");
+  return backprop_times(layers, sync_s, origin);
 }
 
 SyncTimes choose_sync_times(Profile profile, const std::string& origin, SyncTimeInputs inputs) {
@@ -119,7 +119,7 @@ BackpropTimes sync_backprop_times(const SyncTimes& choice, const std::string& or
   const DesLayers layers = des_layers(choice.profile, origin, choice.source);
   const Topology topology(*choice.cluster);
   const AllreduceModel model(*choice.cluster, topology);
-  return backprop_times_for_des(DesStrategyContext{layers, model, choice.source});
+  return backprop_times_for_des(DesStrategyContext{layers, model, choice.source}, origin);
 }
 
 }  // namespace syncplan

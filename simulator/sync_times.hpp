@@ -35,8 +35,9 @@ struct DesStrategyContext {
 /// The period model's view of the DES inputs: backward times, and as c_j each layer's all-reduce
 /// alone as the DES charges it (measured or cost model), so that plans are made for this cluster.
 /// A layer whose parameters another's sync carries, or that issues no all-reduce
-/// (issues_allreduce), has c_j = 0. Built by backprop_times(layers, sync_s, origin).
-BackpropTimes backprop_times_for_des(const DesStrategyContext& context);
+/// (issues_allreduce), has c_j = 0. Built by backprop_times(layers, sync_s, origin): `origin`
+/// names the profile in its errors (times that add up past a double).
+BackpropTimes backprop_times_for_des(const DesStrategyContext& context, const std::string& origin = "the profile");
 
 /// How to choose the all-reduce times when a cluster or a link fit is given.
 enum class SyncTimeMode {

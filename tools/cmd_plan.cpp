@@ -28,12 +28,11 @@ struct PlanOptions {
   // Per-layer all-reduce times from a cluster or a link fit instead of the profile.
   SyncTimeOptions sync;
   // --model: profile a model spec first (the built-in default of the main job, SPEC section 1).
-  ProfileOptions model{"", "bf16", "auto", "H100-SXM", "", 8, 0};
+  ProfileOptions model{"", "", "auto", "", "", 8, 0};  // dtype and GPU: the defaults of `profile`
   // Bucket fusion (--fuse-buckets) and its all-reduce start-up time (--alpha-s; NaN: from --cluster).
   bool fuse_buckets = false;
   double alpha_s = 0;
   bool alpha_given = false;
-  bool dtype_given = false;  // --dtype; otherwise bf16 on a GPU or an estimate, fp32 on the CPU
 };
 
 // The plan request's fields and the flags that set them.
@@ -85,14 +84,16 @@ Profile model_profile_for_plan(const PlanOptions& options) {
   if (options.sync.cluster_path.empty() && options.sync.link_path.empty())
     throw InputError("--model: needs --cluster or --link for the all-reduce times (a model spec has none)");
   ProfileOptions profile_options = options.model;
-  if (!options.dtype_given && profile_options.device == "cpu") profile_options.dtype = "fp32";
   if (profile_options.device == "auto") {
     profile_options.device = cuda_profiling_available() ? "cuda" : "estimate";
-    if (profile_options.device == "cuda")
+    if (profile_options.device == "cuda") {
       std::cout << "profile: measured on the GPU (--device cuda)\n";
-    else
-      std::cout << "profile: roofline estimate for " << profile_options.gpu
+      profile_options.gpu.clear();  // --gpu names the estimate's GPU; a measurement needs none
+    } else {
+      std::cout << "profile: roofline estimate for "
+                << (profile_options.gpu.empty() ? kDefaultEstimateGpu : profile_options.gpu)
                 << ", not a measurement (no CUDA device in this build or machine; --gpu NAME chooses the GPU)\n";
+    }
   }
   return make_model_profile(profile_options);
 }
@@ -240,7 +241,7 @@ void add_plan_command(CLI::App& app, Action& action) {
                    "with --model: tokens per sequence (default: the model's context, at most 1024)")
       ->check(CLI::Range(1LL, 1LL << 24))
       ->needs(model);
-  CLI::Option* dtype = plan->add_option("--dtype", options->model.dtype,
+  plan->add_option("--dtype", options->model.dtype,
                                         "with --model: fp32 or bf16 (default: bf16; fp32 with --device cpu)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->needs(model);
@@ -288,8 +289,7 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_option("-o,--output", options->output_path, "plan to write (syncplan.plan/v1 JSON)")->required();
   plan->add_option("--report", options->report_path,
                    "also write a JSON report: strategies' period_s, lower_bound_period_s, chosen plan");
-  plan->callback([&action, options, sync_time, max_overhead, alpha, dtype] {
-    options->dtype_given = dtype->count() > 0;
+  plan->callback([&action, options, sync_time, max_overhead, alpha] {
     options->max_overhead_given = max_overhead->count() > 0;
     options->alpha_given = alpha->count() > 0;
     options->sync.sync_time_given = sync_time->count() > 0;

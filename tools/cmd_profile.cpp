@@ -62,13 +62,24 @@ std::filesystem::path model_spec_path(const std::string& model) {
   return path;
 }
 
+void check_profile_options(const ProfileOptions& options) {
+  if (!options.gpu.empty() && (options.device == "cpu" || options.device == "cuda"))
+    throw InputError("--gpu: only with --device estimate (--device " + options.device + " measures " +
+                     (options.device == "cpu" ? "this machine's CPU" : "the first CUDA device") + ", not '" +
+                     options.gpu + "')");
+  if (options.device == "estimate" && (options.warmup_given || options.repeats_given))
+    throw InputError(std::string(options.repeats_given ? "--repeats" : "--warmup") +
+                     ": only with a measured device (--device cpu or cuda); the estimate runs nothing");
+}
+
 Profile make_model_profile(const ProfileOptions& options, Json* report) {
+  check_profile_options(options);
   ModelProfileRequest request;
   request.spec_path = model_spec_path(options.model);
   request.gpu_catalog_path = data_dir() / "gpus.json";
   request.device = options.device;
-  request.dtype = options.dtype;
-  request.gpu = options.gpu;
+  request.dtype = options.dtype.empty() ? default_dtype(options.device) : options.dtype;
+  request.gpu = options.gpu.empty() ? kDefaultEstimateGpu : options.gpu;
   request.batch = options.batch;
   request.seq = options.seq;
   request.warmup = options.warmup;
@@ -84,6 +95,7 @@ Profile make_model_profile(const ProfileOptions& options, Json* report) {
 namespace {
 
 int run_profile(const ProfileOptions& options) {
+  check_profile_options(options);
   check_output_paths({{"-o", options.output_path}, {"--report", options.report_path}},
                      {{"--model", model_spec_path(options.model).string()}});
   Json report;
@@ -119,7 +131,7 @@ void add_profile_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(1LL, 1LL << 24));
   profile->add_option("--dtype", options->dtype,
                       "element type of parameters and activations; param_bytes = 4 or 2 bytes per parameter "
-                      "(default: fp32)")
+                      "(default: bf16; fp32 with --device cpu, as plan --model)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
   profile->add_option("--device", options->device,
                       "estimate: roofline from " + data + "/gpus.json, source estimated:roofline:<gpu>; "
@@ -131,10 +143,10 @@ void add_profile_command(CLI::App& app, Action& action) {
                       "build, or $SYNCPLAN_GPU_BACKEND; docs/comm.md)")
       ->required()
       ->check(CLI::IsMember(devices));
-  profile->add_option("--warmup", options->warmup,
+  CLI::Option* warmup = profile->add_option("--warmup", options->warmup,
                       "cpu, cuda: untimed training steps (forward and backward of every layer) first (default: 2)")
       ->check(CLI::Range(0, 1000));
-  profile->add_option("--repeats", options->repeats,
+  CLI::Option* repeats = profile->add_option("--repeats", options->repeats,
                       "cpu, cuda: timed steps; each layer's forward_s and backward_s are the medians (default: 5)")
       ->check(CLI::Range(1, 1000));
   profile->add_option("--report", options->report_path,
@@ -144,9 +156,15 @@ void add_profile_command(CLI::App& app, Action& action) {
                     "cpu, cuda: also measure the best FLOP/s of large square GEMMs in --dtype (cuBLAS on the GPU, "
                     "Eigen on the CPU) and fail (exit 1, nothing written) if any layer's FLOP/s (spec FLOPs / "
                     "median time) exceeds it");
-  profile->add_option("--gpu", options->gpu, "GPU name in gpus.json, for --device estimate (e.g. H100-SXM)");
+  profile->add_option("--gpu", options->gpu,
+                      std::string("GPU name in gpus.json (or a unique prefix of one, any case), for --device estimate "
+                                  "(default: ") + kDefaultEstimateGpu + ", as plan --model)");
   profile->add_option("-o,--output", options->output_path, "profile to write (JSON)")->required();
-  profile->callback([&action, options] { action = [options] { return run_profile(*options); }; });
+  profile->callback([&action, options, warmup, repeats] {
+    options->warmup_given = warmup->count() > 0;
+    options->repeats_given = repeats->count() > 0;
+    action = [options] { return run_profile(*options); };
+  });
 }
 
 }  // namespace syncplan::cli

@@ -1,6 +1,7 @@
 // `syncplan profile-link`: an all-reduce sweep under mpirun, printed like nccl-tests and fitted to
 // an alpha-beta link (SPEC section 7, docs/link.md).
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "core/units.hpp"
 #include "profiler/link_profile.hpp"
 #include "profiler/link_sweep.hpp"
@@ -46,7 +47,11 @@ std::int64_t parse_size_bytes(const std::string& text, const std::string& option
   const std::int64_t value = std::stoll(text.substr(0, digits));
   if (value > (std::numeric_limits<std::int64_t>::max() >> shift))
     throw InputError(option + ": '" + text + "' is more bytes than a 64-bit count holds");
-  return value << shift;
+  const std::int64_t bytes = value << shift;
+  if (bytes > limits::kMaxSizeBytes)
+    throw InputError(option + ": '" + text + "' is " + std::to_string(bytes) + " bytes, more than the limit of " +
+                     std::to_string(limits::kMaxSizeBytes) + " (1 PiB; docs/formats.md, limits)");
+  return bytes;
 }
 
 // Runs `check` on rank 0 only (e.g. the output path, which only rank 0 writes); when it fails,

@@ -29,9 +29,9 @@ struct SimulateOptions {
   long long comm_streams = 1;
   double bucket_cap_mb = kDdpBucketCapMiB;
   long long trace_workers = 8;
+  bool trace_workers_given = false;
+  bool bucket_cap_given = false;
 };
-
-constexpr long long kMaxIterations = 100'000;
 
 // The simulate request's fields and the flags that set them.
 constexpr std::initializer_list<FieldFlag> kSimulateFlags = {
@@ -62,6 +62,13 @@ int run_simulate(const SimulateOptions& options) {
   if (!options.strategy.empty() && options.period.empty())
     throw InputError("--period: required with --strategy");
   const int period = options.plan_path.empty() ? checked_period(options.period) : 0;
+  // Options that would do nothing in this combination are errors, not silently ignored.
+  if (options.trace_workers_given && options.trace_path.empty())
+    throw InputError("--trace-workers: only with --trace TRACE.json (it says how many workers' timelines to write)");
+  if (options.bucket_cap_given && options.strategy != "ddp")  // the one strategy with a bucket cap
+    throw InputError("--bucket-cap-mb: only with --strategy ddp" +
+                     (options.strategy.empty() ? std::string(" (a plan's buckets are in the plan)")
+                                               : " (not " + options.strategy + ")"));
   const std::vector<NamedPath> inputs = {{"--profile", options.profile_path}, {"--plan", options.plan_path},
                                          {"--cluster", options.sync.cluster_path}, {"--link", options.sync.link_path}};
   check_output_paths({{"-o", options.output_path}, {"--trace", options.trace_path}}, inputs);
@@ -75,8 +82,12 @@ int run_simulate(const SimulateOptions& options) {
   const bool des_only = strategy && strategy->needs_cluster();
   if (!options.sync.cluster_path.empty() || (des_only && !options.sync.link_path.empty()))
     return run_simulate_des(options, std::move(request));
-  if (options.iterations_given || options.comm_streams != 1)
-    throw InputError("--iterations/--comm-streams: need --cluster (the period model times one period)");
+  if (options.iterations_given)
+    throw InputError("--iterations: needs --cluster CLUSTER.json (the period model times one period)");
+  if (options.comm_streams != 1)
+    throw InputError("--comm-streams: needs --cluster CLUSTER.json (the period model has one link)");
+  if (options.trace_workers_given)
+    throw InputError("--trace-workers: needs --cluster CLUSTER.json (the period model traces one worker)");
 
   request.sync = read_sync_times(options.profile_path, options.sync);
   const Profile& profile = request.sync.profile;
@@ -145,14 +156,17 @@ std::string cluster_text(const Cluster& cluster, const std::string& path) {
 }
 
 int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
-  if (options.iterations_given && (options.iterations < 1 || options.iterations > kMaxIterations))
-    throw InputError("--iterations: must be in 1.." + std::to_string(kMaxIterations) + ", got " +
+  if (options.iterations_given && (options.iterations < 1 || options.iterations > limits::kMaxIterations))
+    throw InputError("--iterations: must be in 1.." + std::to_string(limits::kMaxIterations) + ", got " +
                      std::to_string(options.iterations));
-  if (options.comm_streams < 1 || options.comm_streams > 64)
-    throw InputError("--comm-streams: must be in 1..64, got " + std::to_string(options.comm_streams));
+  if (options.comm_streams < 1 || options.comm_streams > limits::kMaxCommStreams)
+    throw InputError("--comm-streams: must be in 1.." + std::to_string(limits::kMaxCommStreams) + ", got " +
+                     std::to_string(options.comm_streams));
   if (options.trace_workers < 0) throw InputError("--trace-workers: must be >= 0");
-  if (!(options.bucket_cap_mb > 0) || !std::isfinite(options.bucket_cap_mb))
-    throw InputError("--bucket-cap-mb: must be a number > 0");
+  const double max_cap_mb = static_cast<double>(limits::kMaxSizeBytes) / units::kBytesPerMiB;
+  if (!(options.bucket_cap_mb > 0 && options.bucket_cap_mb <= max_cap_mb))
+    throw InputError("--bucket-cap-mb: must be a number > 0 and at most " + format_short(max_cap_mb, 0) +
+                     " (1 PiB), got " + format_exact(options.bucket_cap_mb));
   if (options.iterations_given) request.iterations = static_cast<int>(options.iterations);
   request.comm_streams = static_cast<int>(options.comm_streams);
   request.bucket_cap_bytes = options.bucket_cap_mb * units::kBytesPerMiB;
@@ -252,12 +266,14 @@ void add_simulate_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"auto", "measured", "model"}));
   simulate->add_option("--comm-streams", options->comm_streams,
                        "with --cluster: communication streams per worker, 1..64 (default: 1)");
-  simulate->add_option("--bucket-cap-mb", options->bucket_cap_mb,
+  CLI::Option* bucket_cap = simulate->add_option("--bucket-cap-mb", options->bucket_cap_mb,
                        "with --strategy ddp: bucket cap in MiB, as PyTorch DDP's bucket_cap_mb (default: 25)");
-  simulate->add_option("--trace-workers", options->trace_workers,
+  CLI::Option* trace_workers = simulate->add_option("--trace-workers", options->trace_workers,
                        "with --cluster and --trace: how many workers' timelines to write (default: 8)");
-  simulate->callback([&action, options, iterations, sync_time] {
+  simulate->callback([&action, options, iterations, sync_time, trace_workers, bucket_cap] {
     options->iterations_given = iterations->count() > 0;
+    options->trace_workers_given = trace_workers->count() > 0;
+    options->bucket_cap_given = bucket_cap->count() > 0;
     options->sync.sync_time_given = sync_time->count() > 0;
     action = [options] { return run_simulate(*options); };
   });

@@ -6,7 +6,13 @@
 # measured GPT-2 profile. Outputs go to out/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-tools/build.sh
+# Only the tool; tools/test.sh builds the tests and benchmarks. The GPU backend library (CUDA,
+# cuBLAS, NCCL: a dependency of the syncplan target in a CUDA build) only when a GPU is visible:
+# without one, plan --model estimates whether or not the library is there.
+start=$(date +%s)
+trap 'echo "example: $(( $(date +%s) - start )) s in all (build and run)"' EXIT
+if command -v nvidia-smi >/dev/null && nvidia-smi -L 2>/dev/null | grep '^GPU ' >/dev/null; then cuda=AUTO; else cuda=OFF; fi
+SYNCPLAN_BUILD_TARGETS=syncplan tools/build.sh -DSYNCPLAN_WITH_CUDA="$cuda"
 mkdir -p out
 run() { echo "\$ $*"; "$@"; echo; }
 cluster=data/clusters/8nodes-1gpu-10gbps.json

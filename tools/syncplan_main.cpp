@@ -4,10 +4,14 @@
 
 #include <CLI/CLI.hpp>
 
+#include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <iostream>
 #include <string>
+#include <thread>
+#include <vector>
 
 namespace {
 
@@ -26,6 +30,82 @@ std::string one_line(std::string message) {
   return out;
 }
 
+// The rank mpirun (Open MPI, MPICH, PMIx) gave this process, or 0 outside of it. Parse errors
+// come before MPI starts, from every rank alike: rank 0 alone prints them.
+int launcher_rank() {
+  for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
+    if (const char* value = std::getenv(name); value != nullptr && *value != '\0') return std::atoi(value);
+  return 0;
+}
+
+// How long the other ranks wait before exiting on a parse error, so that mpirun, which ends the
+// job when the first rank exits non-zero, does not end rank 0 before its message is out (as
+// profile-link does on bad input).
+constexpr std::chrono::milliseconds kReportGrace{1500};
+
+// The names of `app`'s subcommands: "import, plan, simulate, profile and profile-link".
+std::string subcommand_names(const CLI::App& app) {
+  std::vector<std::string> names;
+  for (const CLI::App* command : app.get_subcommands([](const CLI::App*) { return true; }))
+    names.push_back(command->get_name());
+  return syncplan::cli::join_names(names);
+}
+
+// The first word that should name a (sub)command and does not: "syncplan bogus", "syncplan
+// import bogus". Empty when the words name commands down to one without subcommands.
+std::string unknown_command_message(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* current = &app;
+  std::string path;  // the commands so far: "", "import"
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word.empty() || word[0] == '-') return "";  // an option: CLI11 says what is wrong with it
+    if (current->get_subcommands([](const CLI::App*) { return true; }).empty()) return "";
+    const CLI::App* next = nullptr;
+    for (const CLI::App* command : current->get_subcommands([](const CLI::App*) { return true; }))
+      if (command->get_name() == word) next = command;
+    if (next == nullptr)
+      return (path.empty() ? "" : path + ": ") + "unknown command '" + word + "' (commands: " +
+             subcommand_names(*current) + ")";
+    current = next;
+    path += (path.empty() ? "" : " ") + word;
+  }
+  return "";
+}
+
+// CLI11's "Could not convert: --iterations = x" as "--iterations: 'x' is not an integer".
+std::string conversion_message(const CLI::App& app, const std::string& what) {
+  const std::string prefix = "Could not convert: ";
+  const std::size_t equals = what.find(" = ");
+  if (what.rfind(prefix, 0) != 0 || equals == std::string::npos) return what;
+  const std::string name = what.substr(prefix.size(), equals - prefix.size());
+  const std::string value = what.substr(equals + 3);
+  const CLI::Option* option = nullptr;
+  for (const CLI::App* command = &app; command != nullptr && option == nullptr;) {
+    option = command->get_option_no_throw(name);
+    const auto parsed = command->get_subcommands();
+    command = parsed.empty() ? nullptr : parsed.front();
+  }
+  std::string type = option != nullptr ? option->get_type_name() : "";
+  type = type.substr(0, type.find(':'));
+  const std::string kind = type == "INT" ? "an integer" : type == "UINT" ? "a whole number >= 0"
+                           : type == "FLOAT" ? "a number" : "a valid value";
+  return name + ": '" + value + "' is not " + kind;
+}
+
+// The first option given an empty value ("-o ''"), as "-o,--output: empty value ...", or empty:
+// an empty path or number is never meant, and later checks would take it for "not given".
+std::string empty_value_message(const CLI::App& app) {
+  for (const CLI::App* command = &app; command != nullptr;) {
+    for (const CLI::Option* option : command->get_options())
+      if (option->count() > 0)
+        for (const std::string& value : option->results())
+          if (value.empty()) return option->get_name(false, true) + ": empty value (give a path, name or number)";
+    const auto parsed = command->get_subcommands();
+    command = parsed.empty() ? nullptr : parsed.front();
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -40,10 +120,20 @@ int main(int argc, char** argv) {
   syncplan::cli::add_profile_command(app, action);
   syncplan::cli::add_profile_link_command(app, action);
   try {
+    if (const std::string unknown = unknown_command_message(app, argc, argv); !unknown.empty())
+      throw CLI::ExtrasError(unknown, CLI::ExitCodes::ExtrasError);
     app.parse(argc, argv);
+    if (const std::string empty = empty_value_message(app); !empty.empty())
+      throw CLI::ValidationError(empty, CLI::ExitCodes::ValidationError);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
-    std::cerr << "syncplan: " << one_line(e.what()) << " (see --help)\n";
+    if (launcher_rank() != 0) {
+      std::this_thread::sleep_for(kReportGrace);
+      return 2;
+    }
+    const std::string message = dynamic_cast<const CLI::ConversionError*>(&e) ? conversion_message(app, e.what())
+                                                                               : std::string(e.what());
+    std::cerr << "syncplan: " << one_line(message) << " (see --help)\n";
     return 2;
   }
   try {

@@ -8,12 +8,14 @@
 #include "core/field_error.hpp"
 #include "core/overloaded.hpp"
 #include "core/units.hpp"
+#include "profiler/host_memory.hpp"
 #include "simulator/bucket_fusion.hpp"
 #include "simulator/des/event_queue.hpp"
 #include "simulator/period_model.hpp"
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <deque>
 #include <limits>
 #include <numeric>
@@ -71,6 +73,13 @@ struct PhaseLatencyDone { int collective; };
 struct TransferDone { int transfer; std::uint64_t version; };
 struct UpdateDone { int worker, iteration; };
 using Payload = std::variant<IterationStart, CollectiveReady, PhaseLatencyDone, TransferDone, UpdateDone>;
+
+// The memory of one trace event once des_trace_json made it a JSON object and the writer its
+// text (bytes): an ordered_json object of 8 keys with an args object of up to 3, and about 220
+// characters of text. Measured: 160,000 events (tests/cli/data/tiny_profile.json, wfbp, 8
+// straggler workers, 2,000 iterations) raised the peak resident memory by 283 MB, 1,769 bytes
+// each with their records (docs/des.md section 5).
+constexpr double kTraceJsonBytesPerEvent = 1600;
 
 // ---- state -------------------------------------------------------------------------------------
 struct Collective {
@@ -477,6 +486,44 @@ class Engine {
 
 }  // namespace
 
+double des_memory_bytes(const DesLayers& layers, const Cluster& cluster, const AllreduceModel& model,
+                        const SyncProgram& program, const DesOptions& options) {
+  constexpr double kGrowth = 2;  // a vector grown by push_back holds up to twice its elements
+  const double simulated = cluster.identical_workers() ? 1 : cluster.workers;
+  const double iterations = options.iterations;
+  // Collectives over the run: the program's all-reduces per period, repeated (an upper bound: ops of
+  // tied layers only or of nothing to average issue none).
+  double collectives = 0;
+  const int period = program.period();
+  for (int h = 0; h < period; ++h) {
+    const double repeats = std::floor(iterations / period) + (h < options.iterations % period ? 1 : 0);
+    collectives += repeats * static_cast<double>(program.iterations[h].size());
+  }
+  const double phases = options.sync_time == SyncTimeSource::kMeasured ? 1 : static_cast<double>(model.phases().size());
+  // Per simulated worker and iteration: its iteration time, and two compute intervals (forward and
+  // backward, update).
+  const double per_worker_iteration = sizeof(double) + kGrowth * 2 * sizeof(Interval);
+  const double per_iteration = sizeof(IterationState) + 2 * sizeof(double) * kGrowth;
+  // Per collective: its state, its id in its iteration and its stream, its busy interval, and a
+  // transfer per phase (transfers are kept to the end).
+  const double per_collective =
+      kGrowth * (sizeof(Collective) + sizeof(int) + sizeof(Interval) + phases * sizeof(Transfer)) + sizeof(int);
+  double bytes = simulated * iterations * per_worker_iteration + iterations * per_iteration +
+                 collectives * per_collective + simulated * sizeof(Worker);
+  const double traced = std::min<double>(std::max(options.trace_workers, 0), simulated);
+  if (traced > 0) {
+    // Per traced worker and iteration: a forward and a backward event per layer, the update and
+    // the all-reduces; each event's record, name and layer list, and its JSON object and text
+    // (kTraceJsonBytesPerEvent, docs/des.md "Memory").
+    double names = 0;
+    for (const std::string& name : layers.names) names += static_cast<double>(name.size()) + sizeof("backward ");
+    const double per_event = kGrowth * (sizeof(DesTraceEvent) + sizeof(int)) + kTraceJsonBytesPerEvent;
+    const double compute_events = iterations * (2.0 * static_cast<double>(layers.size()) + 1);
+    bytes += traced * ((compute_events + collectives) * per_event + iterations * 2 * names);
+  }
+  return bytes;
+}
+
 DesResult run_des(const DesLayers& layers, const Cluster& cluster, const SyncProgram& program,
                   const DesOptions& options) {
   const Topology topology(cluster);
@@ -500,6 +547,23 @@ DesResult run_des(const DesLayers& layers, const Cluster& cluster, const Topolog
       SYNCPLAN_CHECK(!op.layers.empty());
       for (const int j : op.layers) SYNCPLAN_CHECK(j >= 0 && j < static_cast<int>(layers.size()));
     }
+  const double needed_bytes = des_memory_bytes(layers, cluster, model, program, options);
+  const double limit_bytes = options.memory_limit_bytes.value_or(available_memory_bytes());
+  if (needed_bytes > limit_bytes) {
+    const auto amount = [](double value) {
+      char bytes[40];
+      std::snprintf(bytes, sizeof bytes, "%.0f", value);
+      return std::string(bytes) + " bytes (" + format_short(value / units::kBytesPerGiB, 2) + " GiB)";
+    };
+    const int simulated = cluster.identical_workers() ? 1 : cluster.workers;
+    throw InputError("the discrete-event simulation needs about " + amount(needed_bytes) + " of memory for " +
+                     std::to_string(simulated) + " simulated worker(s) x " + std::to_string(options.iterations) +
+                     " iterations x " + std::to_string(layers.size()) + " layers" +
+                     (options.trace_workers > 0 ? " with " + std::to_string(options.trace_workers) + " traced worker(s)"
+                                                : std::string()) +
+                     ", more than the " + amount(limit_bytes) +
+                     " available; simulate fewer iterations or workers, or trace fewer workers");
+  }
   Engine engine(layers, cluster, topology, model, program, options);
   return engine.run();
 }

@@ -31,6 +31,9 @@ struct DesOptions {
   /// charged link->time_s(its summed param_bytes) (docs/des.md, docs/link.md), so a bucket costs
   /// the link model on its bytes rather than its layers' sum. Not owned; null: no link fit.
   const LinkFit* link = nullptr;
+  /// The memory the run may allocate (bytes): run_des refuses a run whose des_memory_bytes
+  /// estimate is larger. Unset: the host's available memory (profiler/host_memory.hpp).
+  std::optional<double> memory_limit_bytes;
 };
 
 /// One recorded timeline event (Chrome trace "X" event), microseconds in the trace writer.
@@ -66,10 +69,21 @@ struct DesResult {
   double overlap_fraction() const;
 };
 
+/// An estimate of the memory one run allocates (bytes), from the simulated workers (1 when they
+/// are identical), the iterations, the collectives the program issues in them, the all-reduce's
+/// phases and, with a trace, the traced workers' events (about 1.6 kB each once written as JSON,
+/// measured; docs/des.md section 5). Vectors grown by push_back are counted at twice their size (the
+/// worst case of doubling), so the estimate bounds the peak from above but for the topology and
+/// the event queue, which are O(workers) and O(pending events).
+double des_memory_bytes(const DesLayers& layers, const Cluster& cluster, const AllreduceModel& model,
+                        const SyncProgram& program, const DesOptions& options);
+
 /// Runs `program` (repeated every period) on `cluster` for options.iterations iterations, with
 /// the cluster's topology and all-reduce model already built (they cost O(workers) to build).
 /// Throws FieldError naming the DesOptions field ("iterations", "comm_streams", "bucket_alpha_s")
-/// for options out of range.
+/// for options out of range, and InputError "the discrete-event simulation needs about N bytes
+/// (G GiB) ..., more than the M bytes (G GiB) available ..." when des_memory_bytes exceeds
+/// options.memory_limit_bytes, before allocating anything.
 DesResult run_des(const DesLayers& layers, const Cluster& cluster, const Topology& topology,
                   const AllreduceModel& model, const SyncProgram& program, const DesOptions& options);
 

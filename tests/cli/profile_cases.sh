@@ -6,6 +6,7 @@
 #   tiny_roofline   tiny-gpt on the made-up GPU "round" (data/datadir_round): per-layer times by hand
 #   shipped         every shipped spec on a shipped GPU: layer counts and parameter totals
 #   plan_model      plan --model (the main job's one step) equals profile, then plan --profile
+#   defaults        profile and plan --model default to the same GPU and dtype; --gpu prefixes
 set -euo pipefail
 
 case_name="$1" syncplan="$2" python="$3" workdir="$4"
@@ -100,6 +101,25 @@ assert abs(one["predicted"]["period_s"] - two["predicted"]["period_s"]) <= 1e-12
 report = json.load(open("report.json"))
 assert report["profile"].startswith("--model ") and report["link"].endswith("link_8workers.json"), report
 print("ok: plan --model equals profile + plan --profile:", one["predicted"]["period_s"], "s per period")
+EOF
+}
+
+# profile and plan --model default alike: the estimate on H100-SXM in bf16 (2 bytes per parameter;
+# fp32 only on the CPU), so `profile --device estimate` needs no --gpu; --gpu takes a unique
+# case-insensitive prefix ("h100" is H100-SXM, the only name starting with it in data/gpus.json).
+defaults() {
+  run profile --model tiny-gpt --batch 2 --seq 16 --device estimate -o default.json
+  run profile --model tiny-gpt --batch 2 --seq 16 --device estimate --gpu h100 --dtype bf16 -o explicit.json
+  run plan --model tiny-gpt --batch 2 --seq 16 --device estimate --link "$data/link_8workers.json" --period 2 \
+    -o plan.json --profile-out plan-profile.json
+  "$python" - <<'EOF'
+import json
+default, explicit, planned = (json.load(open(name)) for name in ("default.json", "explicit.json", "plan-profile.json"))
+assert default["source"] == "estimated:roofline:H100-SXM", default["source"]
+assert all(layer["param_bytes"] == 2 * layer["param_count"] for layer in default["layers"]), "not bf16"
+assert default == explicit, "the defaults are not H100-SXM and bf16"
+assert default == planned, "profile and plan --model made different profiles"
+print("ok: profile and plan --model default to H100-SXM in bf16")
 EOF
 }
 

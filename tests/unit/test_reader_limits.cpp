@@ -147,3 +147,57 @@ TEST_CASE("format_short: fixed decimals from 10^-decimals up to 1e6, else 6 sign
   CHECK(format_short(0.005, 2) == "0.005");
   CHECK(format_short(12.3456, 2) == "12.35");
 }
+
+TEST_CASE("limits: a cluster's absurd bandwidth, latency, slowdown and jitter are refused naming the field", "[json]") {
+  // The values of issue 11, each past a limit of core/limits.hpp.
+  CHECK_THAT(error_of([] {
+               cluster_from_json(parse(R"({"format": "syncplan.cluster/v1", "workers": 2,
+                 "intra_node": {"bandwidth_Gbps": 1e-300, "latency_us": 5}})"), "c.json");
+             }),
+             Contains("c.json: field 'intra_node': field 'bandwidth_Gbps': at least 1e-06, got 1"));
+  CHECK_THAT(error_of([] {
+               cluster_from_json(parse(R"({"format": "syncplan.cluster/v1", "workers": 2,
+                 "intra_node": {"bandwidth_Gbps": 10, "latency_us": 1e308}})"), "c.json");
+             }),
+             Contains("c.json: field 'intra_node': field 'latency_us': at most 1e+07, got 1e+308"));
+  CHECK_THAT(error_of([] { cluster_from_json(cluster_document(R"(, "compute_slowdown": [1, 1e308])"), "c.json"); }),
+             Contains("c.json: field 'compute_slowdown'[1]: at most 1000, got 1e+308"));
+  CHECK_THAT(error_of([] { cluster_from_json(cluster_document(R"(, "compute_slowdown": {"0": 1e-9})"), "c.json"); }),
+             Contains("field 'compute_slowdown'['0']: at least 0.001"));
+  CHECK_THAT(error_of([] {
+               cluster_from_json(cluster_document(R"(, "jitter": {"distribution": "lognormal", "sigma": 1000})"), "c.json");
+             }),
+             Contains("c.json: field 'jitter': field 'sigma': at most 2, got 1000"));
+  // The limits themselves read: 1e-6 and 1e6 Gbit/s, 1e7 us, factors 1e-3 and 1e3, sigma 2.
+  const Cluster edge = cluster_from_json(parse(R"({"format": "syncplan.cluster/v1", "workers": 2, "workers_per_node": 1,
+    "intra_node": {"bandwidth_Gbps": 1e-6, "latency_us": 1e7}, "inter_node": {"bandwidth_Gbps": 1e6, "latency_us": 0},
+    "compute_slowdown": [0.001, 1000], "jitter": {"distribution": "normal", "sigma": 2}})"), "c.json");
+  CHECK(edge.intra_node.bandwidth_Gbps == 1e-6);
+  CHECK(edge.inter_node.bandwidth_Gbps == 1e6);
+  CHECK(edge.compute_slowdown[1] == 1000);
+  CHECK(edge.jitter->sigma == 2);
+}
+
+TEST_CASE("limits: profile times, worker counts and sizes share the table", "[json]") {
+  const auto profile_with = [](const std::string& top, const std::string& layer) {
+    return parse(R"({"format": "syncplan.profile/v1", "source": "estimated:hand")" + top +
+                 R"(, "layers": [{"name": "fc", "backward_s": 1)" + layer + "}]}");
+  };
+  CHECK(profile_from_json(profile_with("", R"(, "sync_s": 86400)"), "p.json").layers[0].sync_s == 86400);
+  CHECK_THAT(error_of([&] { profile_from_json(profile_with("", R"(, "forward_s": 1e300)"), "p.json"); }),
+             Contains("p.json: layer 'fc': field 'forward_s': at most 86400, got 1"));
+  CHECK_THAT(error_of([&] { profile_from_json(profile_with(R"(, "workers": 65537)", ""), "p.json"); }),
+             Contains("p.json: field 'workers': at most 65536, got 65537"));
+  // 2^50 bytes is the limit (1 PiB): 2^50 + 1 is refused.
+  CHECK_THAT(error_of([&] { profile_from_json(profile_with("", R"(, "param_bytes": 1125899906842625)"), "p.json"); }),
+             Contains("field 'param_bytes': at most 1125899906842624"));
+  CHECK_THAT(error_of([] {
+               Json document = link_document("alpha_s", "0.0007");
+               document["samples"][0]["size_bytes"] = std::int64_t{1} << 51;
+               link_from_json(document, "l.json");
+             }),
+             Contains("l.json: samples[0]: field 'size_bytes': at most 1125899906842624"));
+  CHECK(limits::kMaxWorkers == 65536);
+  CHECK(kMaxPeriod == limits::kMaxPeriod);
+  CHECK(kLongestCollective_s == limits::kLongestTime_s);
+}

@@ -1,0 +1,75 @@
+// The one table of limits every reader and command-line option checks its numbers against, each
+// with the reason for its value (docs/formats.md, "Limits").
+//
+// A limit is where a number stops being a description of a real training job and becomes a typo,
+// an overflow or a fuzzer's input: past it the simulator would exhaust memory, overflow a sum to
+// infinity or print figures nobody can read. Every limit is far beyond any real job, so that no
+// real input is refused.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace syncplan::limits {
+
+// ---- counts --------------------------------------------------------------------------------------
+
+/// Workers of a cluster, a link fit, a profile or an nccl-tests log: at most 2^16 = 65,536. The
+/// largest data-parallel jobs published run on tens of thousands of GPUs; the topology and the
+/// DES's per-worker state cost O(workers) to build.
+inline constexpr std::int64_t kMaxWorkers = std::int64_t{1} << 16;
+
+/// The period H of a plan, a schedule or --period: at most 10,000. Every iteration of a period is
+/// stored and timed; local SGD periods in practice are below 1,000.
+inline constexpr int kMaxPeriod = 10'000;
+
+/// Iterations one DES run simulates (--iterations): at most 100,000. The DES keeps a time per
+/// simulated worker and iteration; real comparisons run tens to thousands of iterations.
+inline constexpr std::int64_t kMaxIterations = 100'000;
+
+/// Communication streams per worker in the DES (--comm-streams): at most 64; frameworks use one to
+/// a few (NCCL's channels are below the stream level).
+inline constexpr std::int64_t kMaxCommStreams = 64;
+
+/// Characters of a layer name: at most 1,024. Module paths are far shorter; a huge name would also
+/// overflow std::regex's recursion (plan --every-iteration).
+inline constexpr std::size_t kLongestLayerName = 1024;
+
+// ---- times and sizes -----------------------------------------------------------------------------
+
+/// Seconds of one measured or configured time (a layer's forward, backward, update or all-reduce
+/// time, a link fit's alpha, a trace event): at most a day. A layer or a collective that takes
+/// longer is no measurement; with every time bounded, sums over layers, iterations and periods
+/// stay finite.
+inline constexpr double kLongestTime_s = 86'400;
+
+/// Bytes of one message, bucket, parameter block or link-sweep size: at most 2^50 (1 PiB). The
+/// largest models' whole gradients are terabytes; past 2^53 bytes a double no longer counts bytes
+/// exactly.
+inline constexpr std::int64_t kMaxSizeBytes = std::int64_t{1} << 50;
+
+// ---- links ---------------------------------------------------------------------------------------
+
+/// A link's bandwidth per direction (cluster `bandwidth_Gbps`), Gbit/s: at least 1e-6 (1 kbit/s,
+/// below any network a training job runs on; a 56k modem is 5.6e-5) ...
+inline constexpr double kMinBandwidth_Gbps = 1e-6;
+/// ... and at most 1e6 (1 Pbit/s, about 70x NVLink 5's 14.4 Tbit/s per GPU).
+inline constexpr double kMaxBandwidth_Gbps = 1e6;
+
+/// A link's one-way latency (cluster `latency_us`), microseconds: at most 1e7 (10 s). A
+/// geostationary satellite hop is about 0.25 s; a larger number is a unit mistake.
+inline constexpr double kMaxLatency_us = 1e7;
+
+// ---- stragglers and jitter -----------------------------------------------------------------------
+
+/// A worker's compute-time factor (cluster `compute_slowdown`): in [1e-3, 1e3]. Stragglers reported
+/// in the literature are a few times slower than their peers, never a thousand times.
+inline constexpr double kMinSlowdown = 1e-3;
+inline constexpr double kMaxSlowdown = 1e3;
+
+/// The jitter's sigma (cluster `jitter.sigma`): at most 2. Lognormal sigma 2 already gives a median
+/// factor of e^-2 = 0.14 and a 99th percentile of e^(2 x 2.33 - 2) = 14 around the mean 1; measured
+/// compute noise is a few percent (sigma 0.01-0.1). Normal sigma 2 cuts a third of the factors at 0.
+inline constexpr double kMaxJitterSigma = 2;
+
+}  // namespace syncplan::limits

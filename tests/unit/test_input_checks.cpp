@@ -1,0 +1,172 @@
+// Checks made before any work starts: the DES's memory estimate and its refusal, the input the
+// DES names when a time overflows, the GPU catalog's name prefixes, and torch traces' timestamps.
+#include "core/errors.hpp"
+#include "planner/simulate_job.hpp"
+#include "profiler/import_torch_trace.hpp"
+#include "profiler/roofline.hpp"
+#include "simulator/des/engine.hpp"
+#include "simulator/des/sync_program.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <string>
+
+using namespace syncplan;
+using Catch::Contains;
+
+namespace {
+
+/// The message of the InputError `run` throws; fails the test when it throws nothing.
+template <typename Run>
+std::string error_of(Run run) {
+  try {
+    run();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  FAIL("no InputError thrown");
+  return "";
+}
+
+// Two layers of 1 s backward and 1 s measured all-reduce each.
+DesLayers two_layers() {
+  DesLayers layers;
+  layers.names = {"head", "embed"};
+  layers.forward_s = {0, 0};
+  layers.backward_s = {1, 1};
+  layers.update_s = {0, 0};
+  layers.sync_s = {1, 1};
+  layers.param_bytes = {4, 4};
+  layers.synced = {true, true};
+  layers.carrier = {0, 1};
+  return layers;
+}
+
+Cluster cluster_of(int workers, bool straggler) {
+  Cluster cluster;
+  cluster.workers = workers;
+  cluster.workers_per_node = 1;
+  cluster.intra_node = cluster.inter_node = LinkSpec{10, 10};
+  if (straggler) {
+    cluster.compute_slowdown.assign(workers, 1.0);
+    cluster.compute_slowdown.back() = 2;
+  }
+  return cluster;
+}
+
+GpuCatalog catalog_of(std::initializer_list<const char*> names) {
+  GpuCatalog catalog;
+  catalog.origin = "gpus.json";
+  for (const char* name : names) catalog.gpus.push_back(GpuSpec{name, "datasheet", 1e12, 1e12, 1e12});
+  return catalog;
+}
+
+}  // namespace
+
+TEST_CASE("DES memory: the estimate grows with simulated workers and iterations, and bounds what is kept") {
+  const DesLayers layers = two_layers();
+  const SyncProgram program = all_layers_program(layers.size(), 1, IssuePoint::kGradientReady, true);
+  DesOptions options;
+  options.iterations = 1000;
+  const Cluster identical = cluster_of(64, false);
+  const Cluster stragglers = cluster_of(64, true);
+  const Topology topology(stragglers);
+  const AllreduceModel model(stragglers, topology);
+  const double one = des_memory_bytes(layers, identical, model, program, options);
+  const double all = des_memory_bytes(layers, stragglers, model, program, options);
+  // Every simulated worker keeps, per iteration, its iteration time (8 bytes) and two compute
+  // intervals (2 x 16): at least 40 bytes per worker and iteration, here 64 x 1000 x 40 = 2.56 MB.
+  CHECK(all >= 64 * 1000 * 40.0);
+  // Identical workers are one representative: 63 workers' 40 bytes per iteration fewer.
+  CHECK(all - one >= 63 * 1000 * 40.0);
+  // Everything but the workers' own state (their random generators) grows linearly with the
+  // iterations: 1000 more iterations add the same bytes each time.
+  options.iterations = 2000;
+  const double two_thousand = des_memory_bytes(layers, stragglers, model, program, options);
+  options.iterations = 3000;
+  const double three_thousand = des_memory_bytes(layers, stragglers, model, program, options);
+  CHECK(three_thousand - two_thousand == Approx(two_thousand - all));
+  CHECK(two_thousand - all >= 64 * 1000 * 40.0);
+  // A trace keeps per traced worker and iteration 2 layers x 2 compute events + 2 all-reduces, about
+  // 1.6 kB each as JSON (measured, engine.cpp): at least 6 KiB per iteration and traced worker.
+  options.iterations = 1000;
+  options.trace_workers = 4;
+  CHECK(des_memory_bytes(layers, stragglers, model, program, options) >= all + 4 * 1000 * 6 * 1024.0);
+}
+
+TEST_CASE("DES memory: a run whose estimate exceeds the limit is refused before it starts, with both amounts") {
+  const DesLayers layers = two_layers();
+  const SyncProgram program = all_layers_program(layers.size(), 1, IssuePoint::kGradientReady, true);
+  const Cluster cluster = cluster_of(16, true);
+  const Topology topology(cluster);
+  const AllreduceModel model(cluster, topology);
+  DesOptions options;
+  options.iterations = 100;
+  const double needed = des_memory_bytes(layers, cluster, model, program, options);
+  options.memory_limit_bytes = needed / 2;
+  const std::string message = error_of([&] { run_des(layers, cluster, topology, model, program, options); });
+  CHECK_THAT(message, Contains("needs about") && Contains("GiB") && Contains("16 simulated worker(s) x 100 iterations") &&
+                          Contains("available"));
+  // At the estimate itself the run goes ahead: 2 layers of 1 s backward, the all-reduce of the
+  // output-most layer (1 s) hides behind the second's backward, the second's ends at 3 s, and the
+  // straggler (factor 2) ends its backward at 4 s: its iteration is 4 s + 1 s of the last sync = 5 s.
+  options.memory_limit_bytes = needed;
+  const DesResult result = run_des(layers, cluster, topology, model, program, options);
+  REQUIRE(result.iteration_s.size() == 100);
+  CHECK(result.iteration_s[0] == Approx(5));
+}
+
+TEST_CASE("DES: a profile whose times overflow is named, not the cluster") {
+  Profile profile;
+  profile.model = "huge";
+  profile.source = "estimated:hand";
+  for (const char* name : {"a", "b"}) {
+    LayerProfile layer;
+    layer.name = name;
+    layer.backward_s = 1e308;  // finite alone; two of them sum to infinity
+    layer.sync_s = 0;
+    layer.param_bytes = 4;
+    profile.layers.push_back(layer);
+  }
+  SyncTimeInputs inputs;
+  inputs.cluster = cluster_of(2, false);
+  inputs.cluster_origin = "cluster.json";
+  inputs.mode = SyncTimeMode::kMeasured;
+  SimulateRequest request;
+  request.sync = choose_sync_times(profile, "huge-profile.json", inputs);
+  request.origin = "huge-profile.json";
+  request.strategy = "ssgd";
+  request.period = 1;
+  const std::string message = error_of([&] { simulate_des(request); });
+  CHECK_THAT(message, Contains("huge-profile.json: field 'layers'") && Contains("more than a double can hold"));
+  CHECK_THAT(message, !Contains("cluster.json") && !Contains("simulator's layers"));
+}
+
+TEST_CASE("GPU catalog: exact names, unique case-insensitive prefixes, ambiguous and unknown names") {
+  const GpuCatalog catalog = catalog_of({"H200-SXM", "H100-SXM", "A100-SXM-80GB", "L40S", "L40"});
+  CHECK(catalog.find("H100-SXM").name == "H100-SXM");
+  CHECK(catalog.find("h100").name == "H100-SXM");
+  CHECK(catalog.find("a100-sxm").name == "A100-SXM-80GB");
+  // "l40" is one name exactly and a prefix of another: the exact name wins.
+  CHECK(catalog.find("l40").name == "L40");
+  const std::string ambiguous = error_of([&] { catalog.find("h"); });
+  CHECK_THAT(ambiguous, Contains("gpu 'h'") && Contains("ambiguous") && Contains("H200-SXM, H100-SXM"));
+  const std::string unknown = error_of([&] { catalog.find("B200"); });
+  CHECK_THAT(unknown, Contains("gpu 'B200'") && Contains("not in gpus.json") && Contains("L40S"));
+  CHECK_THROWS_AS(catalog.find(""), InputError);
+}
+
+TEST_CASE("torch-trace: a negative or far-future timestamp is no clock reading") {
+  for (const char* ts : {"-5", "1e300"}) {
+    const std::string text = std::string(R"([{"name": "syncplan.forward:a", "ph": "X", "ts": )") + ts +
+                             R"(, "dur": 10, "tid": 1, "pid": 1}])";
+    const Json trace = parse_json_text(text, "trace.json");
+    const std::string message = error_of([&] { torch_trace_to_profile(trace, "trace.json", {}); });
+    CHECK_THAT(message, Contains("trace.json") && Contains("field 'ts'") && Contains("not a clock reading"));
+  }
+  // Epoch microseconds, as PyTorch's profiler writes them (about 1.7e15 in 2024), are fine: the
+  // message for this one-event trace is about the missing backward, not the timestamp.
+  const Json epoch = parse_json_text(
+      R"([{"name": "syncplan.forward:a", "ph": "X", "ts": 1712345678901234, "dur": 10, "tid": 1, "pid": 1}])", "t.json");
+  CHECK_THAT(error_of([&] { torch_trace_to_profile(epoch, "t.json", {}); }), !Contains("field 'ts'"));
+}
