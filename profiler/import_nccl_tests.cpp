@@ -8,12 +8,14 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <map>
 #include <regex>
 #include <set>
 #include <sstream>
+#include <cstring>
 
 namespace syncplan {
 
@@ -87,9 +89,39 @@ bool all_digits(const std::string& text) {
 }
 
 // A decimal number as printf writes one, sign and exponent allowed (-8, 2.5, 1e+06); not nan/inf/hex.
+// libstdc++'s std::regex recurses once per character matched, so it is given only short words and
+// lines (kLongestRegexInput): a longer one is no number and no header line nccl-tests writes.
+constexpr std::size_t kLongestRegexInput = 1024;
+
 bool is_decimal_number(const std::string& text) {
   static const std::regex number(R"([-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?)");
-  return std::regex_match(text, number);
+  return text.size() <= kLongestRegexInput && std::regex_match(text, number);
+}
+
+// The length of a launcher's rank tag at the start of `line` (after any blanks): "[R]" or "[A,B]"
+// followed by "<stdout>:", "<stderr>:" or a blank, which is included; 0 when there is none. Parsed
+// by hand, not with std::regex, so that a 100,000-character line cannot overflow the stack.
+std::size_t tag_prefix_length(const std::string& line) {
+  std::size_t i = 0;
+  while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
+  if (i == line.size() || line[i] != '[') return 0;
+  const auto digits = [&] {
+    const std::size_t start = i;
+    while (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]))) ++i;
+    return i > start;
+  };
+  ++i;
+  if (!digits()) return 0;
+  if (i < line.size() && line[i] == ',') {
+    ++i;
+    if (!digits()) return 0;
+  }
+  if (i == line.size() || line[i] != ']') return 0;
+  ++i;
+  for (const char* tag : {"<stdout>:", "<stderr>:"})
+    if (line.compare(i, std::strlen(tag), tag) == 0) return i + std::strlen(tag);
+  if (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) return i + 1;
+  return 0;
 }
 
 // Every layout starts with the size and count columns: a line that opens with an unsigned integer,
@@ -215,7 +247,6 @@ ResultRow row_from_words(const std::vector<std::string>& words, const Columns& c
 ParsedLog parse_text(const std::string& text, const std::string& path) {
   // Launchers that tag each line with its rank: Open MPI's mpirun --tag-output ("[1,0]<stdout>:"),
   // MPICH/Intel MPI's -prepend-rank ("[0] "). A line that opens with one is read without it.
-  static const std::regex tag_prefix(R"(^\s*\[\d+(,\d+)?\](<std(out|err)>:|\s))");
   std::string prefix_where, prefix_text;
   static const std::regex rank_line(R"(^#\s*Rank\s+(\d+)\b)");
   static const std::regex program_line(R"(^#\s*Collective test starting:\s*(\S+))");
@@ -230,15 +261,15 @@ ParsedLog parse_text(const std::string& text, const std::string& path) {
   std::string raw;
   for (int number = 1; std::getline(in, raw); ++number) {
     const std::string where = path + ": line " + std::to_string(number);
-    std::smatch prefix;
     std::string untagged = raw;
-    if (std::regex_search(raw, prefix, tag_prefix)) {
-      if (prefix_where.empty()) prefix_where = "line " + std::to_string(number), prefix_text = trim(prefix.str());
-      untagged = prefix.suffix().str();
+    if (const std::size_t tag = tag_prefix_length(raw)) {
+      if (prefix_where.empty()) prefix_where = "line " + std::to_string(number), prefix_text = trim(raw.substr(0, tag));
+      untagged = raw.substr(tag);
     }
     const std::string line = trim(untagged);
     if (line.empty()) continue;
     if (line[0] == '#') {
+      if (line.size() > kLongestRegexInput) continue;  // no header line nccl-tests writes is this long
       std::smatch match;
       if (std::regex_search(line, match, program_line)) {
         log.programs.emplace_back(where, match[1].str());
