@@ -33,7 +33,7 @@ struct LayerProfile {
 /// Compute of a training iteration that no layer's span covers (functional code outside modules:
 /// attention matmuls, residual adds, the loss), as `tools/torch_profile.py` measures it: the whole
 /// pass minus the layers' sum. Optional profile key `unattributed` (docs/formats.md); the engines
-/// charge it as serial compute after the last layer of each pass (docs/time-model.md,
+/// charge it as serial compute, after the last layer's forward and before the first layer's backward (docs/time-model.md,
 /// "Unattributed compute").
 struct UnattributedTimes {
   std::optional<double> forward_s;   ///< forward compute outside every layer, per iteration (s); null: unknown (0)

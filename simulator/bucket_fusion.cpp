@@ -160,7 +160,7 @@ PeriodTiming time_buckets(const BackpropTimes& times, const Buckets& buckets) {
       }
       const double start = std::max(times.ready_s[bucket.back()], link_free);
       link_free = start + bucket_sync_s(times, bucket, buckets.alpha_s);
-      SyncEvent event{bucket.back(), times.forward_total_s + start, times.forward_total_s + link_free, {}};
+      SyncEvent event{bucket.back(), times.backward_start_s() + start, times.backward_start_s() + link_free, {}};
       if (bucket.size() > 1) event.bucket = bucket;
       events.push_back(std::move(event));
     }

@@ -39,7 +39,7 @@ struct DesLayers {
   std::vector<bool> frozen;          ///< the profile's `frozen`: parameters not trained, in no bucket
   std::vector<int> carrier;          ///< the layer whose sync carries this one's parameters (itself when untied)
   /// The profile's `unattributed` compute (s, 0 when absent or null): serial compute after the last
-  /// layer's forward, and after the last (input-most) layer's backward (docs/time-model.md,
+  /// layer's forward, and before the first (output-most) layer's backward (docs/time-model.md,
   /// "Unattributed compute").
   double unattributed_forward_s = 0;
   double unattributed_backward_s = 0;

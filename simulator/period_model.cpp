@@ -22,7 +22,7 @@ void PeriodTiming::add_overlapped_iteration(const BackpropTimes& times, double l
   const double wait = std::max(0.0, link_end_s - times.backprop_s());
   wait_s.push_back(wait);
   iteration_s.push_back(times.compute_s() + wait);
-  update_start_s.push_back(times.forward_total_s + times.backprop_s() + wait);
+  update_start_s.push_back(times.backward_start_s() + times.backprop_s() + wait);
   period_s += iteration_s.back();
   syncs.push_back(std::move(events));
 }
@@ -43,7 +43,7 @@ BackpropTimes backprop_times(const DesLayers& layers, const std::vector<double>&
   times.carrier = layers.carrier;
   times.forward_total_s += layers.unattributed_forward_s;
   times.unattributed_backward_s = layers.unattributed_backward_s;
-  if (!std::isfinite(times.backprop_s() + times.forward_total_s + times.update_total_s + times.sync_total_s()))
+  if (!std::isfinite(times.compute_s() + times.sync_total_s()))
     throw InputError(origin + ": field 'layers': the times add up to more than a double can hold");
   return times;
 }
@@ -81,7 +81,7 @@ PeriodTiming time_assignment(const BackpropTimes& times, const Assignment& assig
       previous = j;
       const double start = std::max(times.ready_s[j], link_free);
       link_free = start + times.sync_s[j];
-      events.push_back({j, times.forward_total_s + start, times.forward_total_s + link_free, {}});
+      events.push_back({j, times.backward_start_s() + start, times.backward_start_s() + link_free, {}});
     }
     timing.add_overlapped_iteration(times, link_free, std::move(events));
   }
@@ -149,7 +149,7 @@ void require_valid_period(long long period) {
 PeriodTiming time_unoverlapped(const BackpropTimes& times, const std::vector<bool>& after_compute,
                                bool after_update) {
   PeriodTiming timing;
-  const double sync_start = times.forward_total_s + times.backprop_s() +
+  const double sync_start = times.backward_start_s() + times.backprop_s() +
                             (after_update ? times.update_total_s : 0.0);
   for (const bool syncs : after_compute) {
     std::vector<SyncEvent> events;
@@ -163,7 +163,7 @@ PeriodTiming time_unoverlapped(const BackpropTimes& times, const std::vector<boo
     const double wait = syncs ? times.sync_total_s() : 0.0;
     timing.wait_s.push_back(wait);
     timing.iteration_s.push_back(times.compute_s() + wait);
-    timing.update_start_s.push_back(times.forward_total_s + times.backprop_s() +
+    timing.update_start_s.push_back(times.backward_start_s() + times.backprop_s() +
                                     (after_update ? 0.0 : wait));
     timing.period_s += timing.iteration_s.back();
     timing.syncs.push_back(std::move(events));

@@ -21,8 +21,9 @@ struct BackpropTimes {
   std::vector<double> sync_s;      ///< c_j: one all-reduce of layer j's parameters (s)
   std::vector<double> ready_s;     ///< B_j = b_1 + ... + b_j: when j's gradient is ready (s after backprop starts)
   double forward_total_s = 0;      ///< F: sum of known forward times plus the unattributed forward (s)
-  /// Backward compute after the last layer's backward (the profile's unattributed backward_s, s):
-  /// part of the backprop, not of any B_j (docs/time-model.md, "Unattributed compute").
+  /// Backward compute outside every layer (the profile's unattributed backward_s, s), charged
+  /// serially before the first layer's backward (the loss's backward runs there): it delays every
+  /// B_j alike and hides no sync (docs/time-model.md, "Unattributed compute").
   double unattributed_backward_s = 0;
   double update_total_s = 0;       ///< U: sum of known update times (s), 0 when unknown
   /// Tied parameters (profile `tied_to`): carrier[j] is the layer whose sync averages layer j's
@@ -36,12 +37,13 @@ struct BackpropTimes {
   std::vector<double> sync_bytes;  ///< with `link`: bytes of each c_j's all-reduce (after the tie rule)
 
   std::size_t size() const { return names.size(); }
-  /// The whole backprop (s): B_L plus the unattributed backward compute after it (SPEC 5's B_L
-  /// wherever it ends the backprop: wait_h, iteration_h, the lower bound).
-  double backprop_s() const { return (ready_s.empty() ? 0.0 : ready_s.back()) + unattributed_backward_s; }
-  /// F + B_L + U (with the unattributed compute in F and in backprop_s()): an iteration without
-  /// any exposed sync (s).
-  double compute_s() const { return forward_total_s + backprop_s() + update_total_s; }
+  /// B_L: the layers' backprop (s after the first layer's backward starts; SPEC 5's B_L).
+  double backprop_s() const { return ready_s.empty() ? 0.0 : ready_s.back(); }
+  /// When the first layer's backward starts, in s after the iteration starts: F (the unattributed
+  /// forward included) plus the unattributed backward compute before it.
+  double backward_start_s() const { return forward_total_s + unattributed_backward_s; }
+  /// F + u_B + B_L + U (the unattributed compute included): an iteration without any exposed sync (s).
+  double compute_s() const { return backward_start_s() + backprop_s() + update_total_s; }
   /// Sum of c_j over all layers (s).
   double sync_total_s() const;
   /// Backprop index of the layer at forward index `forward_index`.

@@ -41,7 +41,11 @@ Json period_trace(const BackpropTimes& times, const PeriodTiming& timing) {
     if (times.forward_total_s > 0)
       events.push_back(complete_event("forward", "forward", kComputeStream, iteration_start,
                                       times.forward_total_s, {{"iteration", iteration}}));
-    const double backward_start = iteration_start + times.forward_total_s;
+    if (times.unattributed_backward_s > 0)
+      events.push_back(complete_event("backward (unattributed)", "backward", kComputeStream,
+                                      iteration_start + times.forward_total_s, times.unattributed_backward_s,
+                                      {{"iteration", iteration}}));
+    const double backward_start = iteration_start + times.backward_start_s();
     for (std::size_t j = 0; j < times.size(); ++j) {
       if (times.backward_s[j] <= 0) continue;
       const double ready_before = j == 0 ? 0.0 : times.ready_s[j - 1];
@@ -49,10 +53,6 @@ Json period_trace(const BackpropTimes& times, const PeriodTiming& timing) {
                                       backward_start + ready_before, times.backward_s[j],
                                       {{"layer", times.names[j]}, {"iteration", iteration}}));
     }
-    if (times.unattributed_backward_s > 0 && !times.ready_s.empty())
-      events.push_back(complete_event("backward (unattributed)", "backward", kComputeStream,
-                                      backward_start + times.ready_s.back(), times.unattributed_backward_s,
-                                      {{"iteration", iteration}}));
     if (times.update_total_s > 0)
       events.push_back(complete_event("update", "update", kComputeStream,
                                       iteration_start + timing.update_start_s[h],

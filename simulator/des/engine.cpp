@@ -290,9 +290,11 @@ class Engine {
       if (traced(w) && d > 0) record(w, 0, "forward " + layers_.names[j], "forward", t, d, i, {j}, kUnknown);
       t += d;
     }
-    // The profile's unattributed compute (docs/time-model.md, "Unattributed compute"): serial, after
-    // the last layer of each pass; the backward part delays the update, not any gradient.
+    // The profile's unattributed compute (docs/time-model.md, "Unattributed compute"): serial, the
+    // forward part after the last layer's forward, the backward part before the first layer's
+    // backward (where the loss's backward runs), so it delays every gradient alike.
     t += unattributed_compute(w, layers_.unattributed_forward_s, "forward", t, i);
+    t += unattributed_compute(w, layers_.unattributed_backward_s, "backward", t, i);
     ready_s_.resize(count);
     for (int j = 0; j < count; ++j) {
       const double d = compute_s(w, layers_.backward_s[j]);
@@ -300,7 +302,6 @@ class Engine {
       t += d;
       ready_s_[j] = t;
     }
-    t += unattributed_compute(w, layers_.unattributed_backward_s, "backward", t, i);
     Worker& worker = workers_[w];
     worker.backward_end_s = t;
     worker.compute.push_back({now_, t});

@@ -67,37 +67,39 @@ TEST_CASE("unattributed: read, validated and written back", "[des][unattributed]
   REQUIRE(nulls.compute_s() == plain.compute_s());
 }
 
-TEST_CASE("unattributed: the period model adds it to F and after the last layer's backward", "[des][unattributed]") {
+TEST_CASE("unattributed: the period model adds it to F and before the first layer's backward", "[des][unattributed]") {
   // Without it: F = 0.5, B = [1, 2], B_L = 2. wfbp: j0 1 -> 3, j1 max(2, 3) = 3 -> 3.5;
   //   wait = 3.5 - 2 = 1.5; iteration = 0.5 + 2 + 1.5 = 4.0.
-  // With it: F = 0.5 + 0.25 = 0.75; B_j unchanged (the syncs start as before), the backprop ends
-  //   at 2 + 1.5 = 3.5; wait = max(0, 3.5 - 3.5) = 0; iteration = 0.75 + 3.5 = 4.25.
-  // ssgd: F + backprop + sum c = 0.75 + 3.5 + 2.5 = 6.75 (without: 0.5 + 2 + 2.5 = 5.0).
+  // With it: F = 0.5 + 0.25 = 0.75, then u_B = 1.5 before the first layer's backward, which
+  //   starts at 2.25; B_j unchanged relative to it, so the syncs and the wait (1.5) are as before,
+  //   shifted: iteration = 0.75 + 1.5 + 2 + 1.5 = 5.75.
+  // ssgd: F + u_B + B_L + sum c = 0.75 + 1.5 + 2 + 2.5 = 6.75 (without: 0.5 + 2 + 2.5 = 5.0).
   const BackpropTimes with = backprop_times(profile_from_json(two_layer_profile(true), "p.json"), "p.json");
   const BackpropTimes without = backprop_times(profile_from_json(two_layer_profile(false), "p.json"), "p.json");
   REQUIRE(with.ready_s == without.ready_s);
   REQUIRE(with.forward_total_s == 0.75);
-  REQUIRE(with.backprop_s() == 3.5);
+  REQUIRE(with.backprop_s() == 2.0);
+  REQUIRE(with.backward_start_s() == 2.25);
   const PeriodTiming overlapped = time_assignment(with, every_layer(2));
-  REQUIRE(overlapped.iteration_s == std::vector<double>{4.25, 4.25});
-  REQUIRE(overlapped.wait_s == std::vector<double>{0.0, 0.0});
-  REQUIRE(overlapped.syncs[0][1].start_s == 0.75 + 3.0);  // F + max(B_2, end of j0)
+  REQUIRE(overlapped.iteration_s == std::vector<double>{5.75, 5.75});
+  REQUIRE(overlapped.wait_s == std::vector<double>{1.5, 1.5});
+  REQUIRE(overlapped.syncs[0][1].start_s == 2.25 + 3.0);  // F + u_B + max(B_2, end of j0)
   REQUIRE(time_assignment(without, every_layer(1)).iteration_s == std::vector<double>{4.0});
   REQUIRE(run_ssgd(with, 2).timing.period_s == 2 * 6.75);
   REQUIRE(run_ssgd(without, 1).timing.period_s == 5.0);
 }
 
-TEST_CASE("unattributed: the DES runs it as compute after each pass's last layer", "[des][unattributed]") {
+TEST_CASE("unattributed: the DES runs it as compute after the forward and before the first backward", "[des][unattributed]") {
   // One simulated worker (identical workers), measured sync times. Iteration 0:
-  //   forward 0 -> 0.5, unattributed forward 0.5 -> 0.75; backward j0 0.75 -> 1.75, j1 -> 2.75,
-  //   unattributed backward 2.75 -> 4.25. wfbp: all-reduce j0 1.75 -> 3.75, j1 3.75 -> 4.25;
-  //   update at max(4.25, 4.25); U = 0: iteration 4.25, as the period model says.
+  //   forward 0 -> 0.5, unattributed forward 0.5 -> 0.75, unattributed backward 0.75 -> 2.25;
+  //   backward j0 2.25 -> 3.25, j1 -> 4.25. wfbp: all-reduce j0 3.25 -> 5.25, j1 5.25 -> 5.75;
+  //   update at 5.75; U = 0: iteration 5.75, as the period model says.
   //   ssgd: all-reduces issued at 4.25, back to back: 4.25 + 2.5 = 6.75.
   const Profile with = profile_from_json(two_layer_profile(true), "p.json");
   const DesResult wfbp = des_run(with, program_from_assignment(every_layer(1)), 2);
-  REQUIRE(wfbp.iteration_s[0] == near(4.25));
-  REQUIRE(wfbp.iteration_s[1] == near(4.25));
-  REQUIRE(wfbp.exposed_comm_s() == near(0.0));
+  REQUIRE(wfbp.iteration_s[0] == near(5.75));
+  REQUIRE(wfbp.iteration_s[1] == near(5.75));
+  REQUIRE(wfbp.exposed_comm_s() == near(2 * 1.5));
   int unattributed_events = 0;
   for (const DesTraceEvent& event : wfbp.trace) {
     if (event.name == "forward (unattributed)") REQUIRE(event.duration_s == near(0.25));
