@@ -138,7 +138,10 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
   print_table(std::cout, table);
   const std::optional<Buckets>& buckets = outcome.buckets;
   std::cout << "\nlower bound: " << seconds_text(outcome.lower_bound_s) << " s per period ("
-            << (buckets ? "for fused plans: suffix bound on sync times minus alpha; unfused " +
+            << (buckets ? std::string(outcome.times.link
+                                          ? "for fused plans: suffix bound on the syncs' bytes at the link's least "
+                                            "time per byte; unfused "
+                                          : "for fused plans: suffix bound on sync times minus alpha; unfused ") +
                               seconds_text(outcome.unfused_lower_bound_s) + " s, "
                         : "suffix bound; ")
             << "SPEC section 5's: " << seconds_text(outcome.spec_lower_bound_s) << " s)\n"
