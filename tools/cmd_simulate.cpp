@@ -162,7 +162,9 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
   if (options.comm_streams < 1 || options.comm_streams > limits::kMaxCommStreams)
     throw InputError("--comm-streams: must be in 1.." + std::to_string(limits::kMaxCommStreams) + ", got " +
                      std::to_string(options.comm_streams));
-  if (options.trace_workers < 0) throw InputError("--trace-workers: must be >= 0");
+  if (options.trace_workers < 1)
+    throw InputError("--trace-workers: must be >= 1 (a trace of no worker is empty), got " +
+                     std::to_string(options.trace_workers));
   const double max_cap_mb = static_cast<double>(limits::kMaxSizeBytes) / units::kBytesPerMiB;
   if (!(options.bucket_cap_mb > 0 && options.bucket_cap_mb <= max_cap_mb))
     throw InputError("--bucket-cap-mb: must be a number > 0 and at most " + format_short(max_cap_mb, 0) +

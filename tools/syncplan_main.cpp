@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <exception>
 #include <iostream>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -106,6 +107,24 @@ std::string empty_value_message(const CLI::App& app) {
   return "";
 }
 
+// The first option value written with a leading zero or a radix prefix ("010", "0x10"), as
+// "--iterations: '010': ..."; "" when none. CLI11 converts integers with the C library's base
+// detection, so "010" would silently be 8 and "0x10" 16; numbers are decimal on this command line.
+std::string radix_value_message(const CLI::App& app) {
+  static const std::regex radix(R"([+-]?0([0-9]+|[xXbBoO][0-9a-fA-F]+))");
+  for (const CLI::App* command = &app; command != nullptr;) {
+    for (const CLI::Option* option : command->get_options())
+      if (option->count() > 0 && option->nonpositional())
+        for (const std::string& value : option->results())
+          if (value.size() <= 64 && std::regex_match(value, radix))
+            return option->get_name(false, true) + ": '" + value +
+                   "': write numbers in decimal without leading zeros (it would be read as octal or hex)";
+    const auto parsed = command->get_subcommands();
+    command = parsed.empty() ? nullptr : parsed.front();
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -125,6 +144,8 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
     if (const std::string empty = empty_value_message(app); !empty.empty())
       throw CLI::ValidationError(empty, CLI::ExitCodes::ValidationError);
+    if (const std::string radix = radix_value_message(app); !radix.empty())
+      throw CLI::ValidationError(radix, CLI::ExitCodes::ValidationError);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     if (launcher_rank() != 0) {
