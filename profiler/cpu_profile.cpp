@@ -2,7 +2,7 @@
 // each layer's forward and backward, and the Eigen GEMM ceiling.
 #include "profiler/cpu_profile.hpp"
 #include "core/units.hpp"
-#include "profiler/host_memory.hpp"
+#include "core/host_memory.hpp"
 #include "core/field_error.hpp"
 
 #include "core/errors.hpp"

@@ -4,7 +4,7 @@
 #include "core/errors.hpp"
 #include "core/field_error.hpp"
 #include "core/units.hpp"
-#include "profiler/host_memory.hpp"
+#include "core/host_memory.hpp"
 #include "profiler/link_sweep_nccl.hpp"
 
 #include <array>

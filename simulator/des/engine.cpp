@@ -8,7 +8,7 @@
 #include "core/field_error.hpp"
 #include "core/overloaded.hpp"
 #include "core/units.hpp"
-#include "profiler/host_memory.hpp"
+#include "core/host_memory.hpp"
 #include "simulator/bucket_fusion.hpp"
 #include "simulator/des/event_queue.hpp"
 #include "simulator/period_model.hpp"

@@ -32,7 +32,7 @@ struct DesOptions {
   /// the link model on its bytes rather than its layers' sum. Not owned; null: no link fit.
   const LinkFit* link = nullptr;
   /// The memory the run may allocate (bytes): run_des refuses a run whose des_memory_bytes
-  /// estimate is larger. Unset: the host's available memory (profiler/host_memory.hpp).
+  /// estimate is larger. Unset: the host's available memory (core/host_memory.hpp).
   std::optional<double> memory_limit_bytes;
 };
 

@@ -1,5 +1,5 @@
 // Available host memory from /proc/meminfo (Linux), for the measurements' up-front checks.
-#include "profiler/host_memory.hpp"
+#include "core/host_memory.hpp"
 
 #include <sys/resource.h>
 #include <unistd.h>

@@ -1,5 +1,5 @@
-// How much host memory a measurement may allocate: checked before the buffers of a CPU profile or
-// a link sweep are made, so that too large a request is a one-line error, not std::bad_alloc.
+// How much host memory a job may allocate: checked before the buffers of a CPU profile, a link
+// sweep or a discrete-event simulation are made, so that too large a request is a one-line error, not std::bad_alloc.
 #pragma once
 
 namespace syncplan {
