@@ -122,6 +122,9 @@ DreamddpImport import_dreamddp_files(const std::string& bp_path, const std::stri
       throw FieldError("tied", e.what());
     }
   }
+  // Read back with the profile reader, so that an import never yields a profile the tool then
+  // refuses (a time past a day: core/limits.hpp); the error names the bp file.
+  profile_from_json(profile_to_json(imported.profile), bp_path + " (as imported)");
   return imported;
 }
 

@@ -397,7 +397,11 @@ TorchTraceImport torch_trace_to_profile(const Json& trace, const std::string& or
 }
 
 TorchTraceImport import_torch_trace(const std::string& trace_path, const TorchTraceImportOptions& options) {
-  return torch_trace_to_profile(read_json_file(trace_path), trace_path, options);
+  TorchTraceImport imported = torch_trace_to_profile(read_json_file(trace_path), trace_path, options);
+  // Read back with the profile reader, so that an import never yields a profile the tool then
+  // refuses (core/limits.hpp); the error names the trace.
+  profile_from_json(profile_to_json(imported.profile), trace_path + " (as imported)");
+  return imported;
 }
 
 }  // namespace syncplan

@@ -1,7 +1,6 @@
 // `syncplan import dreamddp` and `syncplan import dreamddp-schedule` (SPEC section 2).
 #include "core/json_io.hpp"
 #include "core/limits.hpp"
-#include "core/profile.hpp"
 #include "planner/simulate_job.hpp"
 #include "profiler/import_dreamddp.hpp"
 #include "profiler/import_torch_trace.hpp"
@@ -14,15 +13,6 @@
 namespace syncplan::cli {
 
 namespace {
-
-// The profile document of an import, read back with the profile reader first, so that an import
-// never writes a file the tool then refuses (a time past a day, too many workers: core/limits.hpp).
-// Throws InputError naming `input` (the file imported) when the reader refuses it.
-Json readable_profile_json(const Profile& profile, const std::string& input) {
-  Json document = profile_to_json(profile);
-  profile_from_json(document, input + " (as imported)");
-  return document;
-}
 
 struct DreamddpOptions {
   std::string bp_path, comm_path, output_path, model, nonfinite = "error", missing_comm = "error";
@@ -46,7 +36,7 @@ int run_import_torch_trace(const TorchTraceOptions& options) {
                                     : options.missing_backward == "zero" ? MissingBackwardPolicy::kZero
                                                                          : MissingBackwardPolicy::kError;
   const TorchTraceImport imported = import_torch_trace(options.trace_path, import_options);
-  write_json_file_atomic(options.output_path, readable_profile_json(imported.profile, options.trace_path));
+  write_json_file_atomic(options.output_path, profile_to_json(imported.profile));
   std::cout << "imported " << imported.profile.layers.size() << " layers (" << convention_name(imported.convention)
             << "; backward from " << backward_name(imported.backward) << "), medians of " << imported.iterations
             << " iteration(s)";
@@ -68,7 +58,7 @@ int run_import_dreamddp(const DreamddpOptions& options) {
   import_options.tied = options.tied;
   const DreamddpImport imported = with_flags(
       {{"tied", "--tied"}}, [&] { return import_dreamddp_files(options.bp_path, options.comm_path, import_options); });
-  write_json_file_atomic(options.output_path, readable_profile_json(imported.profile, options.bp_path));
+  write_json_file_atomic(options.output_path, profile_to_json(imported.profile));
   std::cout << "imported " << imported.profile.layers.size() << " layers into " << options.output_path;
   if (!imported.without_comm.empty())
     std::cout << "; " << imported.without_comm.size() << " layers without an all-reduce time "
