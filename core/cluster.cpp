@@ -36,7 +36,7 @@ bool Cluster::identical_workers() const {
 
 namespace {
 
-LinkSpec link_from_json(const Json& value, const std::string& where) {
+LinkSpec link_spec_from_json(const Json& value, const std::string& where) {
   ObjectReader reader(value, where);
   LinkSpec link;
   link.bandwidth_Gbps = read_number_in(reader.required("bandwidth_Gbps"), where + ": field 'bandwidth_Gbps'",
@@ -64,9 +64,9 @@ Cluster cluster_from_json(const Json& document, const std::string& origin) {
     throw InputError(origin + ": field 'workers_per_node': " + std::to_string(per_node) +
                      " does not divide workers = " + std::to_string(cluster.workers));
   cluster.workers_per_node = static_cast<int>(per_node);
-  cluster.intra_node = link_from_json(top.required("intra_node"), origin + ": field 'intra_node'");
+  cluster.intra_node = link_spec_from_json(top.required("intra_node"), origin + ": field 'intra_node'");
   if (const Json* inter = top.optional("inter_node", Null::kRejected)) {
-    cluster.inter_node = link_from_json(*inter, origin + ": field 'inter_node'");
+    cluster.inter_node = link_spec_from_json(*inter, origin + ": field 'inter_node'");
   } else if (cluster.nodes() > 1) {
     throw InputError(origin + ": missing field 'inter_node' (the cluster has " +
                      std::to_string(cluster.nodes()) + " nodes)");

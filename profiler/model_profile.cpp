@@ -27,7 +27,7 @@ struct BackendResult {
   std::vector<std::string> notes;  // lines for people
 };
 
-using Backend = BackendResult (*)(const Model& model, const Workload& workload, const ModelProfileRequest& request);
+using ComputeBackend = BackendResult (*)(const Model& model, const Workload& workload, const ModelProfileRequest& request);
 
 BackendResult estimate_backend(const Model& model, const Workload& workload, const ModelProfileRequest& request) {
   const GpuCatalog catalog = read_gpu_catalog_file(request.gpu_catalog_path.string());
@@ -96,7 +96,7 @@ BackendResult cuda_backend(const Model& model, const Workload& workload, const M
 
 struct BackendEntry {
   const char* device;
-  Backend run;
+  ComputeBackend run;
 };
 
 const BackendEntry kBackends[] = {
@@ -121,7 +121,7 @@ ModelProfile make_model_profile(const ModelProfileRequest& request) {
   workload.dtype = parse_dtype(request.dtype, "dtype");
   check_workload(model, workload);
 
-  Backend backend = nullptr;
+  ComputeBackend backend = nullptr;
   for (const BackendEntry& entry : kBackends)
     if (request.device == entry.device) backend = entry.run;
   if (backend == nullptr) throw FieldError("device", "device: unknown device '" + request.device + "' (estimate, cpu or cuda)");

@@ -9,7 +9,7 @@
 namespace syncplan {
 
 namespace {
-constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
+constexpr double kUnknownTime = std::numeric_limits<double>::quiet_NaN();
 }  // namespace
 
 TieGroups tie_groups(const Profile& profile) {
@@ -59,8 +59,8 @@ DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTime
     layers.forward_s.push_back(layer.forward_s.value_or(0.0));
     layers.backward_s.push_back(*layer.backward_s);
     layers.update_s.push_back(layer.update_s.value_or(0.0));
-    layers.sync_s.push_back(layer.sync_s.value_or(kUnknown));
-    layers.param_bytes.push_back(layer.param_bytes ? static_cast<double>(*layer.param_bytes) : kUnknown);
+    layers.sync_s.push_back(layer.sync_s.value_or(kUnknownTime));
+    layers.param_bytes.push_back(layer.param_bytes ? static_cast<double>(*layer.param_bytes) : kUnknownTime);
     layers.frozen.push_back(layer.frozen);
   }
   // Tied parameters are all-reduced once, by the tie group's carrier (docs/time-model.md 11).

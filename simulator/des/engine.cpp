@@ -64,7 +64,7 @@ double DesResult::overlap_fraction() const {
 
 namespace {
 
-constexpr double kUnknown = std::numeric_limits<double>::quiet_NaN();
+constexpr double kNoValue = std::numeric_limits<double>::quiet_NaN();
 
 // ---- events ------------------------------------------------------------------------------------
 struct IterationStart { int worker, iteration; };
@@ -91,7 +91,7 @@ struct Collective {
   bool ready = false;
   int phase = -1;            // current phase index while running
   double start_s = 0;
-  double bytes = kUnknown;   // all-reduced bytes (NaN when unknown)
+  double bytes = kNoValue;   // all-reduced bytes (NaN when unknown)
   double measured_s = 0;     // measured duration (kMeasured)
 };
 
@@ -287,7 +287,7 @@ class Engine {
     const int count = static_cast<int>(layers_.size());
     for (int j = count - 1; j >= 0; --j) {
       const double d = compute_s(w, layers_.forward_s[j]);
-      if (traced(w) && d > 0) record(w, 0, "forward " + layers_.names[j], "forward", t, d, i, {j}, kUnknown);
+      if (traced(w) && d > 0) record(w, 0, "forward " + layers_.names[j], "forward", t, d, i, {j}, kNoValue);
       t += d;
     }
     // The profile's unattributed compute (docs/time-model.md, "Unattributed compute"): serial, the
@@ -298,7 +298,7 @@ class Engine {
     ready_s_.resize(count);
     for (int j = 0; j < count; ++j) {
       const double d = compute_s(w, layers_.backward_s[j]);
-      if (traced(w) && d > 0) record(w, 0, "backward " + layers_.names[j], "backward", t, d, i, {j}, kUnknown);
+      if (traced(w) && d > 0) record(w, 0, "backward " + layers_.names[j], "backward", t, d, i, {j}, kNoValue);
       t += d;
       ready_s_[j] = t;
     }
@@ -319,7 +319,7 @@ class Engine {
   double unattributed_compute(int w, double seconds, const char* category, double start_s, int i) {
     const double d = compute_s(w, seconds);
     if (traced(w) && d > 0)
-      record(w, 0, std::string(category) + " (unattributed)", category, start_s, d, i, {}, kUnknown);
+      record(w, 0, std::string(category) + " (unattributed)", category, start_s, d, i, {}, kNoValue);
     return d;
   }
 
@@ -329,7 +329,7 @@ class Engine {
     double update = 0;
     for (const double u : layers_.update_s) update += u;
     const double d = compute_s(w, update);
-    if (traced(w) && d > 0) record(w, 0, "update", "update", start_s, d, i, {}, kUnknown);
+    if (traced(w) && d > 0) record(w, 0, "update", "update", start_s, d, i, {}, kNoValue);
     if (d > 0) worker.compute.push_back({start_s, start_s + d});
     queue_.schedule(start_s + d, UpdateDone{w, i});
   }
