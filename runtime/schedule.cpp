@@ -115,7 +115,12 @@ Schedule plan_schedule(const Model& model, const Plan& plan, const std::string& 
 }
 
 Schedule read_plan_schedule(const Model& model, const std::string& path) {
-  return plan_schedule(model, read_plan_file(path, runtime_profile(model)), path);
+  try {
+    return plan_schedule(model, read_plan_file(path, runtime_profile(model)), path);
+  } catch (const InputError& e) {
+    // read_plan_file speaks of "the profile": here that is the model's layer list.
+    throw InputError(std::string(e.what()) + " (the runtime's profile is model " + model.name + "'s layers)");
+  }
 }
 
 }  // namespace syncplan
