@@ -82,6 +82,11 @@ Executor::Executor(Schedule schedule, Communicator& comm, const LayerBuffers& bu
 
 double Executor::emulated_allreduce_s(double bytes) const { return emulated_ ? emulated_->time_s(bytes) : 0.0; }
 
+const ExecutedIteration& Executor::last_executed() const {
+  SYNCPLAN_CHECK(last_.has_value());
+  return *last_;
+}
+
 void Executor::begin_iteration() {
   SYNCPLAN_CHECK(phase_ == Phase::kIdle);
   phase_ = Phase::kBackward;
@@ -171,7 +176,7 @@ void Executor::after_step() {
   const auto& buckets = schedule_.iterations[period_position()];
   while (next_bucket_ < buckets.size()) launch(next_bucket_++);
   wait_in_flight();
-  executed_.push_back(std::move(current_));
+  last_ = std::move(current_);
   ++iteration_;
   phase_ = Phase::kIdle;
 }

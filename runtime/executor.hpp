@@ -113,8 +113,9 @@ class Executor {
   /// h = iteration() mod H.
   int period_position() const { return static_cast<int>(iteration_ % schedule_.period()); }
   const Schedule& schedule() const { return schedule_; }
-  /// The iterations run so far, oldest first.
-  const std::vector<ExecutedIteration>& executed() const { return executed_; }
+  /// The last iteration run (after_step records it; the loop logs it before the next one, so the
+  /// executor keeps no history that grows with the run). InternalError before the first.
+  const ExecutedIteration& last_executed() const;
   /// The all-reduce time (s) the emulated link charges `bytes` bytes, 0 without emulation.
   double emulated_allreduce_s(double bytes) const;
 
@@ -145,7 +146,7 @@ class Executor {
   double link_free_s_ = 0;       // when the emulated link is free (s on the run clock)
   std::vector<Flight> in_flight_;
   ExecutedIteration current_;
-  std::vector<ExecutedIteration> executed_;
+  std::optional<ExecutedIteration> last_;
 };
 
 }  // namespace syncplan

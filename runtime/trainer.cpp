@@ -296,7 +296,7 @@ TrainResult run_training(const MpiSession& mpi, Communicator& comm, const TrainR
     state->iteration = executor.iteration();
     record.iteration_s = clock.now_s() - begin_s;
 
-    const ExecutedIteration& executed = executor.executed().back();
+    const ExecutedIteration& executed = executor.last_executed();
     record.wait_s = executed.wait_s;
     for (const ExecutedBucket& bucket : executed.buckets) {
       std::vector<std::string>& names = record.buckets.emplace_back();

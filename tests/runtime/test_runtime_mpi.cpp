@@ -165,7 +165,7 @@ void run_partial(Context& context, const Schedule& schedule, int iterations, con
       ++syncs;
     }
     // What the executor ran is the schedule, bucket by bucket.
-    const ExecutedIteration& executed = executor.executed().back();
+    const ExecutedIteration& executed = executor.last_executed();
     bool same = executed.buckets.size() == schedule.iterations[h].size() && executed.period_position == h;
     for (std::size_t b = 0; same && b < executed.buckets.size(); ++b)
       same = executed.buckets[b].layers == schedule.iterations[h][b].layers;
