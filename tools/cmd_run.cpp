@@ -95,10 +95,10 @@ int run(const MpiSession& mpi, Communicator& comm, const RunOptions& options) {
   double total_s = 0;
   for (const IterationRecord& record : result.records) total_s += record.iteration_s;
   const std::string& strategy = result.trace["syncplan"]["strategy"].get_ref<const std::string&>();
-  std::printf("run: %s (%s, H = %d) on %d ranks, %lld iterations: rank 0's loss %.4f -> %.4f, %.6f s per iteration\n",
+  std::printf("run: %s (%s, H = %d) on %d rank%s, %lld iterations: rank 0's loss %.4f -> %.4f, %.6f s per iteration\n",
               strategy == "plan" ? ("plan " + options.plan_path).c_str() : strategy.c_str(),
               result.trace["syncplan"]["sync"].get_ref<const std::string&>().c_str(),
-              result.trace["syncplan"]["period"].get<int>(), mpi.size(), options.iterations, result.first_loss,
+              result.trace["syncplan"]["period"].get<int>(), mpi.size(), mpi.size() == 1 ? "" : "s", options.iterations, result.first_loss,
               result.last_loss, total_s / static_cast<double>(result.records.size()));
   if (request.link)
     std::printf("emulated link: %g Gbit/s, %g us latency (each all-reduce ends no earlier than the ring model's time)\n",
