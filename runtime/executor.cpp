@@ -144,7 +144,6 @@ void Executor::layer_backward_done(std::size_t layer) {
 }
 
 void Executor::wait_in_flight() {
-  const double started_s = clock_.now_s();
   for (Flight& flight : in_flight_) {
     if (flight.request.id >= 0) {
       try {
@@ -160,22 +159,27 @@ void Executor::wait_in_flight() {
     complete(flight, clock_.now_s());
   }
   in_flight_.clear();
-  current_.wait_s += clock_.now_s() - started_s;
 }
 
 void Executor::before_step() {
   SYNCPLAN_CHECK(phase_ == Phase::kBackward);
+  // The time from here to the step is communication the step waits for: launches included (ssgd
+  // starts all its buckets here, each MPI_Iallreduce a call of its own).
+  const double started_s = clock_.now_s();
   const auto& buckets = schedule_.iterations[period_position()];
   while (next_bucket_ < buckets.size() && buckets[next_bucket_].launch != LaunchPoint::kAfterStep) launch(next_bucket_++);
   wait_in_flight();
+  current_.wait_s += clock_.now_s() - started_s;
   phase_ = Phase::kStepping;
 }
 
 void Executor::after_step() {
   SYNCPLAN_CHECK(phase_ == Phase::kStepping);
+  const double started_s = clock_.now_s();
   const auto& buckets = schedule_.iterations[period_position()];
   while (next_bucket_ < buckets.size()) launch(next_bucket_++);
   wait_in_flight();
+  current_.wait_s += clock_.now_s() - started_s;
   last_ = std::move(current_);
   ++iteration_;
   phase_ = Phase::kIdle;

@@ -78,7 +78,7 @@ struct ExecutedIteration {
   std::int64_t iteration = 0;
   int period_position = 0;            ///< h = iteration mod H
   std::vector<ExecutedBucket> buckets;///< in launch order
-  double wait_s = 0;                  ///< time spent in before_step and after_step waiting for buckets (s)
+  double wait_s = 0;                  ///< time in before_step and after_step: launching and waiting for buckets (s)
 };
 
 /// Runs `schedule` through a training loop's hooks, in this order per optimizer step:
