@@ -387,3 +387,27 @@ TEST_CASE("train requests are checked before anything is read", "[runtime]") {
   CHECK_NOTHROW(check_train_request(request));
   CHECK_THROWS_WITH(read_byte_shard("/nonexistent/text", 0, 2, 4, 64), Catch::Contains("--data /nonexistent/text: no such file"));
 }
+
+TEST_CASE("frozen layers are synced by nobody; a tied layer must sync with its carrier", "[runtime]") {
+  // tiny-gpt with its position embedding frozen (a spec's `frozen` pattern, docs/models.md section 2).
+  Json spec = read_json_file(SYNCPLAN_DATA_DIR "/models/tiny-gpt.json");
+  spec["frozen"] = {"transformer.wpe"};
+  const Model model = expand_model(model_spec_from_json(spec, "tiny-gpt with frozen wpe"));
+  const std::size_t wpe = index_of(model, "transformer.wpe");
+  for (const char* strategy : {"ssgd", "wfbp", "flsgd", "plsgd-even"}) {
+    const Schedule schedule = strategy_schedule(model, strategy, 2);
+    for (int h = 0; h < 2; ++h) {
+      const std::vector<std::size_t> synced = schedule.synced_layers(h);
+      CHECK(std::count(synced.begin(), synced.end(), wpe) == 0);
+    }
+  }
+  // lm_head (tied to wte) synced in another iteration than wte: refused naming both.
+  const Model& tiny = tiny_gpt();
+  const Profile profile = runtime_profile(tiny);
+  Json layers = Json::array();
+  for (const LayerProfile& layer : profile.layers)
+    layers.push_back({{"name", layer.name}, {"sync_iterations", {layer.name == "lm_head" ? 1 : 0}}});
+  const Json document{{"format", "syncplan.plan/v1"}, {"period", 2}, {"algorithm", "hand"}, {"layers", layers}};
+  CHECK_THROWS_WITH(plan_schedule(tiny, plan_from_json(document, "plan.json", profile), "plan.json"),
+                    Catch::Contains("plan.json") && Catch::Contains("'lm_head'") && Catch::Contains("'transformer.wte'"));
+}
