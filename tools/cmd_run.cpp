@@ -46,7 +46,8 @@ constexpr std::initializer_list<FieldFlag> kRunFlags = {
     {"strategy", "--strategy"},     {"emulate_link_Gbps", "--emulate-link-Gbps"},
     {"emulate_latency_us", "--emulate-latency-us"}, {"learning_rate", "--lr"}};
 
-TrainRequest make_request(const RunOptions& options) {
+// The request; `root` also checks the outputs (rank 0 alone writes them, perhaps on its own machine).
+TrainRequest make_request(const RunOptions& options, bool root) {
   if (options.plan_path.empty() == options.strategy.empty())
     throw InputError(options.plan_path.empty() ? "give --plan PLAN.json or --strategy NAME --period H"
                                                : "--plan and --strategy: give one of them, not both");
@@ -72,7 +73,8 @@ TrainRequest make_request(const RunOptions& options) {
   if (options.emulate_given) request.link = EmulatedLink{options.emulate_Gbps, options.emulate_latency_us};
   std::vector<NamedPath> inputs{{"--data", options.data_path}};
   if (!options.plan_path.empty()) inputs.push_back({"--plan", options.plan_path});
-  check_output_paths({{"--log", options.log_path}, {"--trace", options.trace_path}}, inputs);
+  if (root) check_output_paths({{"--log", options.log_path}, {"--trace", options.trace_path}}, inputs);
+  else check_input_paths(inputs);
   return request;
 }
 
@@ -85,7 +87,7 @@ void show_progress(const IterationRecord& record, long long iterations) {
 
 int run(const MpiSession& mpi, Communicator& comm, const RunOptions& options) {
   TrainRequest request;
-  agree_on_input(mpi, [&] { request = with_flags(kRunFlags, [&] { return make_request(options); }); });
+  agree_on_input(mpi, [&] { request = with_flags(kRunFlags, [&] { return make_request(options, mpi.is_root()); }); });
   const bool terminal = mpi.is_root() && isatty(STDERR_FILENO) == 1;
   TrainProgress progress;
   if (terminal) progress = [&](const IterationRecord& record) { show_progress(record, options.iterations); };
