@@ -22,8 +22,9 @@
 
 namespace syncplan {
 
-/// What to train. Errors name these fields (FieldError: "iterations", "batch", "seq", "lr",
-/// "timeout_s", "device", "period", "strategy", "emulate_link_Gbps", "emulate_latency_us").
+/// What to train. Errors name these fields (FieldError: "iterations", "batch", "seq",
+/// "learning_rate", "timeout_s", "device", "period", "strategy", "emulate_link_Gbps",
+/// "emulate_latency_us").
 struct TrainRequest {
   std::string model;                    ///< a spec name in models_dir or a spec file (resolve_model_spec)
   std::filesystem::path models_dir;     ///< where spec names are looked up (data/models)
