@@ -255,7 +255,11 @@ TrainResult run_training(const MpiSession& mpi, Communicator& comm, const TrainR
   trace.reserve(static_cast<std::size_t>(request.iterations) * (2 * layers + 8));
   TrainResult result;
   result.records.reserve(static_cast<std::size_t>(request.iterations));
-  mpi.barrier();  // the clocks of all ranks start together (to within the barrier's exit skew)
+  // The clocks of all ranks start together (to within the barrier's exit skew); a rank that hangs
+  // before it ends the others at the deadline rather than never.
+  MPI_Request barrier = MPI_REQUEST_NULL;
+  SYNCPLAN_MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &barrier));
+  wait_or_throw(barrier, request.timeout_s, mpi.rank(), "the barrier that starts the run's clock");
   clock.restart();
 
   for (std::int64_t step = 0; step < request.iterations; ++step) {
