@@ -111,8 +111,8 @@ void agree_on_input(const MpiSession& mpi, const std::function<void()>& fn);
 
 /// The whole run (collective): checks the request, reads the model, the plan or strategy and this
 /// rank's shard (agree_on_input), initializes the parameters from the seed on every rank, aligns
-/// the clocks with a barrier (nonblocking, with the request's deadline), trains request.iterations steps with the executor's hooks, and gathers
-/// the log and trace to rank 0. Throws InputError for bad input (on every rank alike), SyncTimeout
+/// the clocks with a barrier (nonblocking, with the request's deadline), trains
+/// request.iterations steps with the executor's hooks, and gathers the log and trace to rank 0. Throws InputError for bad input (on every rank alike), SyncTimeout
 /// when a bucket misses its deadline (the caller reports it and aborts `comm`), std::runtime_error
 /// naming the rank when the start barrier or the final gather misses it, LibraryError when an MPI
 /// call fails.
