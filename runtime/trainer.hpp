@@ -38,7 +38,7 @@ struct TrainRequest {
   std::uint64_t seed = 1;               ///< initial parameters (the same on every rank) and dropout masks
   std::string device = "cpu";           ///< cpu (cuda: not built yet, refused)
   AdamWOptions adamw;                   ///< AdamW's hyperparameters (learning_rate: --lr)
-  double timeout_s = 300;               ///< deadline of each bucket's wait (s), > 0
+  double timeout_s = 60;                ///< deadline of each bucket's wait (s), > 0 (the --timeout-s default)
   std::optional<EmulatedLink> link;     ///< emulated slow link; none: off
 };
 
