@@ -5,6 +5,9 @@
 #include "core/plan.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <iostream>
+#include <thread>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -12,6 +15,28 @@
 #include <ostream>
 
 namespace syncplan::cli {
+
+int run_on_every_rank(const MpiSession& mpi, const std::function<int()>& job) {
+  // How long the other ranks wait before exiting after bad input, so that rank 0's message is out.
+  constexpr std::chrono::milliseconds kReportGrace{1500};
+  try {
+    return job();
+  } catch (const InputError&) {
+    // A barrier could hang on an error found by one rank alone: a grace period instead.
+    if (!mpi.is_root()) {
+      std::this_thread::sleep_for(kReportGrace);
+      return 2;
+    }
+    throw;
+  } catch (const std::exception& e) {
+    // A failed MPI/CUDA/NCCL call may strike one rank while the others wait in a collective.
+    if (mpi.size() > 1) {
+      std::cerr << "syncplan: error: rank " << mpi.rank() << ": " << e.what() << '\n';
+      mpi.abort(1);
+    }
+    throw;
+  }
+}
 
 namespace {
 // Two paths name the same file (existing or not): equal after resolving links and "..".

@@ -1,6 +1,7 @@
 // Pieces shared by the syncplan subcommands: registration, output checks, table printing.
 #pragma once
 
+#include "comm/mpi_session.hpp"
 #include "core/field_error.hpp"
 #include "core/profile.hpp"
 #include "simulator/period_model.hpp"
@@ -28,6 +29,16 @@ void add_simulate_command(CLI::App& app, Action& action);
 void add_profile_command(CLI::App& app, Action& action);
 /// Registers `syncplan profile-link` (tools/cmd_profile_link.cpp).
 void add_profile_link_command(CLI::App& app, Action& action);
+/// Registers `syncplan run` (tools/cmd_run.cpp).
+void add_run_command(CLI::App& app, Action& action);
+
+/// Runs an MPI command's `job` on this rank and maps its errors as every rank must: bad input
+/// (InputError, found alike on every rank or agreed on) is rethrown on rank 0 alone, which prints
+/// it; the other ranks wait 1.5 s (so that mpirun, which ends the job when the first rank exits
+/// non-zero, does not end rank 0 before its line is out) and return 2. Any other error on a rank
+/// of several is printed with the rank's number and ends the job (MPI_Abort, exit 1), since the
+/// others may be waiting for this rank in a collective; on one rank it is rethrown.
+int run_on_every_rank(const MpiSession& mpi, const std::function<int()>& job);
 
 /// An option and the path given to it, e.g. {"-o", "plan.json"}; an empty path is "not given".
 struct NamedPath {

@@ -7,14 +7,12 @@
 #include "profiler/link_sweep.hpp"
 #include "tools/cli_common.hpp"
 
-#include <chrono>
 #include <cstdio>
 #include <limits>
 #include <exception>
 #include <functional>
 #include <iostream>
 #include <memory>
-#include <thread>
 
 namespace syncplan::cli {
 
@@ -128,30 +126,9 @@ int profile_link(const MpiSession& mpi, const ProfileLinkOptions& options) {
   return 0;
 }
 
-// How long the other ranks wait before exiting after bad input, so that rank 0's message is out.
-constexpr std::chrono::milliseconds kReportGrace{1500};
-
 int run_profile_link(const ProfileLinkOptions& options) {
   const MpiSession mpi;
-  try {
-    return profile_link(mpi, options);
-  } catch (const InputError&) {
-    // Bad input is found alike on every rank (or agreed on): rank 0 alone reports it. mpirun ends
-    // the whole job as soon as one rank exits non-zero, so the others give rank 0 time to print
-    // first (a barrier could hang on an error found by one rank alone).
-    if (!mpi.is_root()) {
-      std::this_thread::sleep_for(kReportGrace);
-      return 2;
-    }
-    throw;
-  } catch (const std::exception& e) {
-    // A failed MPI/CUDA/NCCL call may strike one rank while the others wait in a collective.
-    if (mpi.size() > 1) {
-      std::cerr << "syncplan: error: rank " << mpi.rank() << ": " << e.what() << '\n';
-      mpi.abort(1);
-    }
-    throw;
-  }
+  return run_on_every_rank(mpi, [&] { return profile_link(mpi, options); });
 }
 
 }  // namespace

@@ -7,7 +7,7 @@ import json
 import subprocess
 import sys
 
-KNOWN_LABELS = {"unit", "golden", "des", "cli", "link", "torch", "gpu", "kernels"}
+KNOWN_LABELS = {"unit", "golden", "des", "cli", "link", "torch", "gpu", "kernels", "runtime"}
 
 
 def label_problems(tests):

@@ -1,0 +1,188 @@
+// The executor's hooks: launching, polling and waiting for a period's buckets, with the emulated
+// link's completion times (runtime/executor.hpp, docs/runtime.md sections 2 and 5).
+#include "runtime/executor.hpp"
+
+#include "core/errors.hpp"
+#include "core/field_error.hpp"
+#include "core/limits.hpp"
+#include "simulator/topology.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <thread>
+
+namespace syncplan {
+
+std::string number_text(double value) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%g", value);
+  return text;
+}
+
+Cluster emulated_cluster(const EmulatedLink& link, int workers) {
+  if (!(link.bandwidth_Gbps >= limits::kMinBandwidth_Gbps && link.bandwidth_Gbps <= limits::kMaxBandwidth_Gbps))
+    throw FieldError("emulate_link_Gbps", "emulate_link_Gbps: must be a bandwidth in [" +
+                                              number_text(limits::kMinBandwidth_Gbps) + ", " +
+                                              number_text(limits::kMaxBandwidth_Gbps) + "] Gbit/s, got " +
+                                              number_text(link.bandwidth_Gbps));
+  if (!(link.latency_us >= 0 && link.latency_us <= limits::kMaxLatency_us))
+    throw FieldError("emulate_latency_us", "emulate_latency_us: must be a latency in [0, " +
+                                               number_text(limits::kMaxLatency_us) + "] us, got " +
+                                               number_text(link.latency_us));
+  if (workers < 1) throw InternalError("emulated_cluster: workers < 1");
+  Cluster cluster;
+  cluster.name = "emulated link: " + number_text(link.bandwidth_Gbps) + " Gbit/s, " + number_text(link.latency_us) +
+                 " us, " + std::to_string(workers) + " ranks";
+  cluster.workers = workers;
+  cluster.workers_per_node = 1;
+  cluster.intra_node = {link.bandwidth_Gbps, link.latency_us};
+  cluster.inter_node = {link.bandwidth_Gbps, link.latency_us};
+  cluster.allreduce = AllreduceAlgorithm::kRing;
+  return cluster;
+}
+
+SyncTimeout::SyncTimeout(int rank, std::int64_t iteration, const std::string& first_layer, std::size_t layers,
+                         double deadline_s)
+    : std::runtime_error("rank " + std::to_string(rank) + ": iteration " + std::to_string(iteration) +
+                         ": the all-reduce of bucket '" + first_layer + "'" +
+                         (layers > 1 ? " (" + std::to_string(layers) + " layers)" : std::string()) +
+                         " did not complete within its deadline of " + number_text(deadline_s) +
+                         " s (a rank died, hung or never started it)"),
+      rank_(rank),
+      iteration_(iteration),
+      first_layer_(first_layer) {}
+
+Executor::Executor(Schedule schedule, Communicator& comm, const LayerBuffers& buffers, const RunClock& clock,
+                   ExecutorOptions options)
+    : schedule_(std::move(schedule)), comm_(comm), clock_(clock), options_(std::move(options)) {
+  if (!(options_.timeout_s > 0 && std::isfinite(options_.timeout_s)))
+    throw FieldError("timeout_s", "timeout_s: must be a finite number of seconds > 0, got " + number_text(options_.timeout_s));
+  if (options_.first_iteration < 0)
+    throw FieldError("first_iteration", "first_iteration: must be >= 0, got " + std::to_string(options_.first_iteration));
+  SYNCPLAN_CHECK(schedule_.period() >= 1);
+  if (options_.link) {
+    const Cluster cluster = emulated_cluster(*options_.link, comm_.size());
+    emulated_ = std::make_unique<AllreduceModel>(cluster, Topology(cluster));
+  }
+  for (const std::vector<ScheduleBucket>& buckets : schedule_.iterations) {
+    auto& spans = spans_.emplace_back();
+    auto& names = names_.emplace_back();
+    for (const ScheduleBucket& bucket : buckets) {
+      auto& list = spans.emplace_back();
+      for (const std::size_t layer : bucket.layers) {
+        const std::vector<std::span<float>> tensors = buffers(layer);
+        list.insert(list.end(), tensors.begin(), tensors.end());
+      }
+      names.push_back(schedule_.layer_names.at(bucket.layers.front()));
+    }
+  }
+  iteration_ = options_.first_iteration;
+}
+
+double Executor::emulated_allreduce_s(double bytes) const { return emulated_ ? emulated_->time_s(bytes) : 0.0; }
+
+const ExecutedIteration& Executor::last_executed() const {
+  SYNCPLAN_CHECK(last_.has_value());
+  return *last_;
+}
+
+void Executor::begin_iteration() {
+  SYNCPLAN_CHECK(phase_ == Phase::kIdle);
+  phase_ = Phase::kBackward;
+  next_bucket_ = 0;
+  current_ = ExecutedIteration{};
+  current_.iteration = iteration_;
+  current_.period_position = period_position();
+}
+
+void Executor::launch(std::size_t bucket) {
+  const int h = period_position();
+  const ScheduleBucket& scheduled = schedule_.iterations[h][bucket];
+  ExecutedBucket record;
+  record.layers = scheduled.layers;
+  record.bytes = scheduled.bytes;
+  record.launch_s = clock_.now_s();
+  record.emulated_end_s = record.launch_s;
+  if (emulated_) {
+    // One first-in-first-out link, as the DES and SPEC section 5 time it: a bucket starts when it is
+    // launched and the previous bucket's emulated transfer is over, and takes the cluster's time.
+    record.emulated_end_s = std::max(record.launch_s, link_free_s_) + emulated_->time_s(static_cast<double>(scheduled.bytes));
+    link_free_s_ = record.emulated_end_s;
+  }
+  const BucketRequest request = comm_.start(names_[h][bucket], spans_[h][bucket]);
+  in_flight_.push_back({request, bucket, current_.buckets.size()});
+  current_.buckets.push_back(std::move(record));
+}
+
+void Executor::complete(const Flight& flight, double now_s) {
+  current_.buckets[flight.record].end_s = std::max(now_s, current_.buckets[flight.record].emulated_end_s);
+}
+
+// A bucket whose all-reduce is done but whose emulated end is still ahead stays "in flight" for
+// the emulation only: its request is released, so it is marked with an id of -1.
+void Executor::test_in_flight() {
+  const double now_s = clock_.now_s();
+  for (Flight& flight : in_flight_) {
+    if (flight.request.id >= 0 && comm_.test(flight.request)) flight.request.id = -1;
+    if (flight.request.id < 0 && now_s >= current_.buckets[flight.record].emulated_end_s) {
+      complete(flight, now_s);
+      flight.bucket = static_cast<std::size_t>(-1);
+    }
+  }
+  std::erase_if(in_flight_, [](const Flight& flight) { return flight.bucket == static_cast<std::size_t>(-1); });
+}
+
+void Executor::layer_backward_done(std::size_t layer) {
+  SYNCPLAN_CHECK(phase_ == Phase::kBackward);
+  const auto& buckets = schedule_.iterations[period_position()];
+  // Backprop runs layers L-1 .. 0: a bucket's last layer is done once the current one is at or below it.
+  while (next_bucket_ < buckets.size() && buckets[next_bucket_].launch == LaunchPoint::kLayerDone &&
+         buckets[next_bucket_].layers.back() >= layer)
+    launch(next_bucket_++);
+  if (!in_flight_.empty()) test_in_flight();
+}
+
+void Executor::wait_in_flight() {
+  for (Flight& flight : in_flight_) {
+    if (flight.request.id >= 0) {
+      try {
+        comm_.wait(flight.request, options_.timeout_s);
+      } catch (const CommTimeout&) {
+        const ScheduleBucket& bucket = schedule_.iterations[period_position()][flight.bucket];
+        throw SyncTimeout(comm_.rank(), iteration_, names_[period_position()][flight.bucket], bucket.layers.size(),
+                          options_.timeout_s);
+      }
+    }
+    const double emulated_end_s = current_.buckets[flight.record].emulated_end_s;
+    if (clock_.now_s() < emulated_end_s) std::this_thread::sleep_until(clock_.at(emulated_end_s));
+    complete(flight, clock_.now_s());
+  }
+  in_flight_.clear();
+}
+
+void Executor::before_step() {
+  SYNCPLAN_CHECK(phase_ == Phase::kBackward);
+  // The time from here to the step is communication the step waits for: launches included (ssgd
+  // starts all its buckets here, each MPI_Iallreduce a call of its own).
+  const double started_s = clock_.now_s();
+  const auto& buckets = schedule_.iterations[period_position()];
+  while (next_bucket_ < buckets.size() && buckets[next_bucket_].launch != LaunchPoint::kAfterStep) launch(next_bucket_++);
+  wait_in_flight();
+  current_.wait_s += clock_.now_s() - started_s;
+  phase_ = Phase::kStepping;
+}
+
+void Executor::after_step() {
+  SYNCPLAN_CHECK(phase_ == Phase::kStepping);
+  const double started_s = clock_.now_s();
+  const auto& buckets = schedule_.iterations[period_position()];
+  while (next_bucket_ < buckets.size()) launch(next_bucket_++);
+  wait_in_flight();
+  current_.wait_s += clock_.now_s() - started_s;
+  last_ = std::move(current_);
+  ++iteration_;
+  phase_ = Phase::kIdle;
+}
+
+}  // namespace syncplan

@@ -1,0 +1,152 @@
+// The executor (docs/runtime.md section 2): runs a period's schedule inside a training loop through
+// four hooks, owns the iteration counter (advanced once per optimizer step), launches each bucket
+// when its last layer's backward is done, progresses the buckets in flight by polling, waits for
+// them with a deadline before the step, and records what this rank averaged and when.
+#pragma once
+
+#include "comm/communicator.hpp"
+#include "core/cluster.hpp"
+#include "runtime/schedule.hpp"
+#include "runtime/trace.hpp"
+#include "simulator/collectives.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace syncplan {
+
+/// A number for one-line messages, as printf's %g writes it ("0.2", "1e-06", "300").
+std::string number_text(double value);
+
+/// An emulated slow link (`run --emulate-link-Gbps B --emulate-latency-us A`).
+struct EmulatedLink {
+  double bandwidth_Gbps = 0;  ///< per direction, gigabits per second (1e9 bit/s), in core/limits.hpp's range
+  double latency_us = 0;      ///< one-way latency, microseconds, >= 0
+};
+
+/// The cluster a run under `link` on `workers` ranks emulates: `workers` nodes of one worker each,
+/// every link (inside and between nodes) at the emulated bandwidth and latency, ring all-reduce.
+/// `syncplan simulate --cluster` on this cluster (cluster_to_json) predicts the emulated run.
+/// Throws InputError naming the field when the bandwidth or latency is outside the cluster limits.
+Cluster emulated_cluster(const EmulatedLink& link, int workers);
+
+/// A bucket did not complete within the deadline before the step: a rank died, hung or never
+/// started it. The bucket stays in flight; the caller reports what() (one line) and aborts.
+class SyncTimeout : public std::runtime_error {
+ public:
+  SyncTimeout(int rank, std::int64_t iteration, const std::string& first_layer, std::size_t layers, double deadline_s);
+  int rank() const { return rank_; }
+  std::int64_t iteration() const { return iteration_; }
+  const std::string& first_layer() const { return first_layer_; }
+
+ private:
+  int rank_;
+  std::int64_t iteration_;
+  std::string first_layer_;
+};
+
+/// Options of an executor.
+struct ExecutorOptions {
+  double timeout_s = 300;              ///< deadline of each bucket's wait before (or after) the step, s; > 0, finite
+  std::optional<EmulatedLink> link;    ///< emulated link; none: buckets complete when the all-reduce does
+  std::int64_t first_iteration = 0;    ///< the iteration counter's start (a resumed run's step), >= 0
+};
+
+/// The buffers a bucket's layer averages: model layer index -> its tensors (parameters or
+/// gradients, as the schedule's kind says), float32 host memory that stays in place for the
+/// executor's life (CpuGraph's arenas).
+using LayerBuffers = std::function<std::vector<std::span<float>>(std::size_t layer)>;
+
+/// One bucket as this rank ran it.
+struct ExecutedBucket {
+  std::vector<std::size_t> layers;  ///< model layer indices, backprop order
+  std::int64_t bytes = 0;
+  double launch_s = 0;              ///< when it was started (s on the run clock)
+  double end_s = 0;                 ///< when this rank saw it complete (s): the later of the all-reduce and the emulated end
+  double emulated_end_s = 0;        ///< the emulated link's end (s); = launch_s without emulation
+};
+
+/// What this rank averaged in one iteration (the executed schedule, SPEC section 8).
+struct ExecutedIteration {
+  std::int64_t iteration = 0;
+  int period_position = 0;            ///< h = iteration mod H
+  std::vector<ExecutedBucket> buckets;///< in launch order
+  double wait_s = 0;                  ///< time in before_step and after_step: launching and waiting for buckets (s)
+};
+
+/// Runs `schedule` through a training loop's hooks, in this order per optimizer step:
+///   begin_iteration(); [forward...]; layer_backward_done(l) for l = L-1 .. 0 (every layer, in
+///   backprop order); before_step(); [optimizer step]; after_step().
+/// A hook called out of order is an InternalError. Not thread-safe (the loop's thread only).
+class Executor {
+ public:
+  /// `comm` must outlive the executor; `buffers` gives each scheduled layer's tensors (called once
+  /// per layer here, not per iteration). `clock` times launches and completions (the trace's
+  /// clock). Throws FieldError "timeout_s: ..." for a deadline that is not > 0 and finite,
+  /// "first_iteration: ..." when negative, and InputError from emulated_cluster.
+  Executor(Schedule schedule, Communicator& comm, const LayerBuffers& buffers, const RunClock& clock,
+           ExecutorOptions options = {});
+
+  /// Starts iteration iteration() (its period position h = iteration() mod H).
+  void begin_iteration();
+  /// Layer `layer`'s backward is done: launches every kLayerDone bucket whose last layer it is (or
+  /// an earlier one's), then tests every bucket in flight once (MPI progresses only when tested).
+  void layer_backward_done(std::size_t layer);
+  /// Launches what is left of the iteration's kLayerDone buckets and its kAfterBackward ones, then
+  /// waits for every bucket in flight, at most options.timeout_s each, and until its emulated end.
+  /// Throws SyncTimeout (the bucket's first layer, this rank, the iteration) when one does not
+  /// complete in time.
+  void before_step();
+  /// Runs the iteration's kAfterStep buckets (flsgd) and waits for them as before_step does, then
+  /// records the iteration and advances the counter.
+  void after_step();
+
+  /// The iteration counter: optimizer steps taken (from options.first_iteration).
+  std::int64_t iteration() const { return iteration_; }
+  /// h = iteration() mod H.
+  int period_position() const { return static_cast<int>(iteration_ % schedule_.period()); }
+  const Schedule& schedule() const { return schedule_; }
+  /// The last iteration run (after_step records it; the loop logs it before the next one, so the
+  /// executor keeps no history that grows with the run). InternalError before the first.
+  const ExecutedIteration& last_executed() const;
+  /// The all-reduce time (s) the emulated link charges `bytes` bytes, 0 without emulation.
+  double emulated_allreduce_s(double bytes) const;
+
+ private:
+  struct Flight {
+    BucketRequest request;
+    std::size_t bucket;   // index into the iteration's schedule
+    std::size_t record;   // index into current_.buckets
+  };
+  void launch(std::size_t bucket);
+  void test_in_flight();
+  void wait_in_flight();
+  void complete(const Flight& flight, double now_s);
+
+  enum class Phase { kIdle, kBackward, kStepping };
+
+  Schedule schedule_;
+  Communicator& comm_;
+  const RunClock& clock_;
+  ExecutorOptions options_;
+  std::unique_ptr<AllreduceModel> emulated_;  // the emulated cluster's all-reduce, null without emulation
+  // spans_[h][b]: the buffers of bucket b of iteration h, gathered once.
+  std::vector<std::vector<std::vector<std::span<float>>>> spans_;
+  std::vector<std::vector<std::string>> names_;  // names_[h][b]: the bucket's name for messages
+  std::int64_t iteration_ = 0;
+  Phase phase_ = Phase::kIdle;
+  std::size_t next_bucket_ = 0;  // the next bucket of the iteration to launch
+  double link_free_s_ = 0;       // when the emulated link is free (s on the run clock)
+  std::vector<Flight> in_flight_;
+  ExecutedIteration current_;
+  std::optional<ExecutedIteration> last_;
+};
+
+}  // namespace syncplan

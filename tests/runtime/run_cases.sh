@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# `syncplan run` end to end under mpirun on the GPL-3 text (tests/runtime/CMakeLists.txt registers
+# each case; check_run.py derives what each output must hold):
+#   train       ssgd, flsgd, plsgd-even and a planned schedule (plan --device cpu, fused buckets)
+#               with the same seed on 2 ranks: every log line's buckets are the schedule's, the loss
+#               falls, and each strategy's final loss is printed against ssgd's
+#   train_np4   plsgd-even and the plan's schedule check on 4 ranks
+#   overlap     wfbp: the trace shows all-reduces running while later layers' backward runs
+#   emulated    ssgd with --emulate-link-Gbps 1 --emulate-latency-us 50: all-reduces last the ring
+#               model's time, first in first out, and log and trace say so
+#   bad         bad input on every rank: exit 2, the message once, no log or trace, no hang
+# Exit 77 (a skip) when the GPL-3 text is missing.
+#
+# usage: run_cases.sh CASE SYNCPLAN PYTHON WORKDIR [MPIEXEC]
+set -euo pipefail
+
+case_name="$1" syncplan="$2" python="$3" workdir="$4" mpiexec="${5:-mpirun}"
+here="$(cd "$(dirname "$0")" && pwd)"
+text=/usr/share/common-licenses/GPL-3
+[[ -f "$text" ]] || { echo "skip: no $text"; exit 77; }
+rm -rf "$workdir" && mkdir -p "$workdir" && cd "$workdir"
+check() { "$python" "$here/check_run.py" "$@"; }
+# Open MPI refuses root without these, and more ranks than cores without --oversubscribe; a hang
+# is ended by timeout (exit 124) and fails the case.
+mpi() { local ranks="$1"; shift; echo "\$ mpirun -np $ranks syncplan $*"; timeout -k 5 240 "$mpiexec" --allow-run-as-root --oversubscribe -np "$ranks" "$syncplan" "$@"; }
+common=(--model tiny-gpt --data "$text" --batch 4 --seq 32 --seed 3 --lr 0.003)
+iterations=24
+
+# The model's layers (param_count, tied_to) and a plan of this cluster for a CPU profile, from the
+# planner: the test reads the layers from the profile, not from the runtime.
+make_plan() {
+  "$syncplan" plan --model tiny-gpt --device cpu --batch 4 --seq 32 --period 4 \
+    --cluster "$here/data/emulated-2ranks-1gbps.json" --fuse-buckets --algorithm dp -o plan.json \
+    --profile-out profile.json >plan.txt
+  echo "plan: $(grep -c . plan.txt) lines of plan output; buckets per iteration:" \
+    "$("$python" -c 'import json; print([len(b) for b in json.load(open("plan.json"))["buckets"]["iterations"]])')"
+}
+
+# expect_refused MESSAGE ARGS...: `run` on 2 ranks exits 2 with MESSAGE once on stderr, writes nothing.
+expect_refused() {
+  local message="$1" rc
+  shift
+  rm -f log.jsonl trace.json
+  set +e
+  mpi 2 run "$@" --log log.jsonl --trace trace.json >out.txt 2>err.txt
+  rc=$?
+  set -e
+  grep '^syncplan' err.txt || true
+  [[ $rc -eq 2 ]] || { cat err.txt; echo "FAIL: exit code $rc, expected 2 (124: it hung)"; exit 1; }
+  [[ $(grep -c '^syncplan' err.txt) -eq 1 ]] || { echo "FAIL: expected one syncplan line on stderr"; exit 1; }
+  grep -qF -- "$message" err.txt || { echo "FAIL: stderr does not say: $message"; exit 1; }
+  [[ ! -e log.jsonl && ! -e trace.json ]] || { echo "FAIL: an output was written"; exit 1; }
+}
+
+case "$case_name" in
+  train)
+    make_plan
+    for strategy in ssgd flsgd plsgd-even; do
+      mpi 2 run --strategy "$strategy" --period 4 "${common[@]}" --iterations $iterations \
+        --log "$strategy.jsonl" --trace "$strategy.trace.json"
+      check schedule "$strategy.jsonl" profile.json 2 $iterations --strategy "$strategy" --period 4
+      check loss "$strategy.jsonl" "$strategy"
+    done
+    mpi 2 run --plan plan.json "${common[@]}" --iterations $iterations --log plan.jsonl --trace plan.trace.json
+    check schedule plan.jsonl profile.json 2 $iterations --plan plan.json
+    check loss plan.jsonl "plan (dp, fused buckets)"
+    for name in flsgd plsgd-even plan; do check compare "$name" "$name.jsonl" ssgd.jsonl; done
+    ;;
+  train_np4)
+    make_plan
+    mpi 4 run --strategy plsgd-even --period 4 "${common[@]}" --iterations 8 --log even.jsonl
+    check schedule even.jsonl profile.json 4 8 --strategy plsgd-even --period 4
+    mpi 4 run --plan plan.json "${common[@]}" --iterations 8 --log plan.jsonl
+    check schedule plan.jsonl profile.json 4 8 --plan plan.json
+    ;;
+  overlap)
+    mpi 2 run --strategy wfbp --period 1 "${common[@]}" --iterations 6 --trace wfbp.trace.json
+    check overlap wfbp.trace.json
+    ;;
+  emulated)
+    mpi 2 run --strategy ssgd --period 1 "${common[@]}" --iterations 4 --emulate-link-Gbps 1 \
+      --emulate-latency-us 50 --log ssgd.jsonl --trace ssgd.trace.json | tee out.txt
+    grep -q "emulated link: 1 Gbit/s, 50 us" out.txt || { echo "FAIL: the summary does not say the link is emulated"; exit 1; }
+    check emulated ssgd.trace.json ssgd.jsonl 2 1 50
+    ;;
+  bad)
+    make_plan
+    "$python" -c '
+import json
+plan = json.load(open("plan.json"))
+plan["layers"][5]["name"] = "transformer.h.7.attn.c_attn"
+plan.pop("buckets")
+json.dump(plan, open("other-model.json", "w"))'
+    head -c 40 "$text" >short.txt
+    expect_refused "transformer.h.7.attn.c_attn" --plan other-model.json "${common[@]}" --iterations 2
+    expect_refused "--data: missing.txt" --strategy ssgd --period 1 --model tiny-gpt --data missing.txt --iterations 2
+    expect_refused "--data short.txt: 40 bytes make shards of 20 bytes for 2 ranks" --strategy ssgd --period 1 \
+      --model tiny-gpt --data short.txt --iterations 2
+    expect_refused "--iterations: must be in [1," --strategy ssgd --period 1 "${common[@]}" --iterations 0
+    expect_refused "--device cuda" --strategy ssgd --period 1 "${common[@]}" --iterations 2 --device cuda
+    expect_refused "--strategy: 'dp' is planned on a profile" --strategy dp --period 4 "${common[@]}" --iterations 2
+    expect_refused "--seq 65: longer than max_position_embeddings 64" --strategy ssgd --period 1 --model tiny-gpt \
+      --data "$text" --seq 65 --iterations 2
+    expect_refused "give --plan PLAN.json or --strategy NAME --period H" "${common[@]}" --iterations 2
+    expect_refused "--emulate-link-Gbps: must be a bandwidth" --strategy ssgd --period 1 "${common[@]}" --iterations 2 \
+      --emulate-link-Gbps 0
+    ;;
+  *) echo "run_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
+esac
+echo "ok: $case_name"

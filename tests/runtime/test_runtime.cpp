@@ -1,0 +1,413 @@
+// The runtime without MPI (runtime/schedule.hpp, runtime/executor.hpp, runtime/trace.hpp): the
+// schedules of the strategies and of plans on tiny-gpt, the executor's hooks on a scripted
+// communicator (when buckets launch, progress, complete and time out), the emulated link's
+// completion times, and the trace's names. Expected numbers are derived in the comments.
+#include "comm/communicator.hpp"
+#include "core/errors.hpp"
+#include "core/field_error.hpp"
+#include "model/model_spec.hpp"
+#include "runtime/executor.hpp"
+#include "runtime/schedule.hpp"
+#include "runtime/trace.hpp"
+#include "runtime/trainer.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace syncplan;
+
+namespace {
+
+const Model& tiny_gpt() {
+  static const Model model = expand_model(read_model_spec_file(SYNCPLAN_DATA_DIR "/models/tiny-gpt.json"));
+  return model;
+}
+
+std::size_t index_of(const Model& model, const std::string& name) {
+  for (std::size_t i = 0; i < model.layers.size(); ++i)
+    if (model.layers[i].name == name) return i;
+  FAIL("no layer " << name);
+  return 0;
+}
+
+// The layers with parameters of their own to average: not tied, not frozen, > 0 parameters.
+std::vector<std::size_t> owning_layers(const Model& model) {
+  std::vector<std::size_t> layers;
+  for (std::size_t i = 0; i < model.layers.size(); ++i)
+    if (model.layers[i].param_count() > 0 && !model.layers[i].frozen) layers.push_back(i);
+  return layers;
+}
+
+// A communicator of `size` ranks that records each start and completes a bucket after
+// `polls_to_done` tests (never when negative).
+struct ScriptedComm {
+  int polls_to_done = 0;
+  int size = 2;
+  std::vector<std::size_t> started_elements;  // per start, its total element count
+  std::vector<int> polls;                     // per request id, tests so far
+};
+
+CommBackendTable scripted_table(ScriptedComm& comm) {
+  CommBackendTable table;
+  table.name = "scripted";
+  table.buffer_place = "host";
+  table.state = &comm;
+  table.rank = 0;
+  table.size = comm.size;
+  table.start = [](void* state, const CommBuffer* buffers, std::size_t count, void*, std::int64_t* request, AbiStatus* status) {
+    auto& self = *static_cast<ScriptedComm*>(state);
+    std::size_t elements = 0;
+    for (std::size_t b = 0; b < count; ++b) elements += buffers[b].count;
+    self.started_elements.push_back(elements);
+    self.polls.push_back(0);
+    *request = static_cast<std::int64_t>(self.polls.size() - 1);
+    return abi_call(status, [] {});
+  };
+  table.test = [](void* state, std::int64_t request, int* done, AbiStatus* status) {
+    auto& self = *static_cast<ScriptedComm*>(state);
+    const int polls = ++self.polls.at(static_cast<std::size_t>(request));
+    *done = self.polls_to_done >= 0 && polls > self.polls_to_done;
+    return abi_call(status, [] {});
+  };
+  table.abort = [](void*, int) {};
+  table.destroy = [](void*) {};
+  return table;
+}
+
+// Host buffers of every layer's parameters, for the executor to hand to the communicator.
+struct LayerStore {
+  std::vector<std::vector<float>> tensors;
+  explicit LayerStore(const Model& model) {
+    for (const ModelLayer& layer : model.layers) tensors.emplace_back(static_cast<std::size_t>(layer.param_count()), 1.0f);
+  }
+  LayerBuffers buffers() {
+    return [this](std::size_t layer) { return std::vector<std::span<float>>{std::span<float>(tensors.at(layer))}; };
+  }
+};
+
+}  // namespace
+
+TEST_CASE("ssgd averages every owning layer's gradient after backprop, each its own bucket", "[runtime]") {
+  const Model& model = tiny_gpt();
+  const Schedule schedule = strategy_schedule(model, "ssgd", 2);
+  CHECK(schedule.kind == SyncKind::kGradients);
+  REQUIRE(schedule.period() == 2);
+  const std::vector<std::size_t> owning = owning_layers(model);
+  for (int h = 0; h < 2; ++h) {
+    const auto& buckets = schedule.iterations[h];
+    REQUIRE(buckets.size() == owning.size());
+    // Backprop order: the owning layers from the output-most (largest index) down.
+    for (std::size_t b = 0; b < buckets.size(); ++b) {
+      REQUIRE(buckets[b].layers.size() == 1);
+      CHECK(buckets[b].layers[0] == owning[owning.size() - 1 - b]);
+      CHECK(buckets[b].launch == LaunchPoint::kAfterBackward);
+      CHECK(buckets[b].bytes == 4 * model.layers[buckets[b].layers[0]].param_count());
+    }
+  }
+  // lm_head is tied to transformer.wte: its table is synced once, by wte (the tie group's
+  // latest-ready layer), 256 x 128 fp32 = 131,072 bytes; lm_head itself is in no bucket.
+  const std::size_t wte = index_of(model, "transformer.wte"), lm_head = index_of(model, "lm_head");
+  const std::vector<std::size_t> synced = schedule.synced_layers(0);
+  CHECK(std::count(synced.begin(), synced.end(), lm_head) == 0);
+  REQUIRE(std::count(synced.begin(), synced.end(), wte) == 1);
+  CHECK(schedule.iterations[0].back().layers[0] == wte);
+  CHECK(schedule.iterations[0].back().bytes == 256 * 128 * 4);
+}
+
+TEST_CASE("wfbp launches every gradient as its layer's backward ends; flsgd averages parameters after the last step", "[runtime]") {
+  const Model& model = tiny_gpt();
+  const Schedule wfbp = strategy_schedule(model, "wfbp", 1);
+  CHECK(wfbp.kind == SyncKind::kGradients);
+  for (const ScheduleBucket& bucket : wfbp.iterations[0]) CHECK(bucket.launch == LaunchPoint::kLayerDone);
+  CHECK(wfbp.iterations[0].size() == owning_layers(model).size());
+
+  const Schedule flsgd = strategy_schedule(model, "flsgd", 3);
+  CHECK(flsgd.kind == SyncKind::kParameters);
+  CHECK(flsgd.iterations[0].empty());
+  CHECK(flsgd.iterations[1].empty());
+  REQUIRE(flsgd.iterations[2].size() == owning_layers(model).size());
+  for (const ScheduleBucket& bucket : flsgd.iterations[2]) CHECK(bucket.launch == LaunchPoint::kAfterStep);
+}
+
+TEST_CASE("plsgd-even cuts backprop order into H groups of ceil(L/H) layers", "[runtime]") {
+  const Model& model = tiny_gpt();
+  const std::size_t L = model.layers.size();
+  constexpr int H = 4;
+  const std::size_t group = (L + H - 1) / H;
+  const Schedule schedule = strategy_schedule(model, "plsgd-even", H);
+  CHECK(schedule.kind == SyncKind::kParameters);
+  std::set<std::size_t> seen;
+  for (int h = 0; h < H; ++h) {
+    std::size_t previous = L;
+    for (const ScheduleBucket& bucket : schedule.iterations[h]) {
+      CHECK(bucket.launch == LaunchPoint::kLayerDone);
+      const std::size_t layer = bucket.layers.at(0);
+      // Backprop index j = L-1-layer lies in group h: [h g, (h+1) g).
+      const std::size_t j = L - 1 - layer;
+      CHECK(j / group == static_cast<std::size_t>(h));
+      CHECK(layer < previous);  // descending model index = backprop order
+      previous = layer;
+      CHECK(seen.insert(layer).second);
+    }
+  }
+  const std::vector<std::size_t> owning = owning_layers(model);
+  CHECK(seen == std::set<std::size_t>(owning.begin(), owning.end()));
+}
+
+TEST_CASE("strategies that need a profile and unknown ones are refused naming the field", "[runtime]") {
+  const Model& model = tiny_gpt();
+  CHECK_THROWS_WITH(strategy_schedule(model, "dp", 4), Catch::Contains("strategy: 'dp' is planned on a profile"));
+  CHECK_THROWS_WITH(strategy_schedule(model, "bogus", 4), Catch::Contains("strategy: unknown 'bogus'"));
+  CHECK_THROWS_AS(strategy_schedule(model, "ssgd", 0), FieldError);
+}
+
+TEST_CASE("a plan runs as given: its layers, its buckets; layers must be the model's", "[runtime]") {
+  const Model& model = tiny_gpt();
+  const Profile profile = runtime_profile(model);
+  // H = 2: the first block's attention projection (c_attn) and MLP input (c_fc) sync in iteration 1,
+  // everything else in iteration 0.
+  const std::string attn = "transformer.h.0.attn.c_attn", fc = "transformer.h.0.mlp.c_fc";
+  Json layers = Json::array();
+  for (const LayerProfile& layer : profile.layers)
+    layers.push_back({{"name", layer.name}, {"sync_iterations", {layer.name == attn || layer.name == fc ? 1 : 0}}});
+  Json document{{"format", "syncplan.plan/v1"}, {"period", 2}, {"algorithm", "hand"}, {"layers", layers}};
+  const Schedule plain = plan_schedule(model, plan_from_json(document, "plan.json", profile), "plan.json");
+  CHECK(plain.strategy == "plan");
+  CHECK(plain.algorithm == "hand");
+  REQUIRE(plain.iterations[1].size() == 2);
+  // Backprop order: c_fc (later in the forward) is done first.
+  CHECK(plain.iterations[1][0].layers == std::vector<std::size_t>{index_of(model, fc)});
+  CHECK(plain.iterations[1][1].layers == std::vector<std::size_t>{index_of(model, attn)});
+
+  // The same with one fused bucket in iteration 1: launched once c_attn's backward is done.
+  document["buckets"] = {{"alpha_s", 1e-5}, {"iterations", Json::array()}};
+  Json iteration0 = Json::array();
+  for (auto it = profile.layers.rbegin(); it != profile.layers.rend(); ++it)
+    if (it->name != attn && it->name != fc && it->param_count.value_or(0) > 0) iteration0.push_back(Json::array({it->name}));
+  document["buckets"]["iterations"] = Json::array({iteration0, Json::array({Json::array({fc, attn})})});
+  const Schedule fused = plan_schedule(model, plan_from_json(document, "plan.json", profile), "plan.json");
+  REQUIRE(fused.iterations[1].size() == 1);
+  CHECK(fused.iterations[1][0].layers == std::vector<std::size_t>{index_of(model, fc), index_of(model, attn)});
+  CHECK(fused.iterations[1][0].bytes ==
+        4 * (model.layers[index_of(model, fc)].param_count() + model.layers[index_of(model, attn)].param_count()));
+
+  // A layer the model does not have: InputError naming the file and the layer.
+  document.erase("buckets");
+  document["layers"][3]["name"] = "transformer.h.9.attn.c_attn";
+  CHECK_THROWS_WITH(plan_from_json(document, "plan.json", profile),
+                    Catch::Contains("plan.json") && Catch::Contains("transformer.h.9.attn.c_attn"));
+}
+
+TEST_CASE("the executor launches a bucket when its last layer's backward is done and polls the ones in flight", "[runtime]") {
+  const Model& model = tiny_gpt();
+  ScriptedComm scripted;
+  scripted.polls_to_done = 1;  // done at the second test
+  Communicator comm(scripted_table(scripted));
+  LayerStore store(model);
+  RunClock clock;
+  const Schedule schedule = strategy_schedule(model, "plsgd-even", 1);  // every owning layer, iteration 0
+  Executor executor(schedule, comm, store.buffers(), clock);
+  CHECK(executor.iteration() == 0);
+  executor.begin_iteration();
+  const std::size_t L = model.layers.size();
+  for (std::size_t l = L; l-- > 0;) {
+    executor.layer_backward_done(l);
+    // Started so far: the buckets whose (only) layer is >= l.
+    std::size_t expected = 0;
+    for (const ScheduleBucket& bucket : schedule.iterations[0]) expected += bucket.layers.back() >= l;
+    CHECK(scripted.started_elements.size() == expected);
+  }
+  CHECK_THROWS_AS(executor.after_step(), InternalError);  // before_step first
+  executor.before_step();
+  CHECK(comm.in_flight() == 0);
+  executor.after_step();
+  CHECK(executor.iteration() == 1);
+  const ExecutedIteration& executed = executor.last_executed();
+  CHECK(executed.iteration == 0);
+  REQUIRE(executed.buckets.size() == schedule.iterations[0].size());
+  for (std::size_t b = 0; b < executed.buckets.size(); ++b) {
+    CHECK(executed.buckets[b].layers == schedule.iterations[0][b].layers);
+    CHECK(executed.buckets[b].end_s >= executed.buckets[b].launch_s);
+    CHECK(scripted.started_elements[b] == static_cast<std::size_t>(schedule.iterations[0][b].bytes / 4));
+  }
+  // A second begin without finishing the iteration is a bug of the loop.
+  executor.begin_iteration();
+  CHECK_THROWS_AS(executor.begin_iteration(), InternalError);
+}
+
+TEST_CASE("the iteration counter advances once per step and wraps the period position", "[runtime]") {
+  const Model& model = tiny_gpt();
+  ScriptedComm scripted;
+  Communicator comm(scripted_table(scripted));
+  LayerStore store(model);
+  RunClock clock;
+  ExecutorOptions options;
+  options.first_iteration = 5;  // a resumed run
+  Executor executor(strategy_schedule(model, "plsgd-even", 3), comm, store.buffers(), clock, options);
+  std::vector<int> positions, logged;
+  std::vector<std::int64_t> iterations;
+  for (int step = 0; step < 4; ++step) {
+    executor.begin_iteration();
+    positions.push_back(executor.period_position());
+    for (std::size_t l = model.layers.size(); l-- > 0;) executor.layer_backward_done(l);
+    executor.before_step();
+    executor.after_step();
+    logged.push_back(executor.last_executed().period_position);
+    iterations.push_back(executor.last_executed().iteration);
+  }
+  CHECK(executor.iteration() == 9);
+  CHECK(positions == std::vector<int>{2, 0, 1, 2});  // 5 mod 3, 6 mod 3, ...
+  CHECK(logged == positions);
+  CHECK(iterations == std::vector<std::int64_t>{5, 6, 7, 8});
+}
+
+TEST_CASE("the emulated link completes buckets first in, first out at the ring model's time", "[runtime]") {
+  const Model& model = tiny_gpt();
+  ScriptedComm scripted;
+  scripted.size = 2;
+  scripted.polls_to_done = 0;  // the real all-reduce is done at once: the emulation decides
+  Communicator comm(scripted_table(scripted));
+  LayerStore store(model);
+  RunClock clock;
+  ExecutorOptions options;
+  options.link = EmulatedLink{1.0, 50.0};  // 1 Gbit/s = 1.25e8 B/s, 50 us
+  const Schedule schedule = strategy_schedule(model, "ssgd", 1);
+  Executor executor(schedule, comm, store.buffers(), clock, options);
+  // Ring on 2 workers (docs/collectives.md 3): 2(p-1) alpha + 2(p-1)/p n / B = 100 us + n / 1.25e8 s.
+  // wte's 131,072 bytes: 100e-6 + 1.048576e-3 = 1.148576e-3 s.
+  CHECK(executor.emulated_allreduce_s(131072) == Approx(1.148576e-3).epsilon(1e-12));
+  executor.begin_iteration();
+  for (std::size_t l = model.layers.size(); l-- > 0;) executor.layer_backward_done(l);
+  const double launched_s = clock.now_s();
+  executor.before_step();  // ssgd launches every bucket here, at once
+  executor.after_step();
+  const ExecutedIteration& executed = executor.last_executed();
+  double link_free_s = 0, total_s = 0;
+  for (const ExecutedBucket& bucket : executed.buckets) {
+    const double own_s = executor.emulated_allreduce_s(static_cast<double>(bucket.bytes));
+    total_s += own_s;
+    // Each starts when launched and the previous one is over: max(launch, previous end) + its time.
+    CHECK(bucket.emulated_end_s == Approx(std::max(bucket.launch_s, link_free_s) + own_s).margin(1e-12));
+    CHECK(bucket.end_s >= bucket.emulated_end_s);
+    link_free_s = bucket.emulated_end_s;
+  }
+  // Launched together, they end one sum of their times later: the waits add up to at least that.
+  CHECK(executed.wait_s >= total_s * 0.99);
+  CHECK(executed.buckets.back().end_s >= launched_s + total_s * 0.99);
+  CHECK_THROWS_AS(emulated_cluster({0, 0}, 2), FieldError);
+  CHECK_THROWS_AS(emulated_cluster({1, -1}, 2), FieldError);
+}
+
+TEST_CASE("a bucket that never completes ends the wait with SyncTimeout naming rank, iteration and first layer", "[runtime]") {
+  const Model& model = tiny_gpt();
+  ScriptedComm scripted;
+  scripted.polls_to_done = -1;
+  Communicator comm(scripted_table(scripted));
+  LayerStore store(model);
+  RunClock clock;
+  ExecutorOptions options;
+  options.timeout_s = 0.2;
+  Executor executor(strategy_schedule(model, "wfbp", 1), comm, store.buffers(), clock, options);
+  executor.begin_iteration();
+  for (std::size_t l = model.layers.size(); l-- > 0;) executor.layer_backward_done(l);
+  const auto started = std::chrono::steady_clock::now();
+  try {
+    executor.before_step();
+    FAIL("no SyncTimeout");
+  } catch (const SyncTimeout& e) {
+    const double waited_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+    CHECK(waited_s >= 0.2);
+    CHECK(waited_s < 1.2);
+    CHECK(e.rank() == 0);
+    CHECK(e.iteration() == 0);
+    // wfbp's first bucket is the output-most owning layer's.
+    const std::string first = model.layers[owning_layers(model).back()].name;
+    CHECK(e.first_layer() == first);
+    CHECK_THAT(e.what(), Catch::Contains("rank 0: iteration 0:") && Catch::Contains("'" + first + "'") &&
+                             Catch::Contains("deadline of 0.2 s"));
+  }
+  CHECK_THROWS_AS(Executor(strategy_schedule(model, "wfbp", 1), comm, store.buffers(), clock, ExecutorOptions{0, {}, 0}),
+                  FieldError);
+}
+
+TEST_CASE("the trace names events as the DES does", "[runtime]") {
+  const std::vector<std::string> names{"a", "b", "c"};
+  MeasuredTrace trace;
+  trace.record({EventKind::kBackward, 3, {2}, 0.5, 0.25, 0});
+  trace.record({EventKind::kAllreduce, 3, {2, 1}, 0.75, 0.5, 1024});
+  trace.record({EventKind::kUpdate, 3, {}, 1.5, 0.125, 0});
+  const Json events = measured_trace_events(trace, 1, names);
+  REQUIRE(events.size() == 6);  // 3 metadata + 3 events
+  CHECK(events[3]["name"] == "backward c");
+  CHECK(events[3]["cat"] == "backward");
+  CHECK(events[3]["tid"] == 0);
+  CHECK(events[3]["pid"] == 1);
+  CHECK(events[3]["ts"].get<double>() == 500000.0);  // 0.5 s in microseconds
+  CHECK(events[3]["dur"].get<double>() == 250000.0);
+  CHECK(events[4]["name"] == "all-reduce c .. b (2 layers)");
+  CHECK(events[4]["tid"] == 1);
+  CHECK(events[4]["args"]["layers"] == Json::array({"c", "b"}));
+  CHECK(events[4]["args"]["bytes"] == 1024);
+  CHECK(events[4]["args"]["iteration"] == 3);
+  CHECK(events[5]["name"] == "update");
+}
+
+TEST_CASE("byte batches: contiguous windows, targets shifted by one, wrapping at the shard's end", "[runtime]") {
+  ByteShard shard;
+  for (int i = 0; i < 10; ++i) shard.bytes.push_back(static_cast<std::uint8_t>(100 + i));
+  std::int64_t cursor = 0;
+  // B = 2, S = 4: sequences at 0 and 4 (ids 100..103, 104..107; targets one later), cursor 8.
+  TokenBatch batch = next_byte_batch(shard, cursor, 2, 4);
+  CHECK(batch.ids == std::vector<std::int64_t>{100, 101, 102, 103, 104, 105, 106, 107});
+  CHECK(batch.targets == std::vector<std::int64_t>{101, 102, 103, 104, 105, 106, 107, 108});
+  CHECK(cursor == 8);
+  // 8 + 4 + 1 > 10: the next sequence wraps to 0.
+  batch = next_byte_batch(shard, cursor, 1, 4);
+  CHECK(batch.ids == std::vector<std::int64_t>{100, 101, 102, 103});
+  CHECK(cursor == 4);
+}
+
+TEST_CASE("train requests are checked before anything is read", "[runtime]") {
+  TrainRequest request;
+  request.iterations = 0;
+  CHECK_THROWS_WITH(check_train_request(request), Catch::StartsWith("iterations: must be in [1,"));
+  request.iterations = 1;
+  request.adamw.learning_rate = 0;
+  CHECK_THROWS_WITH(check_train_request(request), Catch::StartsWith("learning_rate:"));
+  request.adamw.learning_rate = 1e-3;
+  request.device = "tpu";
+  CHECK_THROWS_WITH(check_train_request(request), Catch::StartsWith("device: unknown 'tpu'"));
+  request.device = "cpu";
+  CHECK_NOTHROW(check_train_request(request));
+  CHECK_THROWS_WITH(read_byte_shard("/nonexistent/text", 0, 2, 4, 64), Catch::Contains("--data /nonexistent/text: no such file"));
+}
+
+TEST_CASE("frozen layers are synced by nobody; a tied layer must sync with its carrier", "[runtime]") {
+  // tiny-gpt with its position embedding frozen (a spec's `frozen` pattern, docs/models.md section 2).
+  Json spec = read_json_file(SYNCPLAN_DATA_DIR "/models/tiny-gpt.json");
+  spec["frozen"] = {"transformer.wpe"};
+  const Model model = expand_model(model_spec_from_json(spec, "tiny-gpt with frozen wpe"));
+  const std::size_t wpe = index_of(model, "transformer.wpe");
+  for (const char* strategy : {"ssgd", "wfbp", "flsgd", "plsgd-even"}) {
+    const Schedule schedule = strategy_schedule(model, strategy, 2);
+    for (int h = 0; h < 2; ++h) {
+      const std::vector<std::size_t> synced = schedule.synced_layers(h);
+      CHECK(std::count(synced.begin(), synced.end(), wpe) == 0);
+    }
+  }
+  // lm_head (tied to wte) synced in another iteration than wte: refused naming both.
+  const Model& tiny = tiny_gpt();
+  const Profile profile = runtime_profile(tiny);
+  Json layers = Json::array();
+  for (const LayerProfile& layer : profile.layers)
+    layers.push_back({{"name", layer.name}, {"sync_iterations", {layer.name == "lm_head" ? 1 : 0}}});
+  const Json document{{"format", "syncplan.plan/v1"}, {"period", 2}, {"algorithm", "hand"}, {"layers", layers}};
+  CHECK_THROWS_WITH(plan_schedule(tiny, plan_from_json(document, "plan.json", profile), "plan.json"),
+                    Catch::Contains("plan.json") && Catch::Contains("'lm_head'") && Catch::Contains("'transformer.wte'"));
+}
