@@ -1,0 +1,27 @@
+// Bad input found on some ranks only (one rank's checkpoint file is corrupt, one rank cannot
+// write) turned into the same one-line InputError on every rank, so that no rank goes on into a
+// collective the others have left.
+#pragma once
+
+#include "comm/mpi_session.hpp"
+
+#include <functional>
+#include <optional>
+#include <string>
+
+namespace syncplan {
+
+/// Longest message carried from the failing rank to the others (bytes); longer ones are cut.
+inline constexpr int kAgreedMessageBytes = 1024;
+
+/// Collective: when `error` is set on some rank, every rank throws InputError with the message
+/// of the lowest such rank (cut to kAgreedMessageBytes - 1 bytes); otherwise returns. Throws
+/// LibraryError when an MPI call fails.
+void agree_on_error(const MpiSession& mpi, const std::optional<std::string>& error);
+
+/// Runs `work` on this rank, catching its InputError, then agree_on_error: the work's bad input
+/// on any rank becomes the same InputError on every rank. Other exceptions propagate (bugs and
+/// library failures end the job as they are).
+void run_agreed(const MpiSession& mpi, const std::function<void()>& work);
+
+}  // namespace syncplan
