@@ -82,13 +82,15 @@ FatalSignalLine::~FatalSignalLine() {
   installed = false;
 }
 
-void FatalSignalLine::set_place(std::int64_t iteration, std::string_view bucket_first_layer) {
-  const auto first = static_cast<int>(std::min<std::size_t>(bucket_first_layer.size(), kLineBytes));
+void FatalSignalLine::set_place(std::int64_t iteration, std::string_view bucket_first_layer, std::string_view note) {
+  const auto cut = [](std::string_view text) { return static_cast<int>(std::min<std::size_t>(text.size(), kLineBytes)); };
   const auto at = static_cast<long long>(iteration);
+  const char* separator = note.empty() ? "" : "; ";
   if (bucket_first_layer.empty())
-    publish("%s: ended by a signal in iteration %lld %s", at, kWhy);
+    publish("%s: ended by a signal in iteration %lld%s%.*s %s", at, separator, cut(note), note.data(), kWhy);
   else
-    publish("%s: ended by a signal in iteration %lld, bucket %.*s %s", at, first, bucket_first_layer.data(), kWhy);
+    publish("%s: ended by a signal in iteration %lld, bucket %.*s%s%.*s %s", at, cut(bucket_first_layer),
+            bucket_first_layer.data(), separator, cut(note), note.data(), kWhy);
 }
 
 void FatalSignalLine::set_place(std::string_view where) {
@@ -96,9 +98,15 @@ void FatalSignalLine::set_place(std::string_view where) {
   publish("%s: ended by a signal %.*s %s", length, where.data(), kWhy);
 }
 
+void FatalSignalLine::mute() {
+  const int next = 1 - published.load(std::memory_order_relaxed);
+  lines[next].length = 0;
+  published.store(next, std::memory_order_release);
+}
+
 std::string_view FatalSignalLine::line() const {
   const Line& line = lines[published.load(std::memory_order_acquire)];
-  return {line.text, line.length - 1};
+  return {line.text, line.length == 0 ? 0 : line.length - 1};
 }
 
 }  // namespace syncplan

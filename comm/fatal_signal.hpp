@@ -28,13 +28,19 @@ class FatalSignalLine {
   FatalSignalLine& operator=(const FatalSignalLine&) = delete;
 
   /// The place the line names: iteration `iteration` and the bucket whose first layer is
-  /// `bucket_first_layer` ("in iteration I" alone when it is empty: no bucket in flight).
-  void set_place(std::int64_t iteration, std::string_view bucket_first_layer);
+  /// `bucket_first_layer` ("in iteration I" alone when it is empty: no bucket in flight), and,
+  /// when `note` is not empty, "; NOTE" after it (e.g. a long wait's "rank 1 did not arrive").
+  void set_place(std::int64_t iteration, std::string_view bucket_first_layer, std::string_view note = {});
   /// A place in words, e.g. "while writing the checkpoint of step 200": "PREFIX: ended by a
   /// signal WHERE (another ...)".
   void set_place(std::string_view where);
 
-  /// The line a signal would print now, without its newline (for tests and logs).
+  /// After this rank printed its own one-line error (a timeout naming the missing ranks) and
+  /// before it aborts the job: a signal now ends the process with _exit(1) and prints nothing,
+  /// so that mpirun's SIGTERM during MPI_Abort does not add a second line. set_place undoes it.
+  void mute();
+
+  /// The line a signal would print now, without its newline (empty when muted; for tests).
   std::string_view line() const;
 };
 

@@ -289,10 +289,11 @@ TrainingState read_rank_checkpoint(const fs::path& dir, std::int64_t step, const
 }
 
 void save_checkpoint(const MpiSession& mpi, const fs::path& dir, const TrainingState& state,
-                     const CheckpointIdentity& identity, int keep) {
+                     const CheckpointIdentity& identity, double deadline_s, int keep) {
   SYNCPLAN_CHECK(keep >= 1 && identity.rank == mpi.rank() && identity.ranks == mpi.size());
-  run_agreed(mpi, [&] { write_rank_checkpoint(dir, state, identity); });
-  run_agreed(mpi, [&] {
+  const std::string what = "checkpoint of step " + std::to_string(state.step);
+  run_agreed(mpi, what, deadline_s, [&] { write_rank_checkpoint(dir, state, identity); });
+  run_agreed(mpi, what, deadline_s, [&] {
     if (mpi.is_root()) write_checkpoint_manifest(dir, state.step, identity);
   });
   // The oldest step to keep: rank 0 sees the manifests, every rank removes its own older files.
@@ -304,7 +305,7 @@ void save_checkpoint(const MpiSession& mpi, const fs::path& dir, const TrainingS
       if (fs::exists(checkpoint_manifest_file(dir, step), error)) complete.push_back(step);
     if (complete.size() > static_cast<std::size_t>(keep)) oldest_kept = complete[complete.size() - keep];
   }
-  mpi.broadcast(&oldest_kept, static_cast<int>(sizeof oldest_kept), 0);
+  oldest_kept = broadcast_within(mpi, oldest_kept, 0, what, deadline_s);
   for (std::int64_t step : step_folders(dir)) {
     if (step >= oldest_kept) break;
     std::error_code ignored;  // a file already gone, or another rank's folder: nothing to undo
@@ -315,15 +316,16 @@ void save_checkpoint(const MpiSession& mpi, const fs::path& dir, const TrainingS
 }
 
 TrainingState load_checkpoint(const MpiSession& mpi, const fs::path& dir, const CheckpointIdentity& expected,
-                              std::int64_t parameter_count) {
+                              std::int64_t parameter_count, double deadline_s) {
   SYNCPLAN_CHECK(expected.rank == mpi.rank() && expected.ranks == mpi.size());
+  const std::string what = "resume from " + dir.string();
   std::int64_t step = -1;
-  run_agreed(mpi, [&] {
+  run_agreed(mpi, what, deadline_s, [&] {
     if (mpi.is_root()) step = latest_complete_checkpoint(dir, expected);
   });
-  mpi.broadcast(&step, static_cast<int>(sizeof step), 0);
+  step = broadcast_within(mpi, step, 0, what, deadline_s);
   TrainingState state;
-  run_agreed(mpi, [&] { state = read_rank_checkpoint(dir, step, expected, parameter_count); });
+  run_agreed(mpi, what, deadline_s, [&] { state = read_rank_checkpoint(dir, step, expected, parameter_count); });
   return state;
 }
 

@@ -86,14 +86,16 @@ TrainingState read_rank_checkpoint(const std::filesystem::path& dir, std::int64_
 /// writes the manifest, then the files of complete steps older than the newest `keep` (>= 1) are
 /// removed (each rank its own, rank 0 the manifests). A failure on any rank (a full disk, a
 /// missing folder) throws the same InputError on every rank and leaves no manifest for this step.
+/// Each agreement must complete within `deadline_s` seconds (the run's --timeout-s), else
+/// CommTimeout "bucket 'checkpoint of step N': ..." (a rank died or hangs: abort the job).
 void save_checkpoint(const MpiSession& mpi, const std::filesystem::path& dir, const TrainingState& state,
-                     const CheckpointIdentity& identity, int keep = 2);
+                     const CheckpointIdentity& identity, double deadline_s, int keep = 2);
 
 /// Collective: the state of the latest complete checkpoint in `dir` for this rank. Rank 0 finds
 /// the step (latest_complete_checkpoint) and tells the others; each rank reads its own file. Any
 /// refusal (see latest_complete_checkpoint and decode_rank_checkpoint) throws the same one-line
-/// InputError on every rank.
+/// InputError on every rank; an agreement not complete within `deadline_s` seconds, CommTimeout.
 TrainingState load_checkpoint(const MpiSession& mpi, const std::filesystem::path& dir, const CheckpointIdentity& expected,
-                              std::int64_t parameter_count);
+                              std::int64_t parameter_count, double deadline_s);
 
 }  // namespace syncplan

@@ -79,12 +79,28 @@ TEST_CASE("fatal signal: SIGINT too, the place before the first iteration and in
   FatalSignalLine line("syncplan run: rank 1");
   line.set_place(7, "");
   CHECK(std::string(line.line()) == std::string("syncplan run: rank 1: ended by a signal in iteration 7") + kWhy);
+  line.set_place(8, "lm_head", "rank 0 did not arrive");
+  CHECK(std::string(line.line()) ==
+        std::string("syncplan run: rank 1: ended by a signal in iteration 8, bucket lm_head; rank 0 did not arrive") + kWhy);
   line.set_place("while writing the checkpoint of step 200");
   CHECK(std::string(line.line()) ==
         std::string("syncplan run: rank 1: ended by a signal while writing the checkpoint of step 200") + kWhy);
   // A bucket name longer than the line is cut, and the line still ends with its newline.
   line.set_place(1, std::string(2000, 'x'));
   CHECK(line.line().size() < 512);
+}
+
+TEST_CASE("fatal signal: muted after the rank's own error line, a signal only ends it", "[fatal_signal]") {
+  const ChildResult result = run_child([] {
+    FatalSignalLine line("syncplan run: rank 0");
+    line.set_place(31, "lm_head");
+    line.mute();
+    if (!line.line().empty()) _exit(43);
+    raise(SIGTERM);
+  });
+  REQUIRE(WIFEXITED(result.status));
+  CHECK(WEXITSTATUS(result.status) == 1);
+  CHECK(result.stderr_text.empty());
 }
 
 TEST_CASE("fatal signal: a line rewritten in a tight loop is never torn", "[fatal_signal]") {
