@@ -217,6 +217,19 @@ std::vector<int> Arrivals::silent(std::int64_t sequence, double quiet_s) {
   return ranks;
 }
 
+LateRanks Arrivals::late(std::int64_t sequence, double quiet_s) {
+  LateRanks late;
+  late.silent = silent(sequence, quiet_s);
+  const Clock::time_point now = Clock::now();
+  for (const int rank : missing(sequence)) {
+    const auto peer = std::find_if(state_->peers.begin(), state_->peers.end(), [&](const Peer& p) { return p.rank == rank; });
+    const bool alive = peer->heartbeat_sequence >= 0 &&
+                       std::chrono::duration<double>(now - peer->heartbeat_at).count() <= quiet_s;
+    (alive ? late.behind : late.absent).push_back(rank);
+  }
+  return late;
+}
+
 std::size_t Arrivals::requests_in_flight() const {
   std::size_t count = 0;
   for (const auto& [sequence, bucket] : state_->buckets) count += active(bucket.requests);
@@ -240,13 +253,22 @@ std::string missing_ranks_text(const std::vector<int>& ranks) {
   return ranks.empty() ? "every rank arrived" : rank_list(ranks) + " did not arrive";
 }
 
-std::string late_ranks_text(const std::vector<int>& missing, const std::vector<int>& silent, double quiet_s) {
-  std::string text = missing_ranks_text(missing);
-  if (silent.empty()) return text;
-  char seconds[32];
-  std::snprintf(seconds, sizeof seconds, "%g", quiet_s);
-  return text + "; " + rank_list(silent) + (silent.size() == 1 ? " arrived but has" : " arrived but have") +
-         " given no sign of life for " + seconds + " s";
+std::string late_ranks_text(const LateRanks& late, double quiet_s) {
+  std::vector<std::string> parts;
+  if (!late.absent.empty()) parts.push_back(missing_ranks_text(late.absent));
+  if (!late.behind.empty())
+    parts.push_back(rank_list(late.behind) + " did not arrive but " + (late.behind.size() == 1 ? "is" : "are") +
+                    " alive, waiting at an earlier bucket");
+  if (!late.silent.empty()) {
+    char seconds[32];
+    std::snprintf(seconds, sizeof seconds, "%g", quiet_s);
+    parts.push_back(rank_list(late.silent) + (late.silent.size() == 1 ? " arrived but has" : " arrived but have") +
+                    " given no sign of life for " + seconds + " s");
+  }
+  if (parts.empty()) return "every rank arrived and is alive";
+  std::string text = parts.front();
+  for (std::size_t i = 1; i < parts.size(); ++i) text += "; " + parts[i];
+  return text;
 }
 
 }  // namespace syncplan

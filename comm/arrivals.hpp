@@ -14,6 +14,13 @@
 
 namespace syncplan {
 
+/// Who is late at a bucket, for the timeout line (Arrivals::late).
+struct LateRanks {
+  std::vector<int> absent;  ///< did not arrive, and no sign of life within quiet_s (dead or stopped)
+  std::vector<int> behind;  ///< did not arrive, but heartbeats within quiet_s: alive, stuck at an earlier bucket
+  std::vector<int> silent;  ///< arrived, then no sign of life within quiet_s (stopped inside the all-reduce)
+};
+
 /// Arrival messages and heartbeats, each on its own duplicate of MPI_COMM_WORLD (they never match
 /// the buckets' or the session's messages, nor each other). For bucket sequence number s (0, 1,
 /// 2, ... in the order the buckets are started, the same on every rank), arrive(s) posts one
@@ -52,6 +59,9 @@ class Arrivals {
   /// life since: no arrival at a later bucket and no heartbeat at `sequence` or later within the
   /// last `quiet_s` seconds (> kHeartbeatInterval_s; a rank stopped inside the all-reduce).
   std::vector<int> silent(std::int64_t sequence, double quiet_s);
+  /// After progress(): the ranks late at `sequence`, sorted into the three kinds of LateRanks
+  /// (`quiet_s` as for silent()).
+  LateRanks late(std::int64_t sequence, double quiet_s);
   /// Requests posted and not yet released (arrivals and heartbeats sent; arrival receives): 0
   /// once every rank has arrived at every bucket and the sends have finished. The one standing
   /// heartbeat receive per other rank is not counted.
@@ -66,8 +76,10 @@ class Arrivals {
 /// 3 did not arrive" (ascending ranks as missing() gives them); "every rank arrived" for none.
 std::string missing_ranks_text(const std::vector<int>& ranks);
 
-/// missing_ranks_text, then, when `silent` is not empty, "; rank 2 arrived but has given no sign
-/// of life for Q s" (or "ranks 2 and 3 arrived but have given ..."), Q being `quiet_s`.
-std::string late_ranks_text(const std::vector<int>& missing, const std::vector<int>& silent, double quiet_s);
+/// The parts of `late` that are not empty, joined with "; ": "rank 1 did not arrive" (absent),
+/// "ranks 0 and 3 did not arrive but are alive, waiting at an earlier bucket" (behind), "rank 2
+/// arrived but has given no sign of life for Q s" (silent; Q = `quiet_s`); "every rank arrived
+/// and is alive" when all are empty.
+std::string late_ranks_text(const LateRanks& late, double quiet_s);
 
 }  // namespace syncplan

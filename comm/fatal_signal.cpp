@@ -35,6 +35,7 @@ static_assert(std::atomic<int>::is_always_lock_free, "the handler reads the inde
 
 extern "C" void on_fatal_signal(int) {
   const Line& line = lines[published.load(std::memory_order_acquire)];
+  if (line.length == 0) return;  // muted: the rank is printing its own line and ending itself
   std::size_t done = 0;
   while (done < line.length) {
     const ssize_t wrote = ::write(2, line.text + done, line.length - done);

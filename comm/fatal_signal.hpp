@@ -8,7 +8,7 @@
 namespace syncplan {
 
 /// While it lives, SIGTERM and SIGINT write this rank's line to stderr (file descriptor 2) and end
-/// the process with _exit(1). The line is preformatted by the training loop (set_place) into one
+/// the process with _exit(1) (unless muted). The line is preformatted by the training loop (set_place) into one
 /// of two buffers and published by an atomic index, so the handler only reads a finished buffer
 /// and calls write(2) and _exit(2), both async-signal-safe (POSIX.1-2017, section 2.4.3):
 ///   "PREFIX: ended by a signal in iteration I, bucket FIRST_LAYER (another rank failed or mpirun
@@ -35,9 +35,10 @@ class FatalSignalLine {
   /// signal WHERE (another ...)".
   void set_place(std::string_view where);
 
-  /// After this rank printed its own one-line error (a timeout naming the missing ranks) and
-  /// before it aborts the job: a signal now ends the process with _exit(1) and prints nothing,
-  /// so that mpirun's SIGTERM during MPI_Abort does not add a second line. set_place undoes it.
+  /// Just before this rank prints its own one-line error (a timeout naming the late ranks) and
+  /// ends itself: SIGTERM and SIGINT are from now on ignored (the handler returns), so that
+  /// mpirun's SIGTERM neither adds a second line nor ends the process before its line is out.
+  /// set_place undoes it.
   void mute();
 
   /// The line a signal would print now, without its newline (empty when muted; for tests).

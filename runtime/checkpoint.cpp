@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cctype>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -238,9 +239,8 @@ void write_file_durably(const fs::path& path, const std::string& bytes) {
 
 void write_rank_checkpoint(const fs::path& dir, const TrainingState& state, const CheckpointIdentity& identity) {
   std::error_code error;
-  if (!fs::is_directory(dir, error)) cannot_write(dir, "no such checkpoint folder");
   const fs::path folder = checkpoint_step_folder(dir, state.step);
-  fs::create_directories(folder, error);
+  fs::create_directories(folder, error);  // DIR too, as `mkdir -p`
   if (error) cannot_write(folder, error.message());
   write_file_durably(checkpoint_rank_file(dir, state.step, identity.rank), encode_rank_checkpoint(state, identity));
 }
@@ -289,13 +289,13 @@ TrainingState read_rank_checkpoint(const fs::path& dir, std::int64_t step, const
 }
 
 void save_checkpoint(const MpiSession& mpi, const fs::path& dir, const TrainingState& state,
-                     const CheckpointIdentity& identity, double deadline_s, int keep) {
+                     const CheckpointIdentity& identity, double deadline_s, int keep, const WhileWaiting& poll) {
   SYNCPLAN_CHECK(keep >= 1 && identity.rank == mpi.rank() && identity.ranks == mpi.size());
   const std::string what = "checkpoint of step " + std::to_string(state.step);
-  run_agreed(mpi, what, deadline_s, [&] { write_rank_checkpoint(dir, state, identity); });
+  run_agreed(mpi, what, deadline_s, [&] { write_rank_checkpoint(dir, state, identity); }, poll);
   run_agreed(mpi, what, deadline_s, [&] {
     if (mpi.is_root()) write_checkpoint_manifest(dir, state.step, identity);
-  });
+  }, poll);
   // The oldest step to keep: rank 0 sees the manifests, every rank removes its own older files.
   std::int64_t oldest_kept = -1;
   if (mpi.is_root()) {
@@ -305,7 +305,7 @@ void save_checkpoint(const MpiSession& mpi, const fs::path& dir, const TrainingS
       if (fs::exists(checkpoint_manifest_file(dir, step), error)) complete.push_back(step);
     if (complete.size() > static_cast<std::size_t>(keep)) oldest_kept = complete[complete.size() - keep];
   }
-  oldest_kept = broadcast_within(mpi, oldest_kept, 0, what, deadline_s);
+  oldest_kept = broadcast_within(mpi, oldest_kept, 0, what, deadline_s, poll);
   for (std::int64_t step : step_folders(dir)) {
     if (step >= oldest_kept) break;
     std::error_code ignored;  // a file already gone, or another rank's folder: nothing to undo
@@ -316,16 +316,16 @@ void save_checkpoint(const MpiSession& mpi, const fs::path& dir, const TrainingS
 }
 
 TrainingState load_checkpoint(const MpiSession& mpi, const fs::path& dir, const CheckpointIdentity& expected,
-                              std::int64_t parameter_count, double deadline_s) {
+                              std::int64_t parameter_count, double deadline_s, const WhileWaiting& poll) {
   SYNCPLAN_CHECK(expected.rank == mpi.rank() && expected.ranks == mpi.size());
   const std::string what = "resume from " + dir.string();
   std::int64_t step = -1;
   run_agreed(mpi, what, deadline_s, [&] {
     if (mpi.is_root()) step = latest_complete_checkpoint(dir, expected);
-  });
-  step = broadcast_within(mpi, step, 0, what, deadline_s);
+  }, poll);
+  step = broadcast_within(mpi, step, 0, what, deadline_s, poll);
   TrainingState state;
-  run_agreed(mpi, what, deadline_s, [&] { state = read_rank_checkpoint(dir, step, expected, parameter_count); });
+  run_agreed(mpi, what, deadline_s, [&] { state = read_rank_checkpoint(dir, step, expected, parameter_count); }, poll);
   return state;
 }
 

@@ -5,6 +5,7 @@
 
 #include "comm/mpi_session.hpp"
 #include "runtime/fingerprint.hpp"
+#include "runtime/rank_agreement.hpp"
 
 #include <cstdint>
 #include <filesystem>
@@ -65,7 +66,9 @@ TrainingState decode_rank_checkpoint(const std::string& bytes, const std::string
 /// temporary file on failure.
 void write_file_durably(const std::filesystem::path& path, const std::string& bytes);
 
-/// This rank's part of a checkpoint: creates DIR/step-N and writes its rank file durably.
+/// This rank's part of a checkpoint: creates DIR/step-N (and DIR, as `mkdir -p`) and writes its
+/// rank file durably. Throws InputError "FOLDER: cannot write file (REASON)" when a folder cannot
+/// be made, or write_file_durably's.
 void write_rank_checkpoint(const std::filesystem::path& dir, const TrainingState& state,
                            const CheckpointIdentity& identity);
 /// Rank 0's part, once every rank's file is in place: the manifest of step `step`, durably.
@@ -87,15 +90,17 @@ TrainingState read_rank_checkpoint(const std::filesystem::path& dir, std::int64_
 /// removed (each rank its own, rank 0 the manifests). A failure on any rank (a full disk, a
 /// missing folder) throws the same InputError on every rank and leaves no manifest for this step.
 /// Each agreement must complete within `deadline_s` seconds (the run's --timeout-s), else
-/// CommTimeout "bucket 'checkpoint of step N': ..." (a rank died or hangs: abort the job).
+/// CommTimeout "bucket 'checkpoint of step N': ..." (a rank died or hangs: end the job); `poll`
+/// runs while an agreement is in flight (the trainer's Arrivals heartbeat).
 void save_checkpoint(const MpiSession& mpi, const std::filesystem::path& dir, const TrainingState& state,
-                     const CheckpointIdentity& identity, double deadline_s, int keep = 2);
+                     const CheckpointIdentity& identity, double deadline_s, int keep = 2,
+                     const WhileWaiting& poll = {});
 
 /// Collective: the state of the latest complete checkpoint in `dir` for this rank. Rank 0 finds
 /// the step (latest_complete_checkpoint) and tells the others; each rank reads its own file. Any
 /// refusal (see latest_complete_checkpoint and decode_rank_checkpoint) throws the same one-line
 /// InputError on every rank; an agreement not complete within `deadline_s` seconds, CommTimeout.
 TrainingState load_checkpoint(const MpiSession& mpi, const std::filesystem::path& dir, const CheckpointIdentity& expected,
-                              std::int64_t parameter_count, double deadline_s);
+                              std::int64_t parameter_count, double deadline_s, const WhileWaiting& poll = {});
 
 }  // namespace syncplan

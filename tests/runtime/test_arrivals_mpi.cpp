@@ -24,6 +24,7 @@
 
 #include <mpi.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -107,6 +108,11 @@ int missing_case(const MpiSession& mpi) {
     // The last rank arrived at 2 and then gave no heartbeat: silent at 2 (it is missing at 3).
     if (arrivals->silent(2, 1.0) != std::vector<int>{last} || !arrivals->silent(3, 1.0).empty())
       return fail(mpi.rank(), "bucket 2: the last rank not silent, or bucket 3: a missing rank counted as silent");
+    // At 3 the last rank is absent (no heartbeat at all), the others alive; at 2 it is silent.
+    const LateRanks at3 = arrivals->late(3, 1.0), at2 = arrivals->late(2, 1.0);
+    if (at3.absent != std::vector<int>{last} || !at3.behind.empty() || !at3.silent.empty() ||
+        !at2.absent.empty() || at2.silent != std::vector<int>{last})
+      return fail(mpi.rank(), "late(3): " + late_ranks_text(at3, 1.0) + "; late(2): " + late_ranks_text(at2, 1.0));
     std::printf("ok: rank %d: bucket 3: %s; %zu requests in flight\n", mpi.rank(), missing_ranks_text(arrivals->missing(3)).c_str(),
                 arrivals->requests_in_flight());
   }
@@ -222,6 +228,24 @@ int signal_case(const MpiSession& mpi) {
   return fail(mpi.rank(), "not ended by a signal within 30 s");
 }
 
+// After a timeout: this rank's one line, then the end of the job. The handler is muted first
+// (mpirun's SIGTERM may come at any moment now, and must neither add a line nor end the rank
+// before its line is out); then _exit(1) rather than MPI_Abort: mpirun then ends the other ranks
+// as after a kill -9 (SIGTERM, their own lines), while output written after an MPI_Abort may be
+// lost ("You may or may not see output from other processes", Open MPI's own words; seen here on
+// 4 ranks: a rank's line missing). Before it ends, the rank waits kGrace_s: the other ranks stuck
+// in the same bucket reach their own deadlines within it and print their lines while the job is
+// whole (without it, a rank whose deadline came a moment later was torn down with its line unsent).
+[[noreturn]] void end_job(FatalSignalLine& line, const std::string& text) {
+  constexpr auto kGrace_s = std::chrono::seconds(2);
+  line.mute();
+  const std::string out = text + "\n";
+  std::fwrite(out.data(), 1, out.size(), stderr);
+  std::fflush(stderr);
+  std::this_thread::sleep_for(kGrace_s);
+  _exit(1);
+}
+
 // The stand-in trainer: P = 4096 parameters; each iteration's "gradient" is element i of the
 // batch's ids (mod its length) over 256, averaged across ranks as one bucket, then an AdamW step.
 // Every rank's shard differs, so the average is a real collective result; the run is a pure
@@ -272,7 +296,7 @@ int run_case(const MpiSession& mpi, const std::map<std::string, std::string>& fl
     const BucketRequest request = comm.start("stand-in.layer", buffers);
     const auto start = Clock::now();
     double noted_s = 0;  // when the fatal-signal line last said who is late
-    const auto late = [&] { return late_ranks_text(arrivals.missing(sequence), arrivals.silent(sequence, quiet_s), quiet_s); };
+    const auto late = [&] { return late_ranks_text(arrivals.late(sequence, quiet_s), quiet_s); };
     while (!comm.test(request)) {
       arrivals.progress();
       arrivals.heartbeat(sequence);
@@ -283,11 +307,8 @@ int run_case(const MpiSession& mpi, const std::map<std::string, std::string>& fl
         noted_s = waited_s;
       }
       if (waited_s > timeout_s) {
-        std::fprintf(stderr, "%s: iteration %lld, bucket stand-in.layer: the all-reduce did not complete within %g s; %s\n",
-                     prefix.c_str(), static_cast<long long>(state.step), timeout_s, late().c_str());
-        std::fflush(stderr);
-        line.mute();  // mpirun's SIGTERM may come while MPI_Abort runs: one line per rank
-        comm.abort(1);
+        end_job(line, prefix + ": iteration " + std::to_string(state.step) + ", bucket stand-in.layer: the all-reduce "
+                          "did not complete within " + format_short(timeout_s, 1) + " s; " + late());
       }
       std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
@@ -304,15 +325,15 @@ int run_case(const MpiSession& mpi, const std::map<std::string, std::string>& fl
       const std::int64_t agreement = next_sequence++;
       arrivals.arrive(agreement);
       try {
-        save_checkpoint(mpi, checkpoints, state, identity, timeout_s);
+        save_checkpoint(mpi, checkpoints, state, identity, timeout_s, 2, [&] {
+          arrivals.progress();
+          arrivals.heartbeat(agreement);
+        });
       } catch (const CommTimeout& timeout) {
         arrivals.progress();
-        std::fprintf(stderr, "%s: iteration %lld, checkpoint of step %lld: not agreed within %g s; %s\n", prefix.c_str(),
-                     static_cast<long long>(state.step), static_cast<long long>(state.step), timeout_s,
-                     missing_ranks_text(arrivals.missing(agreement)).c_str());  // no heartbeats in it: no "silent"
-        std::fflush(stderr);
-        line.mute();
-        comm.abort(1);
+        end_job(line, prefix + ": iteration " + std::to_string(state.step) + ", checkpoint of step " +
+                          std::to_string(state.step) + ": not agreed within " + format_short(timeout_s, 1) + " s; " +
+                          late_ranks_text(arrivals.late(agreement, quiet_s), quiet_s));
       }
     }
   }

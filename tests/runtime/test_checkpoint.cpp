@@ -135,13 +135,18 @@ TEST_CASE("checkpoint folder: the latest step with a manifest is the one resumed
                     file.string() + ": cannot read file (No such file or directory)");
 }
 
-TEST_CASE("checkpoint: a write into a missing folder fails whole, leaving nothing", "[checkpoint]") {
+TEST_CASE("checkpoint: a write that cannot be made fails whole, leaving nothing", "[checkpoint]") {
   const TempFolder dir;
-  CHECK_THROWS_WITH(write_rank_checkpoint(dir.path / "absent", sample_state(10), sample_identity()),
-                    (dir.path / "absent").string() + ": cannot write file (no such checkpoint folder)");
+  // A missing DIR is made (mkdir -p); one under a regular file cannot be.
+  write_rank_checkpoint(dir.path / "new", sample_state(10), sample_identity());
+  CHECK(fs::is_regular_file(dir.path / "new" / "step-00000010" / "rank-1.ckpt"));
+  std::ofstream(dir.path / "file") << "not a folder";
+  CHECK_THROWS_WITH(write_rank_checkpoint(dir.path / "file", sample_state(10), sample_identity()),
+                    Catch::StartsWith((dir.path / "file" / "step-00000010").string() + ": cannot write file ("));
   CHECK_THROWS_WITH(write_file_durably(dir.path / "absent" / "x", "text"),
                     (dir.path / "absent" / "x").string() + ": cannot write file (No such file or directory)");
-  CHECK(fs::is_empty(dir.path));
+  CHECK_FALSE(fs::exists(dir.path / "absent"));
+  CHECK(fs::file_size(dir.path / "file") == 12);
 }
 
 TEST_CASE("AdamW restored from its saved moments and step continues bit-identically", "[checkpoint][adamw]") {

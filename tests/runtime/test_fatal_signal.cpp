@@ -90,17 +90,21 @@ TEST_CASE("fatal signal: SIGINT too, the place before the first iteration and in
   CHECK(line.line().size() < 512);
 }
 
-TEST_CASE("fatal signal: muted after the rank's own error line, a signal only ends it", "[fatal_signal]") {
+TEST_CASE("fatal signal: muted while the rank prints its own line, a signal is ignored", "[fatal_signal]") {
+  // The child mutes, is sent SIGTERM, and must live on to print its own line and exit 5.
   const ChildResult result = run_child([] {
     FatalSignalLine line("syncplan run: rank 0");
     line.set_place(31, "lm_head");
     line.mute();
     if (!line.line().empty()) _exit(43);
     raise(SIGTERM);
+    const char own[] = "syncplan run: rank 0: timed out\n";
+    if (write(2, own, sizeof own - 1) < 0) _exit(44);
+    _exit(5);
   });
   REQUIRE(WIFEXITED(result.status));
-  CHECK(WEXITSTATUS(result.status) == 1);
-  CHECK(result.stderr_text.empty());
+  CHECK(WEXITSTATUS(result.status) == 5);
+  CHECK(result.stderr_text == "syncplan run: rank 0: timed out\n");
 }
 
 TEST_CASE("fatal signal: a line rewritten in a tight loop is never torn", "[fatal_signal]") {
