@@ -8,8 +8,10 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <string>
+#include <thread>
 
 namespace syncplan {
 
@@ -103,6 +105,16 @@ void FatalSignalLine::mute() {
   const int next = 1 - published.load(std::memory_order_relaxed);
   lines[next].length = 0;
   published.store(next, std::memory_order_release);
+}
+
+void FatalSignalLine::end_rank(std::string_view line, double grace_s) {
+  mute();
+  std::string text(line);
+  text += '\n';
+  std::fwrite(text.data(), 1, text.size(), stderr);
+  std::fflush(stderr);
+  if (grace_s > 0) std::this_thread::sleep_for(std::chrono::duration<double>(grace_s));
+  ::_exit(1);
 }
 
 std::string_view FatalSignalLine::line() const {

@@ -41,6 +41,14 @@ class FatalSignalLine {
   /// set_place undoes it.
   void mute();
 
+  /// Ends this rank after its own one-line error (e.g. a timeout naming the late ranks): mute(),
+  /// `line` and a newline to stderr, a grace of `grace_s` seconds, then _exit(1). Not MPI_Abort:
+  /// mpirun ends the other ranks as after a kill -9 (SIGTERM, their own lines), while output
+  /// written after an MPI_Abort may be lost (Open MPI's banner: "You may or may not see output
+  /// from other processes"; seen on 4 ranks here). The grace lets ranks stuck in the same bucket
+  /// reach their own deadlines and print while the job is whole (docs/comm.md section 7).
+  [[noreturn]] void end_rank(std::string_view line, double grace_s = 2.0);
+
   /// The line a signal would print now, without its newline (empty when muted; for tests).
   std::string_view line() const;
 };

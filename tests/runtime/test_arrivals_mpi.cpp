@@ -228,24 +228,6 @@ int signal_case(const MpiSession& mpi) {
   return fail(mpi.rank(), "not ended by a signal within 30 s");
 }
 
-// After a timeout: this rank's one line, then the end of the job. The handler is muted first
-// (mpirun's SIGTERM may come at any moment now, and must neither add a line nor end the rank
-// before its line is out); then _exit(1) rather than MPI_Abort: mpirun then ends the other ranks
-// as after a kill -9 (SIGTERM, their own lines), while output written after an MPI_Abort may be
-// lost ("You may or may not see output from other processes", Open MPI's own words; seen here on
-// 4 ranks: a rank's line missing). Before it ends, the rank waits kGrace_s: the other ranks stuck
-// in the same bucket reach their own deadlines within it and print their lines while the job is
-// whole (without it, a rank whose deadline came a moment later was torn down with its line unsent).
-[[noreturn]] void end_job(FatalSignalLine& line, const std::string& text) {
-  constexpr auto kGrace_s = std::chrono::seconds(2);
-  line.mute();
-  const std::string out = text + "\n";
-  std::fwrite(out.data(), 1, out.size(), stderr);
-  std::fflush(stderr);
-  std::this_thread::sleep_for(kGrace_s);
-  _exit(1);
-}
-
 // The stand-in trainer: P = 4096 parameters; each iteration's "gradient" is element i of the
 // batch's ids (mod its length) over 256, averaged across ranks as one bucket, then an AdamW step.
 // Every rank's shard differs, so the average is a real collective result; the run is a pure
@@ -307,7 +289,7 @@ int run_case(const MpiSession& mpi, const std::map<std::string, std::string>& fl
         noted_s = waited_s;
       }
       if (waited_s > timeout_s) {
-        end_job(line, prefix + ": iteration " + std::to_string(state.step) + ", bucket stand-in.layer: the all-reduce "
+        line.end_rank(prefix + ": iteration " + std::to_string(state.step) + ", bucket stand-in.layer: the all-reduce "
                           "did not complete within " + format_short(timeout_s, 1) + " s; " + late());
       }
       std::this_thread::sleep_for(std::chrono::microseconds(100));
@@ -331,7 +313,7 @@ int run_case(const MpiSession& mpi, const std::map<std::string, std::string>& fl
         });
       } catch (const CommTimeout& timeout) {
         arrivals.progress();
-        end_job(line, prefix + ": iteration " + std::to_string(state.step) + ", checkpoint of step " +
+        line.end_rank(prefix + ": iteration " + std::to_string(state.step) + ", checkpoint of step " +
                           std::to_string(state.step) + ": not agreed within " + format_short(timeout_s, 1) + " s; " +
                           late_ranks_text(arrivals.late(agreement, quiet_s), quiet_s));
       }

@@ -107,6 +107,24 @@ TEST_CASE("fatal signal: muted while the rank prints its own line, a signal is i
   CHECK(result.stderr_text == "syncplan run: rank 0: timed out\n");
 }
 
+TEST_CASE("fatal signal: end_rank prints its line once, even when SIGTERM comes in its grace", "[fatal_signal]") {
+  // The child ends itself with a 0.3 s grace; the parent's SIGTERM at 0.1 s lands inside it and
+  // must neither print the fatal-signal line nor cut the grace short (exit status 1, one line).
+  const auto start = std::chrono::steady_clock::now();
+  const ChildResult result = run_child(
+      [] {
+        FatalSignalLine line("syncplan run: rank 2");
+        line.set_place(9, "lm_head");
+        line.end_rank("syncplan run: rank 2: iteration 9, bucket lm_head: timed out; rank 1 did not arrive", 0.3);
+      },
+      SIGTERM, std::chrono::milliseconds(100));
+  const double took_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  REQUIRE(WIFEXITED(result.status));
+  CHECK(WEXITSTATUS(result.status) == 1);
+  CHECK(result.stderr_text == "syncplan run: rank 2: iteration 9, bucket lm_head: timed out; rank 1 did not arrive\n");
+  CHECK(took_s >= 0.3);
+}
+
 TEST_CASE("fatal signal: a line rewritten in a tight loop is never torn", "[fatal_signal]") {
   // The child rewrites the place as fast as it can; the signal lands at an arbitrary moment, and
   // what comes out must be one whole line of one of the two places.
