@@ -5,6 +5,7 @@
 #include "core/errors.hpp"
 #include "model/op_tensors.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -51,6 +52,21 @@ void AdamW::step(std::span<float> parameters, std::span<const float> gradients) 
     const float m_hat = m_[i] / correction1, v_hat = v_[i] / correction2;
     parameters[i] = parameters[i] * decay - lr * m_hat / (std::sqrt(v_hat) + eps);
   }
+}
+
+void AdamW::restore(std::span<const float> first_moment, std::span<const float> second_moment,
+                    std::int64_t step_count) {
+  const auto check = [&](std::size_t elements, const char* name) {
+    if (elements != m_.size())
+      throw InputError(std::string("AdamW state: ") + name + " has " + std::to_string(elements) +
+                       " elements, the optimizer " + std::to_string(m_.size()));
+  };
+  check(first_moment.size(), "first moment");
+  check(second_moment.size(), "second moment");
+  if (step_count < 0) throw InputError("AdamW state: step count " + std::to_string(step_count) + " is negative");
+  std::copy(first_moment.begin(), first_moment.end(), m_.begin());
+  std::copy(second_moment.begin(), second_moment.end(), v_.begin());
+  step_count_ = step_count;
 }
 
 }  // namespace syncplan

@@ -36,6 +36,14 @@ class AdamW {
   std::int64_t step_count() const { return step_count_; }
   const AdamWOptions& options() const { return options_; }
 
+  /// The first and second moments m and v, one element per parameter (a checkpoint saves them).
+  std::span<const float> first_moment() const { return m_; }
+  std::span<const float> second_moment() const { return v_; }
+  /// Restores a saved state: the moments (parameter_count elements each, InputError "AdamW
+  /// state: ..." otherwise) and the step counter t (>= 0), so that the next step() continues
+  /// bit-identically to the optimizer they were saved from.
+  void restore(std::span<const float> first_moment, std::span<const float> second_moment, std::int64_t step_count);
+
  private:
   AdamWOptions options_;
   std::vector<float> m_, v_;
