@@ -28,6 +28,8 @@ void add_simulate_command(CLI::App& app, Action& action);
 void add_profile_command(CLI::App& app, Action& action);
 /// Registers `syncplan profile-link` (tools/cmd_profile_link.cpp).
 void add_profile_link_command(CLI::App& app, Action& action);
+/// Registers `syncplan compare` (tools/cmd_compare.cpp).
+void add_compare_command(CLI::App& app, Action& action);
 
 /// An option and the path given to it, e.g. {"-o", "plan.json"}; an empty path is "not given".
 struct NamedPath {

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Checks that every CTest test has exactly the labels of issue 10's list (unit, golden, des, cli,
-link, torch, gpu, kernels), so `ctest -L NAME` selects every test of a kind. Reads CTest's own
+link, torch, gpu, kernels; runtime since issue 12), so `ctest -L NAME` selects every test of a kind. Reads CTest's own
 test list (`ctest --show-only=json-v1`) of the build folder given; exits 1 naming each test
 without a label or with an unknown one."""
 import json
 import subprocess
 import sys
 
-KNOWN_LABELS = {"unit", "golden", "des", "cli", "link", "torch", "gpu", "kernels"}
+KNOWN_LABELS = {"unit", "golden", "des", "cli", "link", "torch", "gpu", "kernels", "runtime"}
 
 
 def label_problems(tests):
