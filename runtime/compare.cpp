@@ -138,13 +138,15 @@ int trace_integer(const Json& event, const char* key, const std::string& where) 
   return static_cast<int>(*value);
 }
 
-Timeline read_trace(const Json& document, const std::string& origin) {
-  const Json& events = document.at("traceEvents");
+// A Chrome trace: its events (the object format's traceEvents, or the array format's whole
+// document) and, in a measured trace, the object format's "syncplan" object (null: none).
+Timeline read_trace(const Json& events, const Json* syncplan_object, const std::string& origin) {
   if (!events.is_array()) throw InputError(origin + ": field 'traceEvents': expected an array, got " + json_type_name(events));
   Timeline timeline;
   timeline.path = origin;
   timeline.kind = TimelineKind::kSimulatedTrace;
-  if (const auto it = document.find("syncplan"); it != document.end()) {
+  if (syncplan_object != nullptr) {
+    const Json* it = syncplan_object;
     if (!it->is_object()) throw InputError(origin + ": field 'syncplan': expected an object, got " + json_type_name(*it));
     const auto source = it->find("source");
     if (source != it->end() && source->is_string() && source->get<std::string>() == "measured")
@@ -357,7 +359,8 @@ AllreduceSummary match_allreduces(const Timeline& predicted, const Timeline& mea
     ++matched_per_iteration[allreduce.iteration];
   }
   const int count = static_cast<int>(measured.iteration_s.size());
-  for (int iteration = first_compared; iteration < measured.first_iteration + count; ++iteration) {
+  for (int k = first_compared - measured.first_iteration; k < count; ++k) {  // k: no int overflow near INT_MAX
+    const int iteration = measured.first_iteration + k;
     const auto it = predicted_per_iteration.find(predicted_iteration(predicted, iteration));
     if (it != predicted_per_iteration.end()) summary.predicted_only += it->second - matched_per_iteration[iteration];
   }
@@ -399,10 +402,14 @@ Timeline parse_timeline(const std::string& text, const std::string& origin) {
     if (!first_is_object) throw;  // the whole file's error: where the document breaks
     return read_log(text, origin);
   }
+  if (document.is_array()) return read_trace(document, nullptr, origin);  // Chrome's JSON array format
   if (!document.is_object())
-    throw InputError(origin + ": expected a JSON object (a simulate result or a Chrome trace) or JSON lines, got " +
-                     json_type_name(document));
-  if (document.contains("traceEvents")) return read_trace(document, origin);
+    throw InputError(origin + ": expected a JSON object (a simulate result or a Chrome trace), an array of trace "
+                              "events or JSON lines, got " + json_type_name(document));
+  if (document.contains("traceEvents")) {
+    const auto syncplan_object = document.find("syncplan");
+    return read_trace(document.at("traceEvents"), syncplan_object == document.end() ? nullptr : &*syncplan_object, origin);
+  }
   if (document.contains("format")) return read_result(document, origin);
   if (document.contains("iteration")) return read_log(text, origin);
   throw InputError(origin + ": neither a simulate result ('format'), a Chrome trace ('traceEvents') nor a run log "

@@ -54,8 +54,8 @@ struct Timeline {
 };
 
 /// Reads a compare input, telling its kind from the content: a JSON object with "format"
-/// syncplan.result/v1 is a result; one with "traceEvents" a Chrome trace; otherwise JSON lines
-/// with "iteration" a run log. Throws InputError "PATH: ..." naming the field, the line (logs) or
+/// syncplan.result/v1 is a result; one with "traceEvents" a Chrome trace (and so is an array of
+/// trace events, Chrome's JSON array format); otherwise JSON lines with "iteration" a run log. Throws InputError "PATH: ..." naming the field, the line (logs) or
 /// the event (traceEvents[N]) for: unreadable or invalid JSON, a result of an unknown engine or
 /// whose iteration_s does not match its period/iterations, unknown keys (results, log lines), an
 /// empty log, a log line missing a key, a duplicate (iteration, rank), ranks that did not log the

@@ -107,6 +107,11 @@ TEST_CASE("compare: a trace's iteration time is the latest end minus the previou
   CHECK_FALSE(predicted.repeats);
   CHECK(predicted.iteration_s[0] == Approx(0.006));
   CHECK(predicted.iteration_s[1] == Approx(0.006));
+  // The same events in Chrome's JSON array format (a bare array) read alike.
+  const Timeline array = timeline("trace_pred_array.json");
+  CHECK(array.kind == TimelineKind::kSimulatedTrace);
+  CHECK(array.iteration_s == predicted.iteration_s);
+  CHECK(array.allreduces->size() == predicted.allreduces->size());
 }
 
 TEST_CASE("compare: all-reduces matched by iteration and layers, from the iteration's start", "[compare]") {
@@ -189,6 +194,25 @@ TEST_CASE("compare: ranking runs by mean iteration time", "[compare]") {
         Approx((4.0 / 10 + 1.0 / 5 + 4.0 / 10) / 3 * 100));  // |10-6|/10, |5-6|/5, |10-6|/10
   CHECK(document["ranking"]["measured_order"] == Json::array({1, 0}));
   CHECK(document["pairs"][0]["allreduces"].is_null());
+}
+
+TEST_CASE("compare: iteration numbers up to INT_MAX, and text in memory", "[compare]") {
+  // Two iterations numbered 2^31 - 2 and 2^31 - 1, 1 ms and then 2 ms: compared with themselves
+  // (--skip 0) every error is 0, the all-reduce of the last one included.
+  const std::string text =
+      R"({"traceEvents": [)"
+      R"({"name": "backward a", "cat": "backward", "ph": "X", "pid": 0, "tid": 0, "ts": 0, "dur": 1000, "args": {"iteration": 2147483646}},)"
+      R"({"name": "backward a", "cat": "backward", "ph": "X", "pid": 0, "tid": 0, "ts": 1000, "dur": 1000, "args": {"iteration": 2147483647}},)"
+      R"({"name": "all-reduce a", "cat": "allreduce", "ph": "X", "pid": 0, "tid": 1, "ts": 2000, "dur": 1000, "args": {"iteration": 2147483647, "layer": "a"}}]})";
+  const Timeline trace = parse_timeline(text, "<edge>");
+  CHECK(trace.first_iteration == 2147483646);
+  REQUIRE(trace.iteration_s.size() == 2);
+  CHECK(trace.iteration_s[1] == Approx(0.002));
+  const PairComparison pair = compare_timelines(trace, trace, skip(0));
+  CHECK(pair.mape_percent == 0);
+  CHECK(pair.allreduces->matched.size() == 1);
+  CHECK(pair.allreduces->matched[0].measured_start_s == Approx(0.001));  // 2,000 - 1,000 us
+  CHECK(pair.iterations.back().iteration == 2147483647);
 }
 
 TEST_CASE("compare: bad inputs name the file and what is wrong", "[compare][errors]") {
