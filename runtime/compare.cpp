@@ -259,6 +259,15 @@ void read_log_line(const Json& object, const std::string& where, std::map<int, s
     if (!name.is_string()) throw InputError(where + ": field 'synced_layers': expected layer names, got " + json_type_name(name));
   read_nonnegative_number(reader.required("compute_s"), where + ": field 'compute_s'");
   read_nonnegative_number(reader.required("wait_s"), where + ": field 'wait_s'");
+  // Optional: the buckets that averaged synced_layers, and the emulated link when it was on.
+  if (const Json* buckets = reader.optional("buckets", Null::kRejected)) {
+    const bool arrays_of_names = buckets->is_array() && std::all_of(buckets->begin(), buckets->end(), [](const Json& b) {
+      return b.is_array() && std::all_of(b.begin(), b.end(), [](const Json& name) { return name.is_string(); });
+    });
+    if (!arrays_of_names) throw InputError(where + ": field 'buckets': expected an array of arrays of layer names");
+  }
+  if (const Json* link = reader.optional("emulated_link"); link != nullptr && !link->is_object())
+    throw InputError(where + ": field 'emulated_link': expected an object or null, got " + json_type_name(*link));
   reader.reject_unknown_keys();
   auto [it, inserted] = by_iteration[iteration].try_emplace(rank, LogLine{line, iteration_s});
   if (!inserted)

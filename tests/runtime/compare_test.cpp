@@ -230,6 +230,7 @@ TEST_CASE("compare: bad inputs name the file and what is wrong", "[compare][erro
   CHECK_THAT(read_error("log_iteration_gap.jsonl"), Contains("no line for iteration 2"));
   CHECK_THAT(read_error("log_truncated_line.jsonl"), Contains("line 2") && Contains("invalid JSON"));
   CHECK_THAT(read_error("log_loss_string.jsonl"), Contains("line 4") && Contains("'loss'"));
+  CHECK_THAT(read_error("log_buckets_not_nested.jsonl"), Contains("line 3") && Contains("'buckets'"));
   CHECK_THAT(read_error("trace_no_events.json"), Contains("trace_no_events.json") && Contains("without timed events"));
   CHECK_THAT(read_error("trace_missing_dur.json"), Contains("traceEvents[6]") && Contains("'dur'"));
   CHECK_THAT(read_error("trace_allreduce_without_layers.json"), Contains("all-reduce head") && Contains("'layers'"));
