@@ -303,20 +303,27 @@ Timeline read_log(const std::string& text, const std::string& origin) {
   timeline.kind = TimelineKind::kRunLog;
   timeline.first_iteration = first;
   timeline.ranks = count;
+  // Each rank's iteration_s follow one another on its own clock, all started together after a
+  // barrier: rank r's iteration i ends at the sum of its iteration_s up to i. As in the DES, the
+  // iteration's time is the latest end over the ranks minus the latest end of the previous one.
+  std::vector<double> rank_end_s(count, 0.0);
+  double previous_end_s = 0;
   for (int iteration = first;; ++iteration) {
     const auto it = by_iteration.find(iteration);
     if (it == by_iteration.end())
       throw InputError(origin + ": no line for iteration " + std::to_string(iteration) + " (the log has iterations " +
                        std::to_string(first) + ".." + std::to_string(last) + ")");
-    double slowest = 0;
+    double latest_end_s = 0;
     for (int rank = 0; rank < count; ++rank) {
       const auto entry = it->second.find(rank);
       if (entry == it->second.end())
         throw InputError(origin + ": iteration " + std::to_string(iteration) + ": no line of rank " + std::to_string(rank) +
                          " (every rank logs every iteration; " + std::to_string(count) + " ranks logged)");
-      slowest = std::max(slowest, entry->second.iteration_s);
+      rank_end_s[rank] += entry->second.iteration_s;
+      latest_end_s = std::max(latest_end_s, rank_end_s[rank]);
     }
-    timeline.iteration_s.push_back(slowest);
+    timeline.iteration_s.push_back(latest_end_s - previous_end_s);
+    previous_end_s = latest_end_s;
     if (iteration == last) break;
   }
   return timeline;

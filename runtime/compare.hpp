@@ -41,9 +41,10 @@ struct Timeline {
   std::string path;                 ///< the file, for messages
   TimelineKind kind = TimelineKind::kRunLog;
   int first_iteration = 0;          ///< the iteration number of iteration_s[0]
-  /// Per iteration (s), the slowest rank or worker's: a log's largest iteration_s over ranks; a
-  /// trace's latest event end of the iteration over pids minus that of the previous iteration (the
-  /// first: minus the earliest start of its events), as the DES defines its iteration_s.
+  /// Per iteration (s), as the DES defines its iteration_s: the latest end of the iteration over
+  /// the ranks (workers) minus the latest end of the previous one. A trace's end of an iteration
+  /// on a pid is its latest event end (the first iteration starts at the earliest start of its
+  /// events); a log's on a rank is the sum of that rank's iteration_s so far.
   std::vector<double> iteration_s;
   /// True for the period model (result or trace): iteration_s are the H iterations of one period,
   /// and iteration i of a run is predicted by iteration_s[i mod H].

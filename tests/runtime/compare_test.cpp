@@ -33,9 +33,10 @@ std::string error_of(Job&& job) {
 using Catch::Matchers::Contains;
 }  // namespace
 
-TEST_CASE("compare: a log's iteration time is its slowest rank's", "[compare]") {
-  // log_2ranks.jsonl: rank 0 logs 50, 25, 7, 16 ms, rank 1 45, 24, 8, 16 ms: the largest of each
-  // iteration is 50, 25, 8, 16 ms.
+TEST_CASE("compare: a log's iteration ends are the latest of the ranks' running sums", "[compare]") {
+  // log_2ranks.jsonl: rank 0 logs 50, 20, 10, 20 ms (ends 50, 70, 80, 100), rank 1 40, 35, 10, 10
+  // ms (ends 40, 75, 85, 95). Latest ends 50, 75, 85, 100: iterations of 50, 25, 10, 15 ms (the
+  // largest per-rank times, 50, 35, 10, 20, would count rank 1's catching up twice).
   const Timeline log = timeline("log_2ranks.jsonl");
   CHECK(log.kind == TimelineKind::kRunLog);
   CHECK(log.ranks == 2);
@@ -43,16 +44,16 @@ TEST_CASE("compare: a log's iteration time is its slowest rank's", "[compare]") 
   REQUIRE(log.iteration_s.size() == 4);
   CHECK(log.iteration_s[0] == Approx(0.050));
   CHECK(log.iteration_s[1] == Approx(0.025));
-  CHECK(log.iteration_s[2] == Approx(0.008));
-  CHECK(log.iteration_s[3] == Approx(0.016));
+  CHECK(log.iteration_s[2] == Approx(0.010));
+  CHECK(log.iteration_s[3] == Approx(0.015));
   CHECK_FALSE(log.allreduces);
 }
 
 TEST_CASE("compare: a period-model result repeats its H iterations over the run", "[compare]") {
   // pm_result_h2.json predicts 10, 20 ms: iterations 0..3 of the run are predicted 10, 20, 10, 20 ms.
-  // Measured 50, 25, 8, 16 ms: errors (m - p) / m = 80%, 20%, -25%, -25%.
-  // --skip 1: MAPE (20 + 25 + 25) / 3 = 23.333%; means predicted (20 + 10 + 20) / 3 = 16.667 ms,
-  // measured (25 + 8 + 16) / 3 = 16.333 ms. --skip 0: (80 + 20 + 25 + 25) / 4 = 37.5%.
+  // Measured 50, 25, 10, 15 ms: errors (m - p) / m = 80%, 20%, 0%, -33.333%.
+  // --skip 1: MAPE (20 + 0 + 33.333) / 3 = 17.778%; means predicted (20 + 10 + 20) / 3 = 16.667 ms,
+  // measured (25 + 10 + 15) / 3 = 16.667 ms. --skip 0: (80 + 20 + 0 + 33.333) / 4 = 33.333%.
   const Timeline predicted = timeline("pm_result_h2.json");
   CHECK(predicted.kind == TimelineKind::kPeriodModelResult);
   CHECK(predicted.repeats);
@@ -64,22 +65,23 @@ TEST_CASE("compare: a period-model result repeats its H iterations over the run"
   CHECK(pair.iterations[3].predicted_s == Approx(0.020));
   CHECK(pair.iterations[0].error_percent() == Approx(80));
   CHECK(pair.iterations[1].error_percent() == Approx(20));
-  CHECK(pair.iterations[2].error_percent() == Approx(-25));
-  CHECK(pair.iterations[3].error_s() == Approx(-0.004));
+  CHECK(pair.iterations[2].error_percent() == Approx(0).margin(1e-12));
+  CHECK(pair.iterations[3].error_s() == Approx(-0.005));
+  CHECK(pair.iterations[3].error_percent() == Approx(-100.0 / 3));
   CHECK(pair.compared == 3);
-  CHECK(pair.mape_percent == Approx(70.0 / 3));
+  CHECK(pair.mape_percent == Approx((20 + 100.0 / 3) / 3));
   CHECK(pair.mean_predicted_s == Approx(0.050 / 3));
-  CHECK(pair.mean_measured_s == Approx(0.049 / 3));
+  CHECK(pair.mean_measured_s == Approx(0.050 / 3));
   CHECK(pair.predicted_period == 2);
-  CHECK(compare_timelines(predicted, timeline("log_2ranks.jsonl"), skip(0)).mape_percent == Approx(37.5));
+  CHECK(compare_timelines(predicted, timeline("log_2ranks.jsonl"), skip(0)).mape_percent == Approx(100.0 / 3));
 }
 
 TEST_CASE("compare: a DES result predicts each iteration of the run", "[compare]") {
-  // des_result_4.json: 40, 20, 8, 20 ms against 50, 25, 8, 16 ms: errors 20%, 20%, 0%, -25%;
-  // --skip 1: MAPE (20 + 0 + 25) / 3 = 15%.
+  // des_result_4.json: 40, 20, 8, 20 ms against 50, 25, 10, 15 ms: errors 20%, 20%, 20%, -33.333%;
+  // --skip 1: MAPE (20 + 20 + 33.333) / 3 = 24.444%.
   const PairComparison pair = compare_timelines(timeline("des_result_4.json"), timeline("log_2ranks.jsonl"), skip(1));
-  CHECK(pair.mape_percent == Approx(15));
-  CHECK(pair.iterations[2].error_s() == Approx(0).margin(1e-15));
+  CHECK(pair.mape_percent == Approx((40 + 100.0 / 3) / 3));
+  CHECK(pair.iterations[2].error_s() == Approx(0.002));
   CHECK_FALSE(pair.predicted_period);
 }
 
@@ -169,7 +171,7 @@ TEST_CASE("compare: a period-model trace repeats its period, its syncs matched p
 }
 
 TEST_CASE("compare: ranking runs by mean iteration time", "[compare]") {
-  // Means (predicted, measured), ms: A (16.667, 16.333), B (6, 8.333), C (16, 8.333).
+  // Means (predicted, measured), ms: A (16.667, 16.333), B (6, 8.333), C (16, 8.333) (made up).
   // Predicted B < C < A; measured B = C < A (stable: B first). Pairs: A-B alike, A-C alike, B-C
   // not (predicted B < C, measured a tie): 2 of 3.
   const RankingComparison three = rank_runs({{0.016667, 0.016333}, {0.006, 0.008333}, {0.016, 0.008333}});
