@@ -11,10 +11,10 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
-#include <tuple>
 
 namespace syncplan {
 
@@ -40,6 +40,9 @@ constexpr const char* kPeriodModelSyncCategory = "sync";
 
 // A trace's ts/dur bound (microseconds): 1e15 us is about 31 years, past any run.
 constexpr double kLongestTraceTime_us = 1e15;
+// A predicted iteration's bound (s): 1e12 s, past any profile's (a day per layer and phase, for
+// thousands of layers), so that sums over 100,000 iterations stay finite.
+constexpr double kLongestPredictedIteration_s = 1e12;
 
 // The keys each engine's result has (docs/formats.md "Simulation result"); any other is an error.
 const std::set<std::string> kPeriodModelResultKeys = {
@@ -60,7 +63,8 @@ std::vector<double> read_iteration_times(const Json& value, const std::string& w
                      count_field + "' is " + std::to_string(count));
   std::vector<double> times;
   for (std::size_t i = 0; i < value.size(); ++i)
-    times.push_back(read_nonnegative_number(value[i], where + ": field 'iteration_s'[" + std::to_string(i) + "]"));
+    times.push_back(read_number_in(value[i], where + ": field 'iteration_s'[" + std::to_string(i) + "]", 0,
+                                   kLongestPredictedIteration_s));
   return times;
 }
 
@@ -251,14 +255,17 @@ void read_log_line(const Json& object, const std::string& where, std::map<int, s
   const int iteration = static_cast<int>(reader.required_integer("iteration", 0, INT_MAX));
   const int rank = static_cast<int>(reader.required_integer("rank", 0, limits::kMaxWorkers - 1));
   const Json& loss = reader.required("loss");  // null: a loss that was not finite (JSON has no NaN)
-  if (!loss.is_null()) read_number_in(loss, where + ": field 'loss'", -1e300, 1e300);
-  const double iteration_s = read_nonnegative_number(reader.required("iteration_s"), where + ": field 'iteration_s'");
+  constexpr double kLargest = std::numeric_limits<double>::max();  // any finite loss (it is not compared)
+  if (!loss.is_null()) read_number_in(loss, where + ": field 'loss'", -kLargest, kLargest);
+  // A measured time is at most a day (limits::kLongestTime_s): the ranks' running sums stay finite.
+  const double iteration_s = read_number_in(reader.required("iteration_s"), where + ": field 'iteration_s'", 0,
+                                            limits::kLongestTime_s);
   const Json& synced = reader.required("synced_layers");
   if (!synced.is_array()) throw InputError(where + ": field 'synced_layers': expected an array, got " + json_type_name(synced));
   for (const Json& name : synced)
     if (!name.is_string()) throw InputError(where + ": field 'synced_layers': expected layer names, got " + json_type_name(name));
-  read_nonnegative_number(reader.required("compute_s"), where + ": field 'compute_s'");
-  read_nonnegative_number(reader.required("wait_s"), where + ": field 'wait_s'");
+  read_number_in(reader.required("compute_s"), where + ": field 'compute_s'", 0, limits::kLongestTime_s);
+  read_number_in(reader.required("wait_s"), where + ": field 'wait_s'", 0, limits::kLongestTime_s);
   // Optional: the buckets that averaged synced_layers, and the emulated link when it was on.
   if (const Json* buckets = reader.optional("buckets", Null::kRejected)) {
     const bool arrays_of_names = buckets->is_array() && std::all_of(buckets->begin(), buckets->end(), [](const Json& b) {

@@ -215,6 +215,10 @@ TEST_CASE("compare: iteration numbers up to INT_MAX, and text in memory", "[comp
   CHECK(pair.allreduces->matched.size() == 1);
   CHECK(pair.allreduces->matched[0].measured_start_s == Approx(0.001));  // 2,000 - 1,000 us
   CHECK(pair.iterations.back().iteration == 2147483647);
+  // A time past the limits is refused, not summed to infinity (docs/formats.md "Limits").
+  const std::string huge_line =
+      R"({"iteration": 0, "rank": 0, "loss": 1, "iteration_s": 1e308, "synced_layers": [], "compute_s": 0, "wait_s": 0})";
+  CHECK_THAT(error_of([&] { parse_timeline(huge_line, "<huge>"); }), Contains("'iteration_s'") && Contains("at most"));
 }
 
 TEST_CASE("compare: bad inputs name the file and what is wrong", "[compare][errors]") {
