@@ -142,6 +142,50 @@ int trace_integer(const Json& event, const char* key, const std::string& where) 
   return static_cast<int>(*value);
 }
 
+// A measured trace's "syncplan" object (written by `run`, docs/runtime.md): "source" "measured"
+// makes it a measured trace, and its "period", when a whole number >= 1, is the run's H. Its other
+// keys describe the run and are not compared.
+void read_run_description(const Json& about, const std::string& origin, Timeline& timeline) {
+  if (!about.is_object()) throw InputError(origin + ": field 'syncplan': expected an object, got " + json_type_name(about));
+  const auto source = about.find("source");
+  if (source != about.end() && source->is_string() && source->get<std::string>() == "measured")
+    timeline.kind = TimelineKind::kMeasuredTrace;
+  if (const auto period = about.find("period"); period != about.end() && integer_value(*period) && *integer_value(*period) >= 1)
+    timeline.period = static_cast<int>(std::min<std::int64_t>(*integer_value(*period), INT_MAX));
+}
+
+// The iteration times of a trace from each pid's per-iteration extents (compare.md section 2).
+// Throws InputError for an iteration without events or one ending before the previous one.
+void set_iteration_times(const std::map<int, std::map<int, Extent>>& extents, const std::string& origin,
+                         Timeline& timeline) {
+  std::map<int, Extent> iterations;  // over every pid
+  for (const auto& [pid, per_iteration] : extents)
+    for (const auto& [iteration, extent] : per_iteration) {
+      auto [it, inserted] = iterations.try_emplace(iteration, extent);
+      if (!inserted) {
+        it->second.start_us = std::min(it->second.start_us, extent.start_us);
+        it->second.end_us = std::max(it->second.end_us, extent.end_us);
+      }
+    }
+  const int first = iterations.begin()->first, last = iterations.rbegin()->first;
+  if (static_cast<std::int64_t>(last) - first + 1 != static_cast<std::int64_t>(iterations.size())) {
+    int missing = first;
+    while (iterations.count(missing)) ++missing;
+    throw InputError(origin + ": iteration " + std::to_string(missing) + " has no events (the trace has iterations " +
+                     std::to_string(first) + ".." + std::to_string(last) + ")");
+  }
+  timeline.first_iteration = first;
+  timeline.ranks = static_cast<int>(extents.size());
+  double previous_end_us = iterations.begin()->second.start_us;
+  for (const auto& [iteration, extent] : iterations) {
+    if (extent.end_us < previous_end_us)
+      throw InputError(origin + ": iteration " + std::to_string(iteration) +
+                       " ends before the previous one (events out of order)");
+    timeline.iteration_s.push_back((extent.end_us - previous_end_us) / units::kMicrosecondsPerSecond);
+    previous_end_us = extent.end_us;
+  }
+}
+
 // A Chrome trace: its events (the object format's traceEvents, or the array format's whole
 // document) and, in a measured trace, the object format's "syncplan" object (null: none).
 Timeline read_trace(const Json& events, const Json* syncplan_object, const std::string& origin) {
@@ -149,15 +193,7 @@ Timeline read_trace(const Json& events, const Json* syncplan_object, const std::
   Timeline timeline;
   timeline.path = origin;
   timeline.kind = TimelineKind::kSimulatedTrace;
-  if (syncplan_object != nullptr) {
-    const Json* it = syncplan_object;
-    if (!it->is_object()) throw InputError(origin + ": field 'syncplan': expected an object, got " + json_type_name(*it));
-    const auto source = it->find("source");
-    if (source != it->end() && source->is_string() && source->get<std::string>() == "measured")
-      timeline.kind = TimelineKind::kMeasuredTrace;
-    if (const auto period = it->find("period"); period != it->end() && integer_value(*period) && *integer_value(*period) >= 1)
-      timeline.period = static_cast<int>(std::min<std::int64_t>(*integer_value(*period), INT_MAX));
-  }
+  if (syncplan_object != nullptr) read_run_description(*syncplan_object, origin, timeline);
   std::map<int, std::map<int, Extent>> extents;  // [pid][iteration]
   std::vector<TraceAllreduce> allreduces;
   bool period_model_syncs = false;
@@ -191,33 +227,7 @@ Timeline read_trace(const Json& events, const Json* syncplan_object, const std::
   }
   if (extents.empty())
     throw InputError(origin + ": a trace without timed events (\"ph\": \"X\" with args.iteration): nothing to compare");
-  // The iterations of every pid together must be contiguous; each one's end is its latest event's.
-  std::map<int, Extent> iterations;
-  for (const auto& [pid, per_iteration] : extents)
-    for (const auto& [iteration, extent] : per_iteration) {
-      auto [it, inserted] = iterations.try_emplace(iteration, extent);
-      if (!inserted) {
-        it->second.start_us = std::min(it->second.start_us, extent.start_us);
-        it->second.end_us = std::max(it->second.end_us, extent.end_us);
-      }
-    }
-  const int first = iterations.begin()->first, last = iterations.rbegin()->first;
-  if (static_cast<std::int64_t>(last) - first + 1 != static_cast<std::int64_t>(iterations.size())) {
-    int missing = first;
-    while (iterations.count(missing)) ++missing;
-    throw InputError(origin + ": iteration " + std::to_string(missing) + " has no events (the trace has iterations " +
-                     std::to_string(first) + ".." + std::to_string(last) + ")");
-  }
-  timeline.first_iteration = first;
-  timeline.ranks = static_cast<int>(extents.size());
-  double previous_end_us = iterations.begin()->second.start_us;
-  for (const auto& [iteration, extent] : iterations) {
-    if (extent.end_us < previous_end_us)
-      throw InputError(origin + ": iteration " + std::to_string(iteration) +
-                       " ends before the previous one (events out of order)");
-    timeline.iteration_s.push_back((extent.end_us - previous_end_us) / units::kMicrosecondsPerSecond);
-    previous_end_us = extent.end_us;
-  }
+  set_iteration_times(extents, origin, timeline);
   if (period_model_syncs && timeline.kind == TimelineKind::kSimulatedTrace) {
     timeline.kind = TimelineKind::kPeriodModelTrace;
     timeline.repeats = true;

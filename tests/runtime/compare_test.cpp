@@ -242,6 +242,12 @@ TEST_CASE("compare: bad inputs name the file and what is wrong", "[compare][erro
   CHECK_THAT(read_error("trace_allreduce_without_layers.json"), Contains("all-reduce head") && Contains("'layers'"));
   CHECK_THAT(read_error("trace_iteration_gap.json"), Contains("iteration 1 has no events"));
   CHECK_THAT(read_error("trace_truncated.json"), Contains("trace_truncated.json") && Contains("invalid JSON"));
+  // Iteration 1 ends (at 500 us) before iteration 0 (at 1,000 us): the labels are out of order.
+  const std::string swapped =
+      R"([{"name": "update", "ph": "X", "pid": 0, "ts": 0, "dur": 1000, "args": {"iteration": 0}},)"
+      R"({"name": "update", "ph": "X", "pid": 0, "ts": 0, "dur": 500, "args": {"iteration": 1}}])";
+  CHECK_THAT(error_of([&] { parse_timeline(swapped, "<swapped>"); }),
+             Contains("<swapped>: iteration 1 ends before the previous one"));
 
   const Timeline log = timeline("log_2ranks.jsonl");
   CHECK_THAT(error_of([&] { compare_timelines(timeline("des_result_3.json"), log, skip(1)); }),
