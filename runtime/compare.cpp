@@ -40,6 +40,8 @@ constexpr const char* kPeriodModelSyncCategory = "sync";
 
 // A trace's ts/dur bound (microseconds): 1e15 us is about 31 years, past any run.
 constexpr double kLongestTraceTime_us = 1e15;
+// Two runs' mean times within this relative difference tie in the ranking.
+constexpr double kRankingTie = 1e-9;
 // A predicted iteration's bound (s): 1e12 s, past any profile's (a day per layer and phase, for
 // thousands of layers), so that sums over 100,000 iterations stay finite.
 constexpr double kLongestPredictedIteration_s = 1e12;
@@ -521,13 +523,18 @@ RankingComparison rank_runs(const std::vector<std::pair<double, double>>& mean_p
   std::stable_sort(ranking.measured_order.begin(), ranking.measured_order.end(), [&](int a, int b) {
     return mean_predicted_measured_s[a].second < mean_predicted_measured_s[b].second;
   });
-  const auto sign = [](double x) { return (x > 0) - (x < 0); };
+  // -1, 0 or 1: which of two means is smaller; means within kRankingTie of each other tie (the
+  // same figure reached by two engines or two clocks differs in its last digits).
+  const auto order = [](double x, double y) {
+    if (std::fabs(x - y) <= kRankingTie * std::max(std::fabs(x), std::fabs(y))) return 0;
+    return x < y ? -1 : 1;
+  };
   for (int a = 0; a < runs; ++a)
     for (int b = a + 1; b < runs; ++b) {
       ++ranking.run_pairs;
       const auto& [pa, ma] = mean_predicted_measured_s[a];
       const auto& [pb, mb] = mean_predicted_measured_s[b];
-      if (sign(pa - pb) == sign(ma - mb)) ++ranking.concordant_pairs;
+      if (order(pa, pb) == order(ma, mb)) ++ranking.concordant_pairs;
     }
   return ranking;
 }

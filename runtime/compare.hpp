@@ -126,7 +126,7 @@ struct PairComparison {
 struct RankingComparison {
   std::vector<int> predicted_order;  ///< pair indices, fastest predicted first
   std::vector<int> measured_order;   ///< pair indices, fastest measured first
-  int concordant_pairs = 0;          ///< pairs of runs that both sides order alike (ties: both tie)
+  int concordant_pairs = 0;          ///< pairs of runs both sides order alike (or both see a tie: means within 1e-9 relative)
   int run_pairs = 0;                 ///< n (n - 1) / 2 for n runs
   bool same() const { return concordant_pairs == run_pairs; }
 };

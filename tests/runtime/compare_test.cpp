@@ -182,6 +182,9 @@ TEST_CASE("compare: ranking runs by mean iteration time", "[compare]") {
   CHECK_FALSE(three.same());
   const RankingComparison two = rank_runs({{0.016667, 0.016333}, {0.006, 0.008333}});
   CHECK(two.same());
+  // Predictions equal but for rounding (1e-17 apart) tie; so do equal measurements.
+  CHECK(rank_runs({{0.017177, 0.01}, {0.017177 + 1e-17, 0.01}}).same());
+  CHECK_FALSE(rank_runs({{0.017177, 0.01}, {0.017177 + 1e-17, 0.02}}).same());
   // Through the files: pm_result_h2 vs log_2ranks (A) and pm_result_h1 vs log_fast (B: predicted 6
   // ms every iteration; measured 10, 5, 10 ms after the skipped one, mean 8.333 ms).
   const CompareReport report =
