@@ -510,6 +510,10 @@ PairComparison compare_timelines(const Timeline& predicted, const Timeline& meas
   return pair;
 }
 
+bool means_tie(double a_s, double b_s) {
+  return std::fabs(a_s - b_s) <= kRankingTie * std::max(std::fabs(a_s), std::fabs(b_s));
+}
+
 RankingComparison rank_runs(const std::vector<std::pair<double, double>>& mean_predicted_measured_s) {
   const int runs = static_cast<int>(mean_predicted_measured_s.size());
   RankingComparison ranking;
@@ -523,12 +527,8 @@ RankingComparison rank_runs(const std::vector<std::pair<double, double>>& mean_p
   std::stable_sort(ranking.measured_order.begin(), ranking.measured_order.end(), [&](int a, int b) {
     return mean_predicted_measured_s[a].second < mean_predicted_measured_s[b].second;
   });
-  // -1, 0 or 1: which of two means is smaller; means within kRankingTie of each other tie (the
-  // same figure reached by two engines or two clocks differs in its last digits).
-  const auto order = [](double x, double y) {
-    if (std::fabs(x - y) <= kRankingTie * std::max(std::fabs(x), std::fabs(y))) return 0;
-    return x < y ? -1 : 1;
-  };
+  // -1, 0 or 1: which of two means is smaller, 0 for a tie.
+  const auto order = [](double x, double y) { return means_tie(x, y) ? 0 : x < y ? -1 : 1; };
   for (int a = 0; a < runs; ++a)
     for (int b = a + 1; b < runs; ++b) {
       ++ranking.run_pairs;

@@ -151,6 +151,10 @@ PairComparison compare_timelines(const Timeline& predicted, const Timeline& meas
 CompareReport compare_files(const std::vector<std::pair<std::string, std::string>>& pairs,
                             const CompareOptions& options);
 
+/// Whether two runs' mean times tie in the ranking: within 1e-9 of each other, relative (one figure
+/// reached by two engines or two clocks differs in its last digits).
+bool means_tie(double a_s, double b_s);
+
 /// The ranking of runs given each pair's (mean predicted, mean measured) iteration time.
 RankingComparison rank_runs(const std::vector<std::pair<double, double>>& mean_predicted_measured_s);
 

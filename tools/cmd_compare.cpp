@@ -74,9 +74,13 @@ void print_pair(const PairComparison& pair, std::size_t index, int skip) {
             << seconds_text(allreduces.mean_abs_end_error_s) << " s\n";
 }
 
-std::string order_text(const std::vector<int>& order) {
+// "run 2 < run 1 = run 3": runs in `order` by their `means` (s), "=" where they tie.
+std::string order_text(const std::vector<int>& order, const std::vector<double>& means) {
   std::string text;
-  for (const int run : order) text += (text.empty() ? "" : " < ") + std::string("run ") + std::to_string(run + 1);
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    if (i > 0) text += means_tie(means[order[i - 1]], means[order[i]]) ? " = " : " < ";
+    text += "run " + std::to_string(order[i] + 1);
+  }
   return text;
 }
 
@@ -101,8 +105,13 @@ int run_compare(const CompareCliOptions& options) {
   }
   if (report.ranking) {
     const RankingComparison& ranking = *report.ranking;
-    std::cout << "\nranking by mean iteration time: predicted " << order_text(ranking.predicted_order)
-              << "; measured " << order_text(ranking.measured_order) << "; " << ranking.concordant_pairs << " of "
+    std::vector<double> predicted, measured;
+    for (const PairComparison& pair : report.pairs) {
+      predicted.push_back(pair.mean_predicted_s);
+      measured.push_back(pair.mean_measured_s);
+    }
+    std::cout << "\nranking by mean iteration time: predicted " << order_text(ranking.predicted_order, predicted)
+              << "; measured " << order_text(ranking.measured_order, measured) << "; " << ranking.concordant_pairs << " of "
               << ranking.run_pairs << " pairs of runs ordered alike: "
               << (ranking.same() ? "the prediction ranks the runs as measured"
                                  : "the prediction does not rank the runs as measured")

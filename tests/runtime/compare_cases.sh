@@ -94,8 +94,12 @@ self_checks() {
     'all(close(m["start_error_s"], 0.25 * m["predicted_start_s"], 1e-6) for m in d["pairs"][0]["allreduces"]["matched"])' \
     'all(close(m["end_error_s"], 0.25 * m["predicted_end_s"], 1e-6) for m in d["pairs"][0]["allreduces"]["matched"])'
   # Two runs, the scaled one slower both predicted (its own trace) and measured: ranked alike.
-  run compare "$trace" "$trace" scaled.json scaled.json --json ranked.json
+  run compare "$trace" "$trace" scaled.json scaled.json --json ranked.json | tee ranked.txt
   check_json ranked.json 'd["ranking"]["same"]' 'd["ranking"]["measured_order"] == [0, 1]'
+  grep -q "predicted run 1 < run 2; measured run 1 < run 2; 1 of 1 pairs" ranked.txt || { echo "FAIL: ranking line"; exit 1; }
+  # The result and its trace predict one figure (up to rounding): a tie on both sides, ordered alike.
+  run compare "$result" "$trace" "$trace" "$trace" | tee tied.txt
+  grep -q "predicted run 1 = run 2; measured run 1 = run 2; 1 of 1 pairs" tied.txt || { echo "FAIL: tie line"; exit 1; }
 }
 
 period_model_self() {
