@@ -40,6 +40,9 @@ void add_run_command(CLI::App& app, Action& action);
 /// others may be waiting for this rank in a collective; on one rank it is rethrown.
 int run_on_every_rank(const MpiSession& mpi, const std::function<int()>& job);
 
+/// Registers `syncplan compare` (tools/cmd_compare.cpp).
+void add_compare_command(CLI::App& app, Action& action);
+
 /// An option and the path given to it, e.g. {"-o", "plan.json"}; an empty path is "not given".
 struct NamedPath {
   std::string option;
