@@ -12,7 +12,8 @@
       rank is now and then descheduled in the middle of a layer, and the period pays those pauses
   check_fidelity.py fidelity LIMIT NAME=PROFILE_COMPARE.json:OWN_COMPARE.json ...
       per run: the mean measured iteration, the DES's from the cpu profile and from the run's own
-      compute (trace-profile) with their MAPEs; fails when the mean measured iteration is more
+      compute (trace-profile) with their MAPEs, and the spread (the MAPE of predicting every
+      iteration by the measured mean: the floor the run's own variation sets); fails when the mean measured iteration is more
       than LIMIT % from the one predicted from the run's compute
   check_fidelity.py promise TOLERANCE SPEEDUP H NAME=PROFILE_COMPARE.json:OWN_COMPARE.json ...
       per run: the measured and predicted periods (H x the mean iteration over the compared
@@ -105,14 +106,22 @@ def relative_error_percent(measured, predicted):
     return (measured - predicted) / predicted * 100
 
 
+def spread_percent(pair):
+    """The MAPE of predicting every compared iteration by the measured mean: what the iterations'
+    own variation leaves to a prediction that gives each iteration of a schedule one time."""
+    measured = [entry["measured_s"] for entry in pair["iterations"] if not entry["skipped"]]
+    mean_s = sum(measured) / len(measured)
+    return 100 * sum(abs(m - mean_s) / m for m in measured) / len(measured)
+
+
 def fidelity(limit, arguments):
-    print("| strategy | iterations | measured mean (s) | profile: predicted (s) | MAPE | "
+    print("| strategy | iterations | measured mean (s) | spread | profile: predicted (s) | MAPE | "
           "run's compute: predicted (s) | MAPE | error of the mean |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|")
     failed = []
     for name, profile, own in pairs(arguments):
         error = relative_error_percent(own["mean_measured_s"], own["mean_predicted_s"])
-        print(f"| {name} | {own['compared_iterations']} | {own['mean_measured_s']:.4f} | "
+        print(f"| {name} | {own['compared_iterations']} | {own['mean_measured_s']:.4f} | {spread_percent(own):.1f}% | "
               f"{profile['mean_predicted_s']:.4f} | {profile['mape_percent']:.1f}% | "
               f"{own['mean_predicted_s']:.4f} | {own['mape_percent']:.1f}% | {error:+.1f}% |")
         if abs(error) > limit:
