@@ -4,12 +4,13 @@
 
   check_fidelity.py profiles A.json B.json
       the step time (sum of forward_s, backward_s, update_s) of two profiles measured at once
-  check_fidelity.py trace-profile PROFILE.json TRACE.json SKIP OUT.json
-      PROFILE with each layer's forward_s and backward_s replaced by the run's own compute events
-      in TRACE (a measured trace, docs/formats.md): in each iteration >= SKIP the slower rank's
-      (more compute in all), averaged over those iterations; update_s likewise, shared by
-      parameter count as the cpu profile does. The mean, not the median: on a shared machine a
-      rank is now and then descheduled in the middle of a layer, and the period pays those pauses
+  check_fidelity.py trace-profile PROFILE.json SKIP OUT.json TRACE.json ...
+      PROFILE with each layer's forward_s and backward_s replaced by the runs' own compute events
+      in the TRACEs (measured traces, docs/formats.md): in each iteration >= SKIP of each run the
+      slower rank's (more compute in all), averaged over all those iterations; update_s likewise,
+      shared by parameter count as the cpu profile does. The mean, not the median: on a shared
+      machine a rank is now and then descheduled in the middle of a layer, and the period pays
+      those pauses
   check_fidelity.py fidelity LIMIT NAME=PROFILE_COMPARE.json:OWN_COMPARE.json ...
       per run: the mean measured iteration, the DES's from the cpu profile and from the run's own
       compute (trace-profile) with their MAPEs, and the spread (the MAPE of predicting every
@@ -21,6 +22,7 @@
       |error| against the prediction from the run's compute > TOLERANCE %, or when the measured
       speedup of `best` over `ssgd` is below SPEEDUP % of the predicted one
 
+A COMPARE.json may hold several pairs: runs of one schedule against one prediction, pooled.
 Tables are printed as Markdown (the README's tables come from here, tools/runtime-fidelity.sh).
 Exit 1 with a line saying what failed.
 """
@@ -38,11 +40,55 @@ def step_s(profile):
                for key in ("forward_s", "backward_s", "update_s"))
 
 
+def trace_profile(profile_path, skip, out_path, trace_paths):
+    profile = load(profile_path)
+    slowest = []  # per run and iteration >= skip, the slower rank's {(cat, layer or None): seconds}
+    for trace_path in trace_paths:
+        trace = load(trace_path)
+        steps = {}  # iteration -> rank -> times
+        for event in trace["traceEvents"] if isinstance(trace, dict) else trace:
+            if event.get("ph") != "X" or event.get("cat") not in ("forward", "backward", "update"):
+                continue
+            if event["args"]["iteration"] < skip:
+                continue
+            times = steps.setdefault(event["args"]["iteration"], {}).setdefault(event["pid"], {})
+            key = (event["cat"], event["args"].get("layer"))
+            times[key] = times.get(key, 0.0) + event["dur"] * 1e-6  # us -> s
+        if not steps:
+            sys.exit(f"FAIL: {trace_path} has no compute event from iteration {skip} on")
+        # The ranks meet at every sync, so an iteration lasts as long as its slower rank's compute
+        # (plus what it waits for the link).
+        slowest += [max(ranks.values(), key=lambda times: sum(times.values())) for ranks in steps.values()]
+
+    def mean_s(key):
+        if any(key not in times for times in slowest):
+            sys.exit(f"FAIL: an iteration of the traces lacks a {key[0]} event of {key[1] or 'the optimizer'}")
+        return sum(times[key] for times in slowest) / len(slowest)
+
+    total_parameters = sum(layer["param_count"] for layer in profile["layers"])
+    update_s = mean_s(("update", None))
+    for layer in profile["layers"]:
+        for cat in ("forward", "backward"):
+            layer[cat + "_s"] = mean_s((cat, layer["name"]))
+        layer["update_s"] = update_s * layer["param_count"] / total_parameters
+    with open(out_path, "w") as f:
+        json.dump(profile, f, indent=1)
+
+
 def one_pair(path):
+    """The pairs of a compare document (one per run of a schedule, all against one prediction),
+    pooled: their compared iterations, the mean predicted and measured iteration over all of them,
+    and the MAPE over all of them."""
     document = load(path)
-    if document.get("format") != "syncplan.compare/v1" or len(document["pairs"]) != 1:
-        sys.exit(f"FAIL: {path} is not a syncplan.compare/v1 document of one pair")
-    return document["pairs"][0]
+    if document.get("format") != "syncplan.compare/v1" or not document["pairs"]:
+        sys.exit(f"FAIL: {path} is not a syncplan.compare/v1 document")
+    iterations = [entry for pair in document["pairs"] for entry in pair["iterations"] if not entry["skipped"]]
+    n = len(iterations)
+    return {"compared_iterations": n, "runs": len(document["pairs"]),
+            "mean_predicted_s": sum(entry["predicted_s"] for entry in iterations) / n,
+            "mean_measured_s": sum(entry["measured_s"] for entry in iterations) / n,
+            "mape_percent": 100 * sum(abs(entry["error_s"]) / entry["measured_s"] for entry in iterations) / n,
+            "iterations": iterations}
 
 
 def pairs(arguments):
@@ -65,43 +111,6 @@ def profiles(a, b):
         sys.exit("FAIL: the cpu profile has no update_s")
 
 
-def mean(values):
-    return sum(values) / len(values)
-
-
-def trace_profile(profile_path, trace_path, skip, out_path):
-    profile, trace = load(profile_path), load(trace_path)
-    events = trace["traceEvents"] if isinstance(trace, dict) else trace
-    # per (iteration, rank): {(cat, layer or None): seconds}
-    steps = {}
-    for event in events:
-        if event.get("ph") != "X" or event.get("cat") not in ("forward", "backward", "update"):
-            continue
-        iteration = event["args"]["iteration"]
-        if iteration < skip:
-            continue
-        times = steps.setdefault(iteration, {}).setdefault(event["pid"], {})
-        key = (event["cat"], event["args"].get("layer"))
-        times[key] = times.get(key, 0.0) + event["dur"] * 1e-6  # us -> s
-    if not steps:
-        sys.exit(f"FAIL: {trace_path} has no compute event from iteration {skip} on")
-    # Each iteration's slowest rank: the ranks meet at every sync, so an iteration lasts as long as
-    # its slower rank's compute (plus what it waits for the link).
-    slowest = [max(ranks.values(), key=lambda times: sum(times.values())) for ranks in steps.values()]
-    def mean_s(key):
-        if any(key not in times for times in slowest):
-            sys.exit(f"FAIL: {trace_path} lacks a {key[0]} event of {key[1] or 'the optimizer'} in an iteration")
-        return sum(times[key] for times in slowest) / len(slowest)
-    total_parameters = sum(layer["param_count"] for layer in profile["layers"])
-    update_s = mean_s(("update", None))
-    for layer in profile["layers"]:
-        for cat in ("forward", "backward"):
-            layer[cat + "_s"] = mean_s((cat, layer["name"]))
-        layer["update_s"] = update_s * layer["param_count"] / total_parameters
-    with open(out_path, "w") as f:
-        json.dump(profile, f, indent=1)
-
-
 def relative_error_percent(measured, predicted):
     return (measured - predicted) / predicted * 100
 
@@ -109,7 +118,7 @@ def relative_error_percent(measured, predicted):
 def spread_percent(pair):
     """The MAPE of predicting every compared iteration by the measured mean: what the iterations'
     own variation leaves to a prediction that gives each iteration of a schedule one time."""
-    measured = [entry["measured_s"] for entry in pair["iterations"] if not entry["skipped"]]
+    measured = [entry["measured_s"] for entry in pair["iterations"]]
     mean_s = sum(measured) / len(measured)
     return 100 * sum(abs(m - mean_s) / m for m in measured) / len(measured)
 
@@ -172,8 +181,8 @@ def promise(tolerance, speedup_percent, period, arguments):
 
 
 def main(argv):
-    if len(argv) == 5 and argv[0] == "trace-profile":
-        trace_profile(argv[1], argv[2], int(argv[3]), argv[4])
+    if len(argv) >= 5 and argv[0] == "trace-profile":
+        trace_profile(argv[1], int(argv[2]), argv[3], argv[4:])
     elif len(argv) >= 3 and argv[0] == "profiles":
         profiles(argv[1], argv[2])
     elif len(argv) >= 3 and argv[0] == "fidelity":
