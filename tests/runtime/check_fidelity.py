@@ -15,11 +15,11 @@
       per run: the mean measured iteration, the DES's from the cpu profile and from the run's own
       compute (trace-profile) with their MAPEs, and the spread (the MAPE of predicting every
       iteration by the measured mean: the floor the run's own variation sets); fails when the mean measured iteration is more
-      than LIMIT % from the one predicted from the run's compute
+      than LIMIT % from the one predicted from the runs' compute
   check_fidelity.py promise TOLERANCE SPEEDUP H NAME=PROFILE_COMPARE.json:OWN_COMPARE.json ...
       per run: the measured and predicted periods (H x the mean iteration over the compared
       iterations, whole periods) and the errors (measured - predicted) / predicted; fails when the
-      |error| against the prediction from the run's compute > TOLERANCE %, or when the measured
+      |error| against the prediction from the runs' compute > TOLERANCE %, or when the measured
       speedup of `best` over `ssgd` is below SPEEDUP % of the predicted one
 
 A COMPARE.json may hold several pairs: runs of one schedule against one prediction, pooled.
@@ -125,7 +125,7 @@ def spread_percent(pair):
 
 def fidelity(limit, arguments):
     print("| strategy | iterations | measured mean (s) | spread | profile: predicted (s) | MAPE | "
-          "run's compute: predicted (s) | MAPE | error of the mean |")
+          "runs' compute: predicted (s) | MAPE | error of the mean |")
     print("|---|---|---|---|---|---|---|---|---|")
     failed = []
     for name, profile, own in pairs(arguments):
@@ -135,11 +135,11 @@ def fidelity(limit, arguments):
               f"{own['mean_predicted_s']:.4f} | {own['mape_percent']:.1f}% | {error:+.1f}% |")
         if abs(error) > limit:
             failed.append(f"{name}: the mean measured iteration {own['mean_measured_s']:.4f} s is {error:+.1f}% "
-                          f"from the one predicted from the run's compute, {own['mean_predicted_s']:.4f} s "
+                          f"from the one predicted from the runs' compute, {own['mean_predicted_s']:.4f} s "
                           f"(limit {limit}%)")
     if failed:
         sys.exit("FAIL: " + "; ".join(failed))
-    print(f"every mean within {limit}% of its prediction from the run's compute")
+    print(f"every mean within {limit}% of its prediction from the runs' compute")
 
 
 def promise(tolerance, speedup_percent, period, arguments):
@@ -147,14 +147,14 @@ def promise(tolerance, speedup_percent, period, arguments):
     for required in ("ssgd", "best"):
         if required not in runs:
             sys.exit(f"FAIL: no run named {required}")
-    periods = {}  # name -> (measured, predicted from the profile, predicted from the run's compute)
+    periods = {}  # name -> (measured, predicted from the profile, predicted from the runs' compute)
     for name, (profile, own) in runs.items():
         if own["compared_iterations"] % period != 0:
             sys.exit(f"FAIL: {name}: {own['compared_iterations']} iterations compared, not whole periods of {period}")
         periods[name] = tuple(period * value for value in
                               (own["mean_measured_s"], profile["mean_predicted_s"], own["mean_predicted_s"]))
-    print("| strategy | measured period (s) | profile: predicted (s) | error | run's compute: predicted (s) | "
-          "error | measured speedup | predicted speedup (profile, run's compute) |")
+    print("| strategy | measured period (s) | profile: predicted (s) | error | runs' compute: predicted (s) | "
+          "error | measured speedup | predicted speedup (profile, runs' compute) |")
     print("|---|---|---|---|---|---|---|---|")
     failed = []
     ssgd = periods["ssgd"]

@@ -4,20 +4,21 @@
 # tabled by check_fidelity.py), each schedule run several times, the schedules taking turns:
 #   fidelity  no emulation: the link is a `profile-link` fit on the same 2 ranks; ssgd and wfbp;
 #             prints the MAPEs (README target <= 10 %); fails when a mean iteration is more than
-#             FIDELITY_MEAN_LIMIT (35 %: a bound for a broken pipeline, not the target) from its prediction from the runs' compute
+#             FIDELITY_MEAN_LIMIT (35 %) from its prediction from the runs' compute
 #   promise   an emulated 1 Gbit/s, 50 us link (tests/runtime/data/emulated-2ranks-1gbps.json):
 #             ssgd, flsgd, plsgd-even and the `best` plan, H = 4; each measured period within 15 %
 #             of the DES's, and the measured speedup of best over ssgd >= 80 % of the predicted one
 # Two predictions of each: from `profile --device cpu` run as two processes at once (each rank
 # computes beside another), which the `best` plan is planned on; and from the runs' own compute
 # events (the profile's layers with the runs' mean times), which the checks use: on a shared
-# machine a rank's compute is 1.5-3 times the profile's medians (docs/runtime.md section 7).
+# machine a rank's compute was 1.4-3.4 times the profile's medians (docs/runtime.md section 7).
 # Exit 77 (a skip) when the GPL-3 text is missing.
 #
 # usage: fidelity_cases.sh CASE SYNCPLAN PYTHON WORKDIR [MPIEXEC]
 # Environment (tools/runtime-fidelity.sh sets them for longer runs): FIDELITY_ITERATIONS (12 per
 # run), FIDELITY_SKIP (4), FIDELITY_ROUNDS (3 runs of each schedule), FIDELITY_BATCH (4),
-# FIDELITY_SEQ (32), FIDELITY_PERIOD (4), FIDELITY_MEAN_LIMIT (35 %: a bound for a broken pipeline, not the target), FIDELITY_MPI_OPTIONS.
+# FIDELITY_SEQ (32), FIDELITY_PERIOD (4), FIDELITY_MEAN_LIMIT (35 %: a bound for a broken
+# pipeline, not the target), FIDELITY_MPI_OPTIONS (--bind-to none).
 set -euo pipefail
 
 case_name="$1" syncplan="$2" python="$3" workdir="$4" mpiexec="${5:-mpirun}"
@@ -37,7 +38,11 @@ check() { "$python" "$here/check_fidelity.py" "$@"; }
 # cannot move away from another runnable process on its core (once: compute 0.069 s per
 # iteration unbound, 0.083 s bound, against 0.040 s in the profile).
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
-mpi() { echo "\$ mpirun -np 2 syncplan $*"; timeout -k 5 240 "$mpiexec" --oversubscribe ${FIDELITY_MPI_OPTIONS---bind-to none} -np 2 "$syncplan" "$@"; }
+read -r -a mpi_options <<<"${FIDELITY_MPI_OPTIONS---bind-to none}"
+mpi() {
+  echo "\$ mpirun -np 2 syncplan $*"
+  timeout -k 5 240 "$mpiexec" --oversubscribe "${mpi_options[@]}" -np 2 "$syncplan" "$@"
+}
 
 # Two CPU profiles at once, as two ranks compute; profile.json is the first, profile-b.json the
 # second (check_fidelity.py prints how far apart their steps are).
