@@ -8,6 +8,7 @@
 #   promise   an emulated 1 Gbit/s, 50 us link (tests/runtime/data/emulated-2ranks-1gbps.json):
 #             ssgd, flsgd, plsgd-even and the `best` plan, H = 4; each measured period within 15 %
 #             of the DES's, and the measured speedup of best over ssgd >= 80 % of the predicted one
+#   checker   check_fidelity.py itself on hand-made files (a pass, a fail, trace-profile)
 # Two predictions of each: from `profile --device cpu` run as two processes at once (each rank
 # computes beside another), which the `best` plan is planned on; and from the runs' own compute
 # events (the profile's layers with the runs' mean times), which the checks use: on a shared
@@ -121,8 +122,48 @@ case "$case_name" in
       flsgd=flsgd.compare.json:flsgd.own.compare.json plsgd-even=plsgd-even.compare.json:plsgd-even.own.compare.json \
       best=best.compare.json:best.own.compare.json
     ;;
+  checker)
+    # check_fidelity.py on hand-made files, numbers derived here. Two 2-iteration runs (H = 2,
+    # iteration 0 skipped): ssgd measured 1.0 s per iteration, predicted 1.0; best measured 0.5,
+    # predicted 0.5: periods 2.0 and 1.0, errors 0, speedup 2.0x of 2.0x (100% kept): it passes.
+    # With best measured 0.8 (period 1.6 s, +60% from 1.0 s; speedup 1.25x, 62% of 2.0x) it fails.
+    pair() {  # pair FILE MEASURED PREDICTED: a compare document of one run of 3 iterations
+      printf '{"format": "syncplan.compare/v1", "skip": 1, "pairs": [{"iterations": [%s, %s, %s]}]}' \
+        "{\"predicted_s\": $3, \"measured_s\": 9, \"error_s\": 0, \"skipped\": true}" \
+        "{\"predicted_s\": $3, \"measured_s\": $2, \"error_s\": $(awk "BEGIN {print $2 - $3}"), \"skipped\": false}" \
+        "{\"predicted_s\": $3, \"measured_s\": $2, \"error_s\": $(awk "BEGIN {print $2 - $3}"), \"skipped\": false}" >"$1"
+    }
+    pair ssgd.json 1.0 1.0 && pair best.json 0.5 0.5 && pair slow.json 0.8 0.5
+    check promise 15 80 2 ssgd=ssgd.json:ssgd.json best=best.json:best.json | tee good.txt
+    grep -q "100% of the predicted speedup kept" good.txt || { echo "FAIL: expected 100% kept"; exit 1; }
+    if check promise 15 80 2 ssgd=ssgd.json:ssgd.json best=slow.json:slow.json >bad.txt 2>&1; then
+      cat bad.txt; echo "FAIL: a period 60% off passed"; exit 1
+    fi
+    grep -q "+60.0% from the predicted 1.0000 s" bad.txt && grep -q "is 62% of the predicted 2.00x" bad.txt \
+      || { cat bad.txt; echo "FAIL: the failure does not name the period's error and the speedup kept"; exit 1; }
+    # trace-profile: one iteration, rank 0 computes 1 + 2 + 0.5 ms, rank 1 3 + 1 + 0.5 ms (the
+    # slower): layer a's forward 3 ms, backward 1 ms; the update's 0.5 ms all a's (its 10 of 10
+    # parameters); b has none: update 0.
+    echo '{"format": "syncplan.profile/v1", "model": "m", "source": "measured:cpu", "layers": [
+      {"name": "a", "param_count": 10, "param_bytes": 40, "forward_s": 1, "backward_s": 1, "update_s": 1},
+      {"name": "b", "param_count": 0, "param_bytes": 0, "forward_s": 1, "backward_s": 1, "update_s": 1}]}' >p.json
+    events=""
+    for spec in 0:forward:a:1000 0:backward:a:2000 0:update::500 1:forward:a:3000 1:backward:a:1000 1:update::500 \
+                0:forward:b:0 0:backward:b:0 1:forward:b:0 1:backward:b:0; do
+      IFS=: read -r pid cat layer dur <<<"$spec"
+      layer_arg=""
+      [[ -n $layer ]] && layer_arg=", \"layer\": \"$layer\""
+      events+="${events:+, }{\"ph\": \"X\", \"cat\": \"$cat\", \"pid\": $pid, \"ts\": 0, \"dur\": $dur, \"args\": {\"iteration\": 0$layer_arg}}"
+    done
+    echo "{\"traceEvents\": [$events]}" >t.json
+    check trace-profile p.json 0 out.json t.json
+    "$python" -c 'import json, sys; l = json.load(open("out.json"))["layers"]
+got = [round(x, 9) for x in (l[0]["forward_s"], l[0]["backward_s"], l[0]["update_s"], l[1]["update_s"])]
+sys.exit(0 if got == [0.003, 0.001, 0.0005, 0.0] else "FAIL: trace-profile gave %s" % got)'
+    echo "check_fidelity.py: pass, fail and trace-profile as derived"
+    ;;
   *)
-    echo "unknown case $case_name (fidelity, promise)" >&2
+    echo "unknown case $case_name (fidelity, promise, checker)" >&2
     exit 2
     ;;
 esac
