@@ -1,5 +1,5 @@
 // The CPU profiler: the layer graph on the host (model/cpu/cpu_graph.hpp), steady_clock around
-// each layer's forward and backward, and the Eigen GEMM ceiling.
+// each layer's forward and backward and the trainer's AdamW step, and the Eigen GEMM ceiling.
 #include "profiler/cpu_profile.hpp"
 #include "core/units.hpp"
 #include "core/host_memory.hpp"
@@ -91,7 +91,7 @@ Measurement measure_cpu(const Model& model, const Workload& workload, const Timi
   measurement.layers.resize(model.layers.size());
   for (int step = 0; step < options.warmup_steps + options.repeats; ++step) {
     const bool timed = step >= options.warmup_steps;
-    graph.zero_gradients();  // part of the optimizer's work in the trainer too, but not timed
+    graph.zero_gradients();  // untimed, as in the trainer (outside its compute and update events)
     for (std::size_t i = 0; i < graph.layer_count(); ++i) {
       const double seconds = time_layer(graph.graph().layers[i].has_forward(), [&] { graph.forward(i); });
       if (timed) measurement.layers[i].forward_s.push_back(seconds);
