@@ -1,11 +1,12 @@
 // The CPU profiler: the layer graph on the host (model/cpu/cpu_graph.hpp), steady_clock around
-// each layer's forward and backward, and the Eigen GEMM ceiling.
+// each layer's forward and backward and the trainer's AdamW step, and the Eigen GEMM ceiling.
 #include "profiler/cpu_profile.hpp"
 #include "core/units.hpp"
 #include "core/host_memory.hpp"
 #include "core/field_error.hpp"
 
 #include "core/errors.hpp"
+#include "model/adamw.hpp"
 #include "model/cpu/cpu_graph.hpp"
 
 #include <Eigen/Core>
@@ -77,12 +78,20 @@ Measurement measure_cpu(const Model& model, const Workload& workload, const Timi
   graph.set_batch(batch.ids, batch.targets);
   graph.set_dropout_seed(options.seed);
 
+  // The optimizer step the trainer runs (runtime/trainer.cpp): one AdamW step over the whole
+  // arena, timed whole and apportioned to the layers by their own parameters (AdamW's work is the
+  // same per element; a tied layer's parameters are its owner's, a layer without any gets 0).
+  // Timing each layer's slice alone would add a call and a cache miss per small tensor (a norm's
+  // 128 weights) that the trainer's single call does not pay.
+  AdamW optimizer(model.param_count());
+  SYNCPLAN_CHECK(static_cast<std::int64_t>(graph.parameters().size()) == model.param_count());
+
   Measurement measurement;
   measurement.source = "measured:cpu";
   measurement.layers.resize(model.layers.size());
   for (int step = 0; step < options.warmup_steps + options.repeats; ++step) {
     const bool timed = step >= options.warmup_steps;
-    graph.zero_gradients();  // the optimizer's part of a step: not timed
+    graph.zero_gradients();  // untimed, as in the trainer (outside its compute and update events)
     for (std::size_t i = 0; i < graph.layer_count(); ++i) {
       const double seconds = time_layer(graph.graph().layers[i].has_forward(), [&] { graph.forward(i); });
       if (timed) measurement.layers[i].forward_s.push_back(seconds);
@@ -91,6 +100,11 @@ Measurement measure_cpu(const Model& model, const Workload& workload, const Timi
       const double seconds = time_layer(graph.graph().layers[i].has_backward(), [&] { graph.backward(i); });
       if (timed) measurement.layers[i].backward_s.push_back(seconds);
     }
+    const double update_s = time_layer(true, [&] { optimizer.step(graph.parameters(), graph.gradients()); });
+    if (timed)
+      for (std::size_t i = 0; i < model.layers.size(); ++i)
+        measurement.layers[i].update_s.push_back(update_s * static_cast<double>(model.layers[i].param_count()) /
+                                                 static_cast<double>(model.param_count()));
   }
   if (options.gemm_ceiling)
     measurement.gemm_ceiling_flops_per_s = gemm_ceiling_cpu(model, workload, measurement.gemm_ceiling_shape);

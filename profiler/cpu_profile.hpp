@@ -19,9 +19,11 @@ namespace syncplan {
 /// `options.seed` and a batch of token ids and targets drawn from it; then `options.warmup_steps`
 /// untimed and `options.repeats` timed steps, each a forward through the layers in order and a
 /// backward in reverse, each layer's pass timed alone with steady_clock (0 exactly when the
-/// layer runs nothing in that pass). Throws InputError "--dtype bf16: ..." for bf16, and
-/// "--batch N --seq M: ..." when the buffers would not fit in the available memory. Source
-/// "measured:cpu".
+/// layer runs nothing in that pass), then the trainer's optimizer step (model/adamw.hpp, one
+/// AdamW step over the whole parameter arena) timed whole and apportioned to the layers by
+/// parameter count into LayerSamples::update_s (a tied or parameter-free layer gets 0; docs/
+/// profiler.md section 3). Throws InputError "--dtype bf16: ..." for bf16, and "--batch N --seq
+/// M: ..." when the buffers would not fit in the available memory. Source "measured:cpu".
 Measurement measure_cpu(const Model& model, const Workload& workload, const TimingOptions& options);
 
 /// One GEMM c [m, n] = a [m, k] b [k, n].

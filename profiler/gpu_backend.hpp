@@ -20,8 +20,10 @@ namespace syncplan {
 extern "C" {
 
 /// The version of GpuBackendTable; a library of another version is refused. The table passes C++
-/// objects (Model, Measurement) by pointer: the library must come from the same build.
-inline constexpr int kGpuBackendVersion = 1;
+/// objects (Model, Measurement) by pointer: the library must come from the same build. 2:
+/// LayerSamples gained update_s (the CPU profile's optimizer step), so a version-1 library's
+/// Measurement has another layout.
+inline constexpr int kGpuBackendVersion = 2;
 /// The one symbol the library exports: `const GpuBackendTable* syncplan_gpu_backend(void)`.
 inline constexpr const char* kGpuBackendEntryPoint = "syncplan_gpu_backend";
 /// The library's file name, looked for in ../lib beside the executable.

@@ -63,6 +63,8 @@ MeasurementSummary summarize_measurement(const Model& model, const Workload& wor
     layer.name = model.layers[i].name;
     layer.forward_s = median(samples.forward_s);
     layer.backward_s = median(samples.backward_s);
+    SYNCPLAN_CHECK(samples.update_s.empty() || samples.update_s.size() == repeats);
+    if (!samples.update_s.empty()) layer.update_s = median(samples.update_s);
     layer.forward_cv = coefficient_of_variation(samples.forward_s);
     layer.backward_cv = coefficient_of_variation(samples.backward_s);
     layer.forward_flops = work.forward.flops();

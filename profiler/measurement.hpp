@@ -27,6 +27,9 @@ struct TimingOptions {
 struct LayerSamples {
   std::vector<double> forward_s;
   std::vector<double> backward_s;
+  /// The layer's share of the optimizer step in each timed step (docs/profiler.md section 3);
+  /// empty when the backend does not time the step (the profile's update_s stays null).
+  std::vector<double> update_s;
 };
 
 /// What a device backend returns.
@@ -50,6 +53,7 @@ struct MeasuredLayer {
   std::string name;
   double forward_s = 0;                   ///< median over repeats (s)
   double backward_s = 0;                  ///< median over repeats (s)
+  std::optional<double> update_s;         ///< median over repeats of the optimizer step's share (s); none when not timed
   std::optional<double> forward_cv;       ///< coefficient of variation over repeats
   std::optional<double> backward_cv;
   double forward_flops = 0;               ///< the spec's FLOPs of the layer's forward (matmul + vector)

@@ -23,6 +23,7 @@ namespace {
 struct BackendResult {
   std::string source;
   std::vector<LayerTimes> times;
+  std::vector<std::optional<double>> update_s;  // per layer; empty when the backend does not time the optimizer
   std::optional<Json> report;      // measured devices: the side report (docs/profiler.md)
   std::vector<std::string> notes;  // lines for people
 };
@@ -77,7 +78,10 @@ BackendResult measured_backend(const Model& model, const Workload& workload, con
     result.notes.emplace_back("ceiling check: no layer above the GEMM ceiling");
   }
   result.source = measurement.source;
-  for (const MeasuredLayer& layer : summary.layers) result.times.push_back({layer.forward_s, layer.backward_s});
+  for (const MeasuredLayer& layer : summary.layers) {
+    result.times.push_back({layer.forward_s, layer.backward_s});
+    result.update_s.push_back(layer.update_s);
+  }
   if (request.report)
     result.report = measurement_report_json(model, workload, request.device, timing, measurement, summary);
   return result;
@@ -131,15 +135,18 @@ ModelProfile make_model_profile(const ModelProfileRequest& request) {
                          ": only with a measured device (cpu or cuda), not the estimate");
   BackendResult result = backend(model, workload, request);
   SYNCPLAN_CHECK(result.times.size() == model.layers.size());
+  SYNCPLAN_CHECK(result.update_s.empty() || result.update_s.size() == model.layers.size());
 
   ModelProfile made;
   made.profile = model_profile_skeleton(model, workload.dtype, result.source);
-  double forward_s = 0, backward_s = 0;
+  double forward_s = 0, backward_s = 0, update_s = 0;
   for (std::size_t i = 0; i < made.profile.layers.size(); ++i) {
     made.profile.layers[i].forward_s = result.times[i].forward_s;
     made.profile.layers[i].backward_s = result.times[i].backward_s;
+    if (!result.update_s.empty()) made.profile.layers[i].update_s = result.update_s[i];
     forward_s += result.times[i].forward_s;
     backward_s += result.times[i].backward_s;
+    update_s += result.update_s.empty() ? 0.0 : result.update_s[i].value_or(0.0);
   }
   validate_profile(made.profile, request.spec_path.string());
   made.report = std::move(result.report);
@@ -148,7 +155,9 @@ ModelProfile make_model_profile(const ModelProfileRequest& request) {
   summary << model.name << ": " << model.layers.size() << " layers, " << model.param_count() << " parameters ("
           << model.param_count() * dtype_size_bytes(workload.dtype) << " bytes in " << dtype_name(workload.dtype)
           << "), batch " << workload.batch << " x seq " << workload.seq << ": forward " << format_short(forward_s, 6)
-          << " s, backward " << format_short(backward_s, 6) << " s per step (" << result.source << ")";
+          << " s, backward " << format_short(backward_s, 6) << " s"
+          << (update_s > 0 ? ", optimizer step " + format_short(update_s, 6) + " s" : std::string()) << " per step ("
+          << result.source << ")";
   made.notes.push_back(summary.str());
   std::int64_t frozen_layers = 0, frozen_params = 0;
   for (const ModelLayer& layer : model.layers)

@@ -35,7 +35,9 @@ struct ModelProfileRequest {
 
 /// What make_model_profile returns.
 struct ModelProfile {
-  Profile profile;              ///< validated; forward_s and backward_s per layer, sync_s null
+  Profile profile;              ///< validated; forward_s and backward_s per layer, update_s on the cpu
+                                ///< device (AdamW's step, apportioned by parameter count; null
+                                ///< elsewhere), sync_s null
   std::optional<Json> report;   ///< measured devices, when asked: syncplan.profile-report/v1 (docs/formats.md)
   std::vector<std::string> notes;  ///< lines for people, in order: the backend's, the spread, the
                                    ///< ceiling verdict, and a summary of the model and its step time

@@ -3,6 +3,7 @@
 #include "core/errors.hpp"
 #include "profiler/cpu_profile.hpp"
 #include "profiler/measurement.hpp"
+#include "profiler/model_profile.hpp"
 #include "model/model_spec.hpp"
 
 #include <catch2/catch.hpp>
@@ -113,6 +114,49 @@ TEST_CASE("the cpu backend times tiny-gpt: every busy layer > 0, repeatable", "[
   WARN("tiny-gpt, batch 2 x seq 32, fp32, 1 warm-up + 5 repeats in " << elapsed_s << " s: step forward "
        << summary.step_forward_s << " s, backward " << summary.step_backward_s << " s; " << printed.str());
   CHECK(summary.step_cv.has_value());
+}
+
+TEST_CASE("the cpu profile's update_s: AdamW's step shared by parameter count, null for the estimate", "[measurement][cpu_profile]") {
+  // The cpu backend times the trainer's one AdamW step over the whole arena and gives each layer
+  // u x p_i / P (p_i its own parameters, P = 834,304 for tiny-gpt): so update_s > 0 exactly on the
+  // layers with parameters of their own (lm_head is tied to wte and has none; dropouts and the
+  // activations none), update_s / p_i is one number for every such layer, and the layers' sum
+  // is the step u itself.
+  ModelProfileRequest request;
+  request.spec_path = std::string(SYNCPLAN_DATA_DIR) + "/models/tiny-gpt.json";
+  request.gpu_catalog_path = std::string(SYNCPLAN_DATA_DIR) + "/gpus.json";
+  request.device = "cpu";
+  request.batch = 2;
+  request.seq = 16;
+  request.warmup = 1;
+  request.repeats = 3;
+  const Model model = tiny_gpt();
+  const Profile profile = make_model_profile(request).profile;
+  REQUIRE(profile.layers.size() == model.layers.size());
+  double per_parameter_s = 0, total_s = 0;
+  int with_parameters = 0;
+  for (std::size_t i = 0; i < profile.layers.size(); ++i) {
+    INFO(profile.layers[i].name);
+    REQUIRE(profile.layers[i].update_s.has_value());
+    const double u = *profile.layers[i].update_s;
+    total_s += u;
+    if (model.layers[i].param_count() == 0) {
+      CHECK(u == 0);
+      continue;
+    }
+    ++with_parameters;
+    CHECK(u > 0);
+    const double share = u / static_cast<double>(model.layers[i].param_count());
+    if (per_parameter_s == 0) per_parameter_s = share;
+    CHECK(share == Approx(per_parameter_s).epsilon(1e-9));
+  }
+  CHECK(with_parameters > 10);  // wte, wpe, and per block ln_1, c_attn, c_proj, ln_2, c_fc, mlp c_proj; ln_f
+  CHECK(total_s == Approx(per_parameter_s * static_cast<double>(model.param_count())).epsilon(1e-9));
+  WARN("tiny-gpt's AdamW step in the cpu profile: " << total_s << " s for " << model.param_count() << " parameters");
+
+  request.device = "estimate";  // no optimizer in the roofline: null, not 0 (SPEC section 3)
+  request.gpu = "H100-SXM";
+  for (const LayerProfile& layer : make_model_profile(request).profile.layers) CHECK_FALSE(layer.update_s.has_value());
 }
 
 TEST_CASE("the cpu backend times a Llama through its layer graph: the rotary table has no backward", "[measurement][cpu_profile]") {
