@@ -205,6 +205,16 @@ case "$case_name" in
       cmp "$workdir/a/$file" "$workdir/b/$file" || die "rank $rank: $file differs between the uninterrupted and the resumed run"
     done
     echo "resumed from the newest folder at the kill ($resumed_from); step $iterations's rank files are bit-identical"
+    # The resumed log and trace continue the iteration numbers: they start at the resumed step.
+    resumed_step=$((10#${resumed_from#step-}))
+    first_logged() { grep -oE '"iteration": *[0-9]+' "$1" | grep -oE '[0-9]+$' | sort -n | head -1; }
+    [[ "$(first_logged "$workdir/b2.jsonl")" == "$resumed_step" ]] ||
+      die "the resumed log starts at iteration $(first_logged "$workdir/b2.jsonl"), expected $resumed_step"
+    [[ "$(first_logged "$workdir/b2.json")" == "$resumed_step" ]] ||
+      die "the resumed trace starts at iteration $(first_logged "$workdir/b2.json"), expected $resumed_step"
+    last_logged=$(grep -oE '"iteration": *[0-9]+' "$workdir/b2.jsonl" | grep -oE '[0-9]+$' | sort -n | tail -1)
+    [[ "$last_logged" == $((iterations - 1)) ]] || die "the resumed log ends at iteration $last_logged, expected $((iterations - 1))"
+    echo "the resumed log and trace run from iteration $resumed_step to $last_logged"
     echo "ok: resume on $ranks ranks"
     ;;
   *) echo "fault_cases.sh: unknown case '$case_name'" >&2; exit 2 ;;

@@ -358,21 +358,6 @@ TEST_CASE("the trace names events as the DES does", "[runtime]") {
   CHECK(events[5]["name"] == "update");
 }
 
-TEST_CASE("byte batches: contiguous windows, targets shifted by one, wrapping at the shard's end", "[runtime]") {
-  ByteShard shard;
-  for (int i = 0; i < 10; ++i) shard.bytes.push_back(static_cast<std::uint8_t>(100 + i));
-  std::int64_t cursor = 0;
-  // B = 2, S = 4: sequences at 0 and 4 (ids 100..103, 104..107; targets one later), cursor 8.
-  TokenBatch batch = next_byte_batch(shard, cursor, 2, 4);
-  CHECK(batch.ids == std::vector<std::int64_t>{100, 101, 102, 103, 104, 105, 106, 107});
-  CHECK(batch.targets == std::vector<std::int64_t>{101, 102, 103, 104, 105, 106, 107, 108});
-  CHECK(cursor == 8);
-  // 8 + 4 + 1 > 10: the next sequence wraps to 0.
-  batch = next_byte_batch(shard, cursor, 1, 4);
-  CHECK(batch.ids == std::vector<std::int64_t>{100, 101, 102, 103});
-  CHECK(cursor == 4);
-}
-
 TEST_CASE("train requests are checked before anything is read", "[runtime]") {
   TrainRequest request;
   request.iterations = 0;
@@ -385,7 +370,11 @@ TEST_CASE("train requests are checked before anything is read", "[runtime]") {
   CHECK_THROWS_WITH(check_train_request(request), Catch::StartsWith("device: unknown 'tpu'"));
   request.device = "cpu";
   CHECK_NOTHROW(check_train_request(request));
-  CHECK_THROWS_WITH(read_byte_shard("/nonexistent/text", 0, 2, 4, 64), Catch::Contains("--data /nonexistent/text: no such file"));
+  // Checkpoints need a period: every K >= 1 steps.
+  request.checkpoint_dir = "checkpoints";
+  CHECK_THROWS_WITH(check_train_request(request), Catch::StartsWith("checkpoint_every: must be >= 1"));
+  request.checkpoint_every = 20;
+  CHECK_NOTHROW(check_train_request(request));
 }
 
 TEST_CASE("frozen layers are synced by nobody; a tied layer must sync with its carrier", "[runtime]") {
