@@ -99,8 +99,12 @@ void show_progress(const IterationRecord& record, long long iterations) {
 int run(const MpiSession& mpi, FatalSignalLine& line, const RunOptions& options) {
   TrainRequest request;
   // A bad --timeout-s is reported through this agreement, which then runs under the default deadline.
-  agree_on_input(mpi, [&] { request = with_flags(kRunFlags, [&] { return make_request(options, mpi.is_root()); }); },
-                 options.timeout_s > 0 && options.timeout_s < 1e9 ? options.timeout_s : 60.0);
+  try {
+    agree_on_input(mpi, [&] { request = with_flags(kRunFlags, [&] { return make_request(options, mpi.is_root()); }); },
+                   options.timeout_s > 0 && options.timeout_s < 1e9 ? options.timeout_s : 60.0);
+  } catch (const CommTimeout& e) {
+    throw RunTimeout("rank " + std::to_string(mpi.rank()) + ": before the first iteration: " + e.what());
+  }
   const bool terminal = mpi.is_root() && isatty(STDERR_FILENO) == 1;
   TrainProgress progress;
   if (terminal) progress = [&](const IterationRecord& record) { show_progress(record, options.iterations); };

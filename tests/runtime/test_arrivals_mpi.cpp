@@ -8,7 +8,10 @@
 // naming the missing ranks, the fatal-signal line, AdamW, checkpoints and --resume), so that
 // tests/runtime/fault_cases.sh can be run against it before the real command exists.
 //
-// usage: test_arrivals_mpi arrive|missing|checkpoint|fingerprint|signal [WORKDIR]
+// Mode `stall` is a rank that joins MPI and then does nothing for 60 s (as a rank stopped during
+// the setup would), the partner of one `syncplan run` rank in fault_cases.sh's setup_stall case.
+//
+// usage: test_arrivals_mpi arrive|missing|checkpoint|fingerprint|signal|stall [WORKDIR]
 //        test_arrivals_mpi run --data FILE --iterations K [--batch B] [--seq S] [--timeout-s T]
 //                          [--checkpoint DIR --checkpoint-every K] [--resume DIR] [other flags, ignored]
 #include "comm/arrivals.hpp"
@@ -349,7 +352,11 @@ int main(int argc, char** argv) {
     else if (mode == "checkpoint" && argc > 2) rc = checkpoint_case(mpi, argv[2]);
     else if (mode == "fingerprint") rc = fingerprint_case(mpi);
     else if (mode == "signal") rc = signal_case(mpi);
-    else std::fprintf(stderr, "usage: test_arrivals_mpi arrive|missing|checkpoint|fingerprint|signal [WORKDIR]\n");
+    else if (mode == "stall") {
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+      rc = 0;
+    }
+    else std::fprintf(stderr, "usage: test_arrivals_mpi arrive|missing|checkpoint|fingerprint|signal|stall [WORKDIR]\n");
     std::fflush(stdout);
     // A rank that failed alone would leave the others in a collective: end them all.
     if (rc == 1) mpi.abort(1);
