@@ -116,11 +116,14 @@ int run(const MpiSession& mpi, FatalSignalLine& line, const RunOptions& options)
   double total_s = 0;
   for (const IterationRecord& record : result.records) total_s += record.iteration_s;
   const std::string& strategy = result.trace["syncplan"]["strategy"].get_ref<const std::string&>();
-  std::printf("run: %s (%s, H = %d) on %d rank%s, %lld iterations: rank 0's loss %.4f -> %.4f, %.6f s per iteration\n",
+  // A resumed run did the iterations from its checkpoint's step to --iterations.
+  const long long first = result.records.front().iteration;
+  const std::string resumed = first > 0 ? " (resumed at iteration " + std::to_string(first) + ")" : "";
+  std::printf("run: %s (%s, H = %d) on %d rank%s, %zu iterations%s: rank 0's loss %.4f -> %.4f, %.6f s per iteration\n",
               strategy == "plan" ? ("plan " + options.plan_path).c_str() : strategy.c_str(),
               result.trace["syncplan"]["sync"].get_ref<const std::string&>().c_str(),
-              result.trace["syncplan"]["period"].get<int>(), mpi.size(), mpi.size() == 1 ? "" : "s", options.iterations, result.first_loss,
-              result.last_loss, total_s / static_cast<double>(result.records.size()));
+              result.trace["syncplan"]["period"].get<int>(), mpi.size(), mpi.size() == 1 ? "" : "s", result.records.size(),
+              resumed.c_str(), result.first_loss, result.last_loss, total_s / static_cast<double>(result.records.size()));
   if (request.link)
     std::printf("emulated link: %g Gbit/s, %g us latency (each all-reduce ends no earlier than the ring model's time)\n",
                 request.link->bandwidth_Gbps, request.link->latency_us);
@@ -168,7 +171,8 @@ void add_run_command(CLI::App& app, Action& action) {
   command->add_option("--data", options->data_path,
                       "training text, read as bytes (tokens 0..255); rank r of N trains on bytes [r n/N, (r+1) n/N)")
       ->required();
-  command->add_option("--iterations", options->iterations, "optimizer steps to run (1..100000)")->required();
+  command->add_option("--iterations", options->iterations, "the step to train to (1..100000): a fresh run takes that many optimizer steps, a resumed one "
+                      "continues from its checkpoint's step")->required();
   command->add_option("--batch", options->batch, "sequences per rank and step (default: 4)");
   command->add_option("--seq", options->seq, "tokens per sequence, at most the model's context (default: 64)");
   command->add_option("--seed", options->seed, "seed of the initial parameters (the same on every rank) and dropout (default: 1)");
