@@ -3,6 +3,7 @@
 // whatever becomes of the peers.
 #include "comm/arrivals.hpp"
 
+#include "comm/communicator.hpp"
 #include "comm/mpi_check.hpp"
 #include "core/errors.hpp"
 
@@ -11,6 +12,7 @@
 #include <cstdio>
 #include <deque>
 #include <map>
+#include <thread>
 
 namespace syncplan {
 
@@ -91,10 +93,22 @@ struct Arrivals::State {
   }
 };
 
-Arrivals::Arrivals(const MpiSession& mpi) : state_(std::make_unique<State>()) {
+Arrivals::Arrivals(const MpiSession& mpi, double deadline_s) : state_(std::make_unique<State>()) {
+  SYNCPLAN_CHECK(deadline_s > 0);
   State& state = *state_;
+  const auto start = Clock::now();
   for (MPI_Comm* comm : {&state.arrivals, &state.heartbeats}) {
-    SYNCPLAN_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, comm));
+    // Nonblocking and tested (MPI-3.0 section 6.4.2): MPI_Comm_dup would wait forever for a
+    // stopped rank. At the deadline the duplicate stays pending: the caller ends the rank.
+    MPI_Request request = MPI_REQUEST_NULL;
+    SYNCPLAN_MPI_CHECK(MPI_Comm_idup(MPI_COMM_WORLD, comm, &request));
+    for (int done = 0;;) {
+      SYNCPLAN_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+      if (done) break;
+      if (std::chrono::duration<double>(Clock::now() - start).count() > deadline_s)
+        throw CommTimeout("the arrival messages' communicators", deadline_s);
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
     SYNCPLAN_MPI_CHECK(MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN));
   }
   state.rank = mpi.rank();

@@ -36,8 +36,11 @@ class Arrivals {
   /// Seconds between two heartbeats of one rank.
   static constexpr double kHeartbeatInterval_s = 0.25;
 
-  /// Collective (MPI_Comm_dup twice); throws LibraryError when MPI fails.
-  explicit Arrivals(const MpiSession& mpi);
+  /// Collective: two duplicates of MPI_COMM_WORLD (MPI_Comm_idup, tested until `deadline_s`
+  /// seconds (> 0) have passed, so that a rank stopped meanwhile cannot hold the others forever).
+  /// Throws CommTimeout "bucket 'the arrival messages' communicators': ..." at the deadline,
+  /// LibraryError when MPI fails.
+  explicit Arrivals(const MpiSession& mpi, double deadline_s = 60);
   ~Arrivals();
   Arrivals(const Arrivals&) = delete;
   Arrivals& operator=(const Arrivals&) = delete;

@@ -8,6 +8,7 @@
 #include "simulator/topology.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <thread>
@@ -43,7 +44,7 @@ Cluster emulated_cluster(const EmulatedLink& link, int workers) {
 }
 
 SyncTimeout::SyncTimeout(int rank, std::int64_t iteration, const std::string& first_layer, std::size_t layers,
-                         double deadline_s)
+                         double deadline_s, std::int64_t tag)
     : std::runtime_error("rank " + std::to_string(rank) + ": iteration " + std::to_string(iteration) +
                          ": the all-reduce of bucket '" + first_layer + "'" +
                          (layers > 1 ? " (" + std::to_string(layers) + " layers)" : std::string()) +
@@ -51,7 +52,8 @@ SyncTimeout::SyncTimeout(int rank, std::int64_t iteration, const std::string& fi
                          " s (a rank died, hung or never started it)"),
       rank_(rank),
       iteration_(iteration),
-      first_layer_(first_layer) {}
+      first_layer_(first_layer),
+      tag_(tag) {}
 
 Executor::Executor(Schedule schedule, Communicator& comm, const LayerBuffers& buffers, const RunClock& clock,
                    ExecutorOptions options)
@@ -110,8 +112,12 @@ void Executor::launch(std::size_t bucket) {
     record.emulated_end_s = std::max(record.launch_s, link_free_s_) + emulated_->time_s(static_cast<double>(scheduled.bytes));
     link_free_s_ = record.emulated_end_s;
   }
+  // The watch hears of the bucket before it is started: a peer that times out in it can then tell
+  // this rank arrived (comm/arrivals.hpp).
+  const std::int64_t tag = options_.watch.started ? options_.watch.started(iteration_, names_[h][bucket]) : started_;
+  ++started_;
   const BucketRequest request = comm_.start(names_[h][bucket], spans_[h][bucket]);
-  in_flight_.push_back({request, bucket, current_.buckets.size()});
+  in_flight_.push_back({request, bucket, current_.buckets.size(), tag});
   current_.buckets.push_back(std::move(record));
 }
 
@@ -140,19 +146,26 @@ void Executor::layer_backward_done(std::size_t layer) {
   while (next_bucket_ < buckets.size() && buckets[next_bucket_].launch == LaunchPoint::kLayerDone &&
          buckets[next_bucket_].layers.back() >= layer)
     launch(next_bucket_++);
-  if (!in_flight_.empty()) test_in_flight();
+  if (!in_flight_.empty()) {
+    const std::int64_t newest = in_flight_.back().tag;
+    test_in_flight();
+    if (options_.watch.waiting) options_.watch.waiting(newest, 0.0);
+  }
 }
 
 void Executor::wait_in_flight() {
   for (Flight& flight : in_flight_) {
-    if (flight.request.id >= 0) {
-      try {
-        comm_.wait(flight.request, options_.timeout_s);
-      } catch (const CommTimeout&) {
+    // Polled here rather than with Communicator::wait, so that the watch runs between tests.
+    const double started_s = clock_.now_s();
+    while (flight.request.id >= 0 && !comm_.test(flight.request)) {
+      const double waited_s = clock_.now_s() - started_s;
+      if (waited_s > options_.timeout_s) {
         const ScheduleBucket& bucket = schedule_.iterations[period_position()][flight.bucket];
         throw SyncTimeout(comm_.rank(), iteration_, names_[period_position()][flight.bucket], bucket.layers.size(),
-                          options_.timeout_s);
+                          options_.timeout_s, flight.tag);
       }
+      if (options_.watch.waiting) options_.watch.waiting(flight.tag, waited_s);
+      std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
     const double emulated_end_s = current_.buckets[flight.record].emulated_end_s;
     if (clock_.now_s() < emulated_end_s) std::this_thread::sleep_until(clock_.at(emulated_end_s));

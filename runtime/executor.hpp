@@ -41,15 +41,31 @@ Cluster emulated_cluster(const EmulatedLink& link, int workers);
 /// started it. The bucket stays in flight; the caller reports what() (one line) and aborts.
 class SyncTimeout : public std::runtime_error {
  public:
-  SyncTimeout(int rank, std::int64_t iteration, const std::string& first_layer, std::size_t layers, double deadline_s);
+  SyncTimeout(int rank, std::int64_t iteration, const std::string& first_layer, std::size_t layers, double deadline_s,
+              std::int64_t tag = -1);
   int rank() const { return rank_; }
   std::int64_t iteration() const { return iteration_; }
   const std::string& first_layer() const { return first_layer_; }
+  /// The bucket's tag (BucketWatch::started's result; -1 without a watch).
+  std::int64_t tag() const { return tag_; }
 
  private:
   int rank_;
   std::int64_t iteration_;
   std::string first_layer_;
+  std::int64_t tag_;
+};
+
+/// How the training loop follows the buckets (the trainer: comm/arrivals.hpp's announcements and
+/// heartbeats, comm/fatal_signal.hpp's line). Either may be empty.
+struct BucketWatch {
+  /// A bucket is being started in `iteration`, its first layer `first_layer`: returns the tag the
+  /// executor hands back in `waiting` and SyncTimeout (the trainer: its Arrivals sequence number).
+  std::function<std::int64_t(std::int64_t iteration, const std::string& first_layer)> started;
+  /// Called after each round of tests of the buckets in flight: in layer_backward_done with
+  /// `waited_s` 0 and `tag` the newest bucket's, and between tests while before_step or after_step
+  /// wait for bucket `tag`, with the seconds waited for it so far.
+  std::function<void(std::int64_t tag, double waited_s)> waiting;
 };
 
 /// Options of an executor.
@@ -57,6 +73,7 @@ struct ExecutorOptions {
   double timeout_s = 300;              ///< deadline of each bucket's wait before (or after) the step, s; > 0, finite
   std::optional<EmulatedLink> link;    ///< emulated link; none: buckets complete when the all-reduce does
   std::int64_t first_iteration = 0;    ///< the iteration counter's start (a resumed run's step), >= 0
+  BucketWatch watch;                   ///< follows the buckets; none: nothing is told
 };
 
 /// The buffers a bucket's layer averages: model layer index -> its tensors (parameters or
@@ -124,6 +141,7 @@ class Executor {
     BucketRequest request;
     std::size_t bucket;   // index into the iteration's schedule
     std::size_t record;   // index into current_.buckets
+    std::int64_t tag;     // BucketWatch::started's result, or the bucket's start number
   };
   void launch(std::size_t bucket);
   void test_in_flight();
@@ -143,6 +161,7 @@ class Executor {
   std::int64_t iteration_ = 0;
   Phase phase_ = Phase::kIdle;
   std::size_t next_bucket_ = 0;  // the next bucket of the iteration to launch
+  std::int64_t started_ = 0;     // buckets started so far (the tags without a watch)
   double link_free_s_ = 0;       // when the emulated link is free (s on the run clock)
   std::vector<Flight> in_flight_;
   ExecutedIteration current_;

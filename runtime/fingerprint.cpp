@@ -2,6 +2,8 @@
 // collective check that every rank runs rank 0's.
 #include "runtime/fingerprint.hpp"
 
+#include "runtime/rank_agreement.hpp"
+
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
 
@@ -110,26 +112,27 @@ std::string run_mismatch_message(const RunFingerprint& root,
   return message;
 }
 
-void require_same_run(const MpiSession& mpi, const RunFingerprint& mine) {
-  std::uint64_t root_parts[3] = {mine.schedule, mine.model, mine.workload};
-  mpi.broadcast(root_parts, static_cast<int>(sizeof root_parts), 0);
-  const RunFingerprint root{root_parts[0], root_parts[1], root_parts[2]};
-  const bool same = mine == root;
-  // The differing ranks one by one: each round finds the lowest differing rank above the last
-  // one found, and that rank broadcasts its fingerprint (one round per differing rank named).
+void require_same_run(const MpiSession& mpi, const RunFingerprint& mine, double deadline_s,
+                      const std::function<void()>& poll) {
+  // The hashes travel as int64 bit patterns (MPI has no portable uint64 type for MPI_Iallgather's
+  // count-based form here): the cast back restores them exactly.
+  const std::vector<std::int64_t> parts{static_cast<std::int64_t>(mine.schedule), static_cast<std::int64_t>(mine.model),
+                                        static_cast<std::int64_t>(mine.workload)};
+  const std::vector<std::int64_t> all = allgather_within(mpi, parts, "the run fingerprint check", deadline_s, poll);
+  const auto at = [&](int rank) {
+    const std::size_t i = 3 * static_cast<std::size_t>(rank);
+    return RunFingerprint{static_cast<std::uint64_t>(all[i]), static_cast<std::uint64_t>(all[i + 1]),
+                          static_cast<std::uint64_t>(all[i + 2])};
+  };
+  const RunFingerprint root = at(0);
   std::vector<std::pair<int, RunFingerprint>> differing;
-  int last = -1;
-  while (differing.size() < kNamedRanks) {
-    const int next = mpi.first_failing_rank(same || mpi.rank() <= last);
-    if (next < 0) break;
-    std::uint64_t parts[3] = {mine.schedule, mine.model, mine.workload};
-    mpi.broadcast(parts, static_cast<int>(sizeof parts), next);
-    differing.emplace_back(next, RunFingerprint{parts[0], parts[1], parts[2]});
-    last = next;
+  int more = 0;
+  for (int rank = 1; rank < mpi.size(); ++rank) {
+    if (at(rank) == root) continue;
+    if (differing.size() < kNamedRanks) differing.emplace_back(rank, at(rank));
+    else ++more;
   }
-  if (differing.empty()) return;
-  const auto beyond = static_cast<int>(mpi.sum(!same && mpi.rank() > last ? 1 : 0));
-  throw InputError(run_mismatch_message(root, differing, beyond));
+  if (!differing.empty()) throw InputError(run_mismatch_message(root, differing, more));
 }
 
 }  // namespace syncplan

@@ -9,6 +9,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -59,12 +60,16 @@ struct RunFingerprint {
 RunFingerprint fingerprint_run(const std::string& schedule, const ModelSpec& spec, std::int64_t batch,
                                std::int64_t seq, int ranks);
 
-/// Collective: rank 0's fingerprint is broadcast and every rank compares its own with it. When a
-/// rank differs, every rank throws the same InputError, one line with one clause per differing
-/// rank naming the parts, e.g. "rank 1's plan differs from rank 0's; rank 3's model and
-/// batch/sequence/ranks differ from rank 0's" (the first 8 differing ranks, then "and N more
-/// ranks differ"). Throws LibraryError when an MPI call fails.
-void require_same_run(const MpiSession& mpi, const RunFingerprint& mine);
+/// Collective: every rank's fingerprint is gathered to every rank (one nonblocking all-gather of
+/// 24 bytes per rank, tested until `deadline_s` seconds (> 0) have passed, `poll` between tests)
+/// and compared with rank 0's. When a rank differs, every rank throws the same InputError, one
+/// line with one clause per differing rank naming the parts, e.g. "rank 1's plan differs from
+/// rank 0's; rank 3's model and batch/sequence/ranks differ from rank 0's" (the first 8 differing
+/// ranks, then "and N more ranks differ"). Throws CommTimeout "bucket 'the run fingerprint
+/// check': ..." when a rank does not take part in time (it died or hangs), LibraryError when an
+/// MPI call fails.
+void require_same_run(const MpiSession& mpi, const RunFingerprint& mine, double deadline_s = 60,
+                      const std::function<void()>& poll = {});
 
 /// The parts in which `other` differs from `root`, for messages: "plan", "plan and model",
 /// "plan, model and batch/sequence/ranks"; empty when they are equal.

@@ -69,4 +69,15 @@ std::int64_t broadcast_within(const MpiSession& mpi, std::int64_t value, int roo
   return value;
 }
 
+std::vector<std::int64_t> allgather_within(const MpiSession& mpi, const std::vector<std::int64_t>& mine,
+                                           const std::string& what, double deadline_s, const WhileWaiting& poll) {
+  SYNCPLAN_CHECK(deadline_s > 0);
+  std::vector<std::int64_t> all(mine.size() * static_cast<std::size_t>(mpi.size()));
+  MPI_Request request = MPI_REQUEST_NULL;
+  SYNCPLAN_MPI_CHECK(MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, all.data(),
+                                    static_cast<int>(mine.size()), MPI_INT64_T, MPI_COMM_WORLD, &request));
+  wait_within(request, what, deadline_s, poll);
+  return all;
+}
+
 }  // namespace syncplan

@@ -10,6 +10,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace syncplan {
 
@@ -38,5 +39,11 @@ void run_agreed(const MpiSession& mpi, const std::string& what, double deadline_
 /// seconds or CommTimeout naming `what`. Throws LibraryError when an MPI call fails.
 std::int64_t broadcast_within(const MpiSession& mpi, std::int64_t value, int root, const std::string& what,
                               double deadline_s, const WhileWaiting& poll = {});
+
+/// Collective: every rank's `mine` (the same length on every rank) on every rank, rank r's at
+/// [r n, (r + 1) n) (MPI_Iallgather, tested as above), within `deadline_s` seconds or CommTimeout
+/// naming `what`. Throws LibraryError when an MPI call fails.
+std::vector<std::int64_t> allgather_within(const MpiSession& mpi, const std::vector<std::int64_t>& mine,
+                                           const std::string& what, double deadline_s, const WhileWaiting& poll = {});
 
 }  // namespace syncplan

@@ -1,14 +1,18 @@
 // The training loop of `syncplan run` on the CPU: tiny-gpt-style models through CpuGraph and AdamW,
-// the executor's hooks around each layer, the log and the measured trace (runtime/trainer.hpp,
-// docs/runtime.md section 3).
+// the executor's hooks around each layer, checkpoints, the deadlines and the late ranks' names,
+// the log and the measured trace (runtime/trainer.hpp, docs/runtime.md sections 3 and 6).
 #include "runtime/trainer.hpp"
 
+#include "comm/arrivals.hpp"
 #include "comm/mpi_check.hpp"
 #include "core/errors.hpp"
 #include "core/field_error.hpp"
 #include "core/limits.hpp"
 #include "model/model_spec.hpp"
 #include "profiler/gpu_backend.hpp"
+#include "runtime/checkpoint.hpp"
+#include "runtime/fingerprint.hpp"
+#include "runtime/rank_agreement.hpp"
 
 #include <mpi.h>
 
@@ -29,8 +33,12 @@ namespace {
 // The largest batch or sequence a request may ask for: B S tokens of activations must fit in memory
 // long before this (CpuGraph refuses nothing itself).
 constexpr std::int64_t kMaxTokensPerBatch = std::int64_t{1} << 24;
-// The longest error message one rank passes to the others (the rest is cut).
-constexpr std::size_t kLongestMessage = 4096;
+// How long a peer may give no sign of life before the late-rank text calls it silent or absent
+// (s; comm/arrivals.hpp's quiet_s), and how often the fatal-signal line's note is refreshed.
+constexpr double kQuiet_s = 1.0;
+constexpr double kNoteInterval_s = 0.5;
+// Complete checkpoints kept in --checkpoint DIR (older ones are removed).
+constexpr int kCheckpointsKept = 2;
 
 // ---- gathering to rank 0, with a deadline -------------------------------------------------------
 
@@ -50,8 +58,8 @@ bool test_until(MPI_Request& request, double deadline_s) {
 
 void wait_or_throw(MPI_Request& request, double deadline_s, int rank, const char* what) {
   if (!test_until(request, deadline_s))
-    throw std::runtime_error("rank " + std::to_string(rank) + ": " + what + " did not complete within its deadline of " +
-                             number_text(deadline_s) + " s (a rank died or hung)");
+    throw RunTimeout("rank " + std::to_string(rank) + ": " + what + " did not complete within its deadline of " +
+                     number_text(deadline_s) + " s (a rank died or hung)");
 }
 
 // Every rank's `text` on rank 0 (in rank order), nothing on the others.
@@ -87,24 +95,85 @@ std::vector<std::string> gather_text(const MpiSession& mpi, const std::string& t
 
 // What the setup read, on every rank.
 struct Setup {
+  ModelSpec spec;
   Model model;
   Schedule schedule;
+  std::string schedule_identity;  // fingerprint.hpp's canonical text of the plan or strategy
   Workload workload;
-  ByteShard shard;
+  std::optional<ByteShard> shard;
 };
 
 Setup read_setup(const MpiSession& mpi, const TrainRequest& request) {
   check_train_request(request);
-  const ModelSpec spec = read_model_spec_file(resolve_model_spec(request.model, request.models_dir).string());
-  Setup setup{expand_model(spec), {}, {request.batch, request.seq, Dtype::kFp32}, {}};
+  Setup setup;
+  setup.spec = read_model_spec_file(resolve_model_spec(request.model, request.models_dir).string());
+  setup.model = expand_model(setup.spec);
+  setup.workload = {request.batch, request.seq, Dtype::kFp32};
   check_workload(setup.model, setup.workload);
-  if (spec.vocab_size < 256)
-    throw InputError("--model " + request.model + ": vocab_size " + std::to_string(spec.vocab_size) +
-                     " is below 256, the byte vocabulary of --data");
-  setup.schedule = request.plan_path.empty() ? strategy_schedule(setup.model, request.strategy, request.period)
-                                             : read_plan_schedule(setup.model, request.plan_path);
-  setup.shard = read_byte_shard(request.data_path, mpi.rank(), mpi.size(), request.batch, request.seq);
+  try {
+    require_byte_vocabulary(setup.spec);
+  } catch (const InputError& e) {
+    throw InputError("--model " + request.model + ": " + e.what());
+  }
+  if (request.plan_path.empty()) {
+    setup.schedule = strategy_schedule(setup.model, request.strategy, request.period);
+    setup.schedule_identity = schedule_identity(request.strategy, request.period);
+  } else {
+    setup.schedule = read_plan_schedule(setup.model, request.plan_path);
+    setup.schedule_identity = schedule_identity(read_plan_file(request.plan_path, runtime_profile(setup.model)));
+  }
+  try {
+    setup.shard.emplace(request.data_path, mpi.rank(), mpi.size(), request.batch, request.seq);
+  } catch (const InputError& e) {
+    throw InputError("--data " + std::string(e.what()));
+  }
   return setup;
+}
+
+// The deadline of the setup's agreements: the request's, or --timeout-s's default while the
+// request is not yet checked (a bad --timeout-s is itself reported through an agreement).
+double setup_deadline_s(double timeout_s) { return timeout_s > 0 && std::isfinite(timeout_s) ? timeout_s : 60.0; }
+
+// The checkpoint of this rank's state after `step` steps.
+TrainingState training_state(const cpu::CpuGraph& graph, const AdamW& optimizer, const ByteShard& shard,
+                             std::int64_t step, int period, std::uint64_t seed) {
+  TrainingState state;
+  state.step = step;
+  state.period_position = step % period;
+  state.data_cursor = shard.cursor();
+  state.rng_seed = seed;
+  // Dropout draws are counter based (seed + step, then the element index): the steps taken are
+  // the RNG's whole position.
+  state.rng_counter = static_cast<std::uint64_t>(step);
+  state.adam_step = optimizer.step_count();
+  state.parameters.assign(graph.parameters().begin(), graph.parameters().end());
+  state.adam_m.assign(optimizer.first_moment().begin(), optimizer.first_moment().end());
+  state.adam_v.assign(optimizer.second_moment().begin(), optimizer.second_moment().end());
+  return state;
+}
+
+// Puts a loaded checkpoint back. Throws InputError naming the folder when it cannot continue
+// this run: another --seed, a step at or past --iterations, an inconsistent period position.
+void restore_state(const TrainingState& state, const TrainRequest& request, int period, cpu::CpuGraph& graph,
+                   AdamW& optimizer, ByteShard& shard) {
+  const std::string origin = "--resume " + request.resume_dir.string() + ": step " + std::to_string(state.step);
+  if (state.rng_seed != request.seed)
+    throw InputError(origin + " was trained with --seed " + std::to_string(state.rng_seed) + ", this run has --seed " +
+                     std::to_string(request.seed));
+  if (state.step >= request.iterations)
+    throw InputError(origin + " is at or past --iterations " + std::to_string(request.iterations) +
+                     ": nothing is left to train (raise --iterations)");
+  if (state.period_position != state.step % period || state.rng_counter != static_cast<std::uint64_t>(state.step))
+    throw InputError(origin + ": period position " + std::to_string(state.period_position) + " or RNG counter " +
+                     std::to_string(state.rng_counter) + " does not follow from the step (period " +
+                     std::to_string(period) + ")");
+  std::copy(state.parameters.begin(), state.parameters.end(), graph.parameters().begin());
+  optimizer.restore(state.adam_m, state.adam_v, state.adam_step);
+  try {
+    shard.set_cursor(state.data_cursor);
+  } catch (const InputError& e) {
+    throw InputError(origin + ": " + e.what());
+  }
 }
 
 Json about_run(const TrainRequest& request, const Schedule& schedule, int ranks) {
@@ -144,46 +213,9 @@ void check_train_request(const TrainRequest& request) {
   if (request.device != "cpu")
     throw FieldError("device", "device: unknown '" + request.device + "' (choose from cpu, cuda)");
   if (request.link) emulated_cluster(*request.link, 1);  // its range checks
-}
-
-ByteShard read_byte_shard(const std::string& path, int rank, int ranks, std::int64_t batch, std::int64_t seq) {
-  std::error_code error;
-  if (!std::filesystem::is_regular_file(path, error))
-    throw InputError("--data " + path + ": " + (std::filesystem::exists(path, error) ? "not a regular file" : "no such file"));
-  const auto size = static_cast<std::int64_t>(std::filesystem::file_size(path, error));
-  if (error) throw InputError("--data " + path + ": cannot read its size (" + error.message() + ")");
-  const std::int64_t begin = size * rank / ranks, end = size * (rank + 1) / ranks;
-  const std::int64_t needed = batch * seq + 1;
-  if (end - begin < needed)
-    throw InputError("--data " + path + ": " + std::to_string(size) + " bytes make shards of " +
-                     std::to_string(end - begin) + " bytes for " + std::to_string(ranks) +
-                     " ranks, fewer than one batch needs (batch x seq + 1 = " + std::to_string(needed) + ")");
-  ByteShard shard;
-  shard.begin = begin;
-  shard.bytes.resize(static_cast<std::size_t>(end - begin));
-  std::ifstream in(path, std::ios::binary);
-  in.seekg(begin);
-  in.read(reinterpret_cast<char*>(shard.bytes.data()), static_cast<std::streamsize>(shard.bytes.size()));
-  if (!in || in.gcount() != static_cast<std::streamsize>(shard.bytes.size()))
-    throw InputError("--data " + path + ": cannot read bytes " + std::to_string(begin) + ".." + std::to_string(end));
-  return shard;
-}
-
-TokenBatch next_byte_batch(const ByteShard& shard, std::int64_t& cursor, std::int64_t batch, std::int64_t seq) {
-  const auto size = static_cast<std::int64_t>(shard.bytes.size());
-  SYNCPLAN_CHECK(size >= seq + 1);
-  TokenBatch out;
-  out.ids.resize(static_cast<std::size_t>(batch * seq));
-  out.targets.resize(out.ids.size());
-  for (std::int64_t b = 0; b < batch; ++b) {
-    if (cursor < 0 || cursor + seq + 1 > size) cursor = 0;
-    for (std::int64_t s = 0; s < seq; ++s) {
-      out.ids[b * seq + s] = shard.bytes[cursor + s];
-      out.targets[b * seq + s] = shard.bytes[cursor + s + 1];
-    }
-    cursor += seq;
-  }
-  return out;
+  if (!request.checkpoint_dir.empty() && request.checkpoint_every < 1)
+    throw FieldError("checkpoint_every", "checkpoint_every: must be >= 1 iterations, got " +
+                                             std::to_string(request.checkpoint_every));
 }
 
 Json log_line(const IterationRecord& record, const std::optional<EmulatedLink>& link) {
@@ -199,40 +231,76 @@ Json log_line(const IterationRecord& record, const std::optional<EmulatedLink>& 
   return line;
 }
 
-void agree_on_input(const MpiSession& mpi, const std::function<void()>& fn) {
+void agree_on_input(const MpiSession& mpi, const std::function<void()>& fn, double deadline_s) {
   std::exception_ptr failure;
-  std::string message;
+  std::optional<std::string> message;
   try {
     fn();
   } catch (const InputError& e) {
     failure = std::current_exception();
-    message = std::string(e.what()).substr(0, kLongestMessage);
+    message = (mpi.rank() == 0 ? std::string() : "rank " + std::to_string(mpi.rank()) + ": ") + e.what();
   }
-  const int first = mpi.first_failing_rank(!failure);
-  if (first < 0) return;
-  // The failing rank sends its message before rethrowing its own error (a FieldError stays one, so
-  // the command line can name its flag): every rank takes part in both broadcasts.
-  int length = static_cast<int>(message.size());
-  mpi.broadcast(&length, sizeof length, first);
-  message.resize(static_cast<std::size_t>(length));
-  mpi.broadcast(message.data(), length, first);
-  if (first == mpi.rank()) std::rethrow_exception(failure);
-  throw InputError("rank " + std::to_string(first) + ": " + message);
+  try {
+    agree_on_error(mpi, message, "the agreement on the run's input", deadline_s);
+  } catch (const InputError& agreed) {
+    // The lowest failing rank rethrows its own error (a FieldError stays one, so that the command
+    // line can name its flag); the others the message it sent.
+    if (failure && message && agreed.what() == message->substr(0, kAgreedMessageBytes - 1)) std::rethrow_exception(failure);
+    throw;
+  }
 }
 
-TrainResult run_training(const MpiSession& mpi, Communicator& comm, const TrainRequest& request,
-                         const TrainProgress& progress) {
+TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_comm, const TrainRequest& request,
+                         const TrainProgress& progress, FatalSignalLine* line) {
+  const double setup_s = setup_deadline_s(request.timeout_s);
+  const std::string me = "rank " + std::to_string(mpi.rank());
   std::optional<Setup> setup;
-  std::optional<TrainerState> state;
-  agree_on_input(mpi, [&] {
-    setup.emplace(read_setup(mpi, request));
-    state.emplace(TrainerState{cpu::CpuGraph(setup->model, setup->workload),
-                               AdamW(setup->model.param_count(), request.adamw), 0, 0, request.seed});
-  });
-  cpu::CpuGraph& graph = state->graph;
+  std::optional<cpu::CpuGraph> graph_holder;
+  std::optional<AdamW> optimizer_holder;
+  std::optional<CheckpointIdentity> identity;
+  try {
+    agree_on_input(mpi, [&] {
+      setup.emplace(read_setup(mpi, request));
+      graph_holder.emplace(setup->model, setup->workload);
+      optimizer_holder.emplace(setup->model.param_count(), request.adamw);
+    }, setup_s);
+    identity = CheckpointIdentity{fingerprint_run(setup->schedule_identity, setup->spec, request.batch, request.seq, mpi.size()),
+                                  mpi.rank(), mpi.size()};
+    require_same_run(mpi, identity->fingerprint, setup_s);
+  } catch (const CommTimeout& e) {
+    throw RunTimeout(me + ": before the first iteration: " + e.what());
+  }
+  cpu::CpuGraph& graph = *graph_holder;
+  AdamW& optimizer = *optimizer_holder;
+  ByteShard& shard = *setup->shard;
   graph.initialize_parameters(request.seed);
   const Schedule& schedule = setup->schedule;
   const std::size_t layers = graph.layer_count();
+  std::int64_t first_step = 0;
+  if (!request.resume_dir.empty()) {
+    if (line) line->set_place("while reading the checkpoint of --resume");
+    try {
+      const TrainingState state = load_checkpoint(mpi, request.resume_dir, *identity,
+                                                  static_cast<std::int64_t>(graph.parameters().size()), request.timeout_s);
+      run_agreed(mpi, "the agreement on the resumed state", request.timeout_s,
+                 [&] { restore_state(state, request, schedule.period(), graph, optimizer, shard); });
+      first_step = state.step;
+    } catch (const CommTimeout& e) {
+      throw RunTimeout(me + ": while reading the checkpoint of --resume: " + e.what());
+    }
+  }
+
+  // The setup's agreements passed: the bucket communicator (MPI_Comm_dup, blocking: the one
+  // setup step without a deadline, docs/runtime.md section 6) comes after them, so that bad input
+  // never reaches it.
+  Communicator comm = make_comm();
+  std::optional<Arrivals> arrivals_holder;
+  try {
+    arrivals_holder.emplace(mpi, request.timeout_s);
+  } catch (const CommTimeout& e) {
+    throw RunTimeout(me + ": before the first iteration: " + e.what());
+  }
+  Arrivals& arrivals = *arrivals_holder;
 
   // Frozen layers are not trained: their parameters are put back after each step.
   std::vector<std::span<float>> frozen;
@@ -248,13 +316,61 @@ TrainResult run_training(const MpiSession& mpi, Communicator& comm, const TrainR
   ExecutorOptions options;
   options.timeout_s = request.timeout_s;
   options.link = request.link;
-  options.first_iteration = state->iteration;
+  options.first_iteration = first_step;
+  // Every bucket and checkpoint agreement is one Arrivals sequence number, in the same order on
+  // every rank. The buckets in flight all belong to the current iteration (the executor waits for
+  // them before it ends), so their first layers are kept for that iteration only.
+  std::int64_t next_sequence = 0, newest = -1, iteration_first_sequence = 0, place_iteration = -1;
+  std::vector<std::string> iteration_buckets;
+  std::int64_t noted_sequence = -1;
+  double noted_s = 0;
+  // Who is late at bucket `sequence`, for the timeout line: a rank stopped later in backprop has
+  // arrived at the waited bucket and looks alive there (its arrival at a later bucket), so the
+  // first of this rank's later buckets where someone is late is named instead.
+  const auto late = [&](std::int64_t sequence) {
+    arrivals.progress();
+    for (std::int64_t s = sequence; s <= std::max(sequence, newest); ++s) {
+      const LateRanks ranks = arrivals.late(s, kQuiet_s);
+      if (ranks.absent.empty() && ranks.behind.empty() && ranks.silent.empty()) continue;
+      const std::int64_t index = s - iteration_first_sequence;
+      const bool named = s != sequence && index >= 0 && index < static_cast<std::int64_t>(iteration_buckets.size());
+      return (named ? "at bucket '" + iteration_buckets[static_cast<std::size_t>(index)] + "': " : std::string()) +
+             late_ranks_text(ranks, kQuiet_s);
+    }
+    return late_ranks_text(LateRanks{}, kQuiet_s);
+  };
+  options.watch.started = [&](std::int64_t iteration, const std::string& first_layer) {
+    if (iteration != place_iteration) {
+      place_iteration = iteration;
+      iteration_first_sequence = next_sequence;
+      iteration_buckets.clear();
+    }
+    const std::int64_t sequence = next_sequence++;
+    arrivals.arrive(sequence);
+    newest = sequence;
+    iteration_buckets.push_back(first_layer);
+    if (line) line->set_place(iteration, first_layer);
+    return sequence;
+  };
+  options.watch.waiting = [&](std::int64_t sequence, double waited_s) {
+    arrivals.progress();
+    arrivals.heartbeat(newest);
+    // After a second of waiting the line names the late ranks, so that a rank mpirun ends before
+    // its own deadline still says who they are.
+    if (line && waited_s > kQuiet_s && (sequence != noted_sequence || waited_s - noted_s > kNoteInterval_s)) {
+      line->set_place(place_iteration, iteration_buckets.at(static_cast<std::size_t>(sequence - iteration_first_sequence)),
+                      late(sequence));
+      noted_sequence = sequence;
+      noted_s = waited_s;
+    }
+  };
   Executor executor(schedule, comm, buffers, clock, options);
 
+  const std::int64_t steps = request.iterations - first_step;
   MeasuredTrace trace;
-  trace.reserve(static_cast<std::size_t>(request.iterations) * (2 * layers + 8));
+  trace.reserve(static_cast<std::size_t>(steps) * (2 * layers + 8));
   TrainResult result;
-  result.records.reserve(static_cast<std::size_t>(request.iterations));
+  result.records.reserve(static_cast<std::size_t>(steps));
   // The clocks of all ranks start together (to within the barrier's exit skew); a rank that hangs
   // before it ends the others at the deadline rather than never.
   MPI_Request barrier = MPI_REQUEST_NULL;
@@ -262,57 +378,83 @@ TrainResult run_training(const MpiSession& mpi, Communicator& comm, const TrainR
   wait_or_throw(barrier, request.timeout_s, mpi.rank(), "the barrier that starts the run's clock");
   clock.restart();
 
-  for (std::int64_t step = 0; step < request.iterations; ++step) {
-    IterationRecord record;
-    record.rank = mpi.rank();
-    const double begin_s = clock.now_s();
-    executor.begin_iteration();
-    record.iteration = executor.iteration();
-    const TokenBatch batch = next_byte_batch(setup->shard, state->data_cursor, request.batch, request.seq);
-    graph.set_batch(batch.ids, batch.targets);
-    graph.set_dropout_seed(state->seed + static_cast<std::uint64_t>(record.iteration));
-    graph.zero_gradients();
-    for (std::size_t l = 0; l < layers; ++l) {
-      const double start_s = clock.now_s();
-      graph.forward(l);
-      const double duration_s = clock.now_s() - start_s;
-      record.compute_s += duration_s;
-      trace.record({EventKind::kForward, record.iteration, {l}, start_s, duration_s, 0});
-    }
-    record.loss = graph.loss();
-    for (std::size_t l = layers; l-- > 0;) {
-      const double start_s = clock.now_s();
-      graph.backward(l);
-      const double duration_s = clock.now_s() - start_s;
-      record.compute_s += duration_s;
-      trace.record({EventKind::kBackward, record.iteration, {l}, start_s, duration_s, 0});
-      executor.layer_backward_done(l);
-    }
-    executor.before_step();
-    const double update_start_s = clock.now_s();
-    for (std::size_t t = 0; t < frozen.size(); ++t) frozen_copy[t].assign(frozen[t].begin(), frozen[t].end());
-    state->optimizer.step(graph.parameters(), graph.gradients());
-    for (std::size_t t = 0; t < frozen.size(); ++t) std::copy(frozen_copy[t].begin(), frozen_copy[t].end(), frozen[t].begin());
-    const double update_s = clock.now_s() - update_start_s;
-    record.compute_s += update_s;
-    trace.record({EventKind::kUpdate, record.iteration, {}, update_start_s, update_s, 0});
-    executor.after_step();
-    state->iteration = executor.iteration();
-    record.iteration_s = clock.now_s() - begin_s;
+  try {
+    for (std::int64_t step = first_step; step < request.iterations; ++step) {
+      IterationRecord record;
+      record.rank = mpi.rank();
+      const double begin_s = clock.now_s();
+      executor.begin_iteration();
+      record.iteration = executor.iteration();
+      if (line) line->set_place(record.iteration, {});
+      const ByteBatch batch = shard.next();
+      graph.set_batch(batch.ids, batch.targets);
+      graph.set_dropout_seed(request.seed + static_cast<std::uint64_t>(record.iteration));
+      graph.zero_gradients();
+      for (std::size_t l = 0; l < layers; ++l) {
+        const double start_s = clock.now_s();
+        graph.forward(l);
+        const double duration_s = clock.now_s() - start_s;
+        record.compute_s += duration_s;
+        trace.record({EventKind::kForward, record.iteration, {l}, start_s, duration_s, 0});
+      }
+      record.loss = graph.loss();
+      for (std::size_t l = layers; l-- > 0;) {
+        const double start_s = clock.now_s();
+        graph.backward(l);
+        const double duration_s = clock.now_s() - start_s;
+        record.compute_s += duration_s;
+        trace.record({EventKind::kBackward, record.iteration, {l}, start_s, duration_s, 0});
+        executor.layer_backward_done(l);
+      }
+      executor.before_step();
+      const double update_start_s = clock.now_s();
+      for (std::size_t t = 0; t < frozen.size(); ++t) frozen_copy[t].assign(frozen[t].begin(), frozen[t].end());
+      optimizer.step(graph.parameters(), graph.gradients());
+      for (std::size_t t = 0; t < frozen.size(); ++t) std::copy(frozen_copy[t].begin(), frozen_copy[t].end(), frozen[t].begin());
+      const double update_s = clock.now_s() - update_start_s;
+      record.compute_s += update_s;
+      trace.record({EventKind::kUpdate, record.iteration, {}, update_start_s, update_s, 0});
+      executor.after_step();
+      record.iteration_s = clock.now_s() - begin_s;
 
-    const ExecutedIteration& executed = executor.last_executed();
-    record.wait_s = executed.wait_s;
-    for (const ExecutedBucket& bucket : executed.buckets) {
-      std::vector<std::string>& names = record.buckets.emplace_back();
-      for (const std::size_t layer : bucket.layers) names.push_back(schedule.layer_names[layer]);
-      trace.record({EventKind::kAllreduce, record.iteration, bucket.layers, bucket.launch_s,
-                    bucket.end_s - bucket.launch_s, bucket.bytes});
+      const ExecutedIteration& executed = executor.last_executed();
+      record.wait_s = executed.wait_s;
+      for (const ExecutedBucket& bucket : executed.buckets) {
+        std::vector<std::string>& names = record.buckets.emplace_back();
+        for (const std::size_t layer : bucket.layers) names.push_back(schedule.layer_names[layer]);
+        trace.record({EventKind::kAllreduce, record.iteration, bucket.layers, bucket.launch_s,
+                      bucket.end_s - bucket.launch_s, bucket.bytes});
+      }
+      if (step == first_step) result.first_loss = record.loss;
+      result.last_loss = record.loss;
+      if (progress) progress(record);
+      result.records.push_back(std::move(record));
+
+      const std::int64_t done = executor.iteration();
+      if (!request.checkpoint_dir.empty() && done % request.checkpoint_every == 0) {
+        // The agreement is announced like a bucket, so that its timeout can name the late ranks.
+        const std::int64_t sequence = next_sequence++;
+        arrivals.arrive(sequence);
+        newest = sequence;
+        if (line) line->set_place("while writing the checkpoint of step " + std::to_string(done));
+        try {
+          save_checkpoint(mpi, request.checkpoint_dir,
+                          training_state(graph, optimizer, shard, done, schedule.period(), request.seed), *identity,
+                          request.timeout_s, kCheckpointsKept, [&] {
+                            arrivals.progress();
+                            arrivals.heartbeat(sequence);
+                          });
+        } catch (const CommTimeout&) {
+          throw RunTimeout(me + ": iteration " + std::to_string(done - 1) + ": the checkpoint of step " +
+                           std::to_string(done) + " was not agreed within its deadline of " +
+                           number_text(request.timeout_s) + " s; " + late(sequence));
+        }
+      }
     }
-    if (step == 0) result.first_loss = record.loss;
-    result.last_loss = record.loss;
-    if (progress) progress(record);
-    result.records.push_back(std::move(record));
+  } catch (const SyncTimeout& e) {
+    throw RunTimeout(std::string(e.what()) + "; " + late(e.tag()));
   }
+  if (line) line->set_place("while gathering the log and trace to rank 0");
 
   // Gather: each rank's log lines and trace events as text, merged on rank 0.
   std::string log_text;
@@ -324,10 +466,10 @@ TrainResult run_training(const MpiSession& mpi, Communicator& comm, const TrainR
   // Lines sorted by iteration, then rank: every rank ran the same iterations, so take one line of each in turn.
   std::vector<std::istringstream> streams;
   for (const std::string& text : logs) streams.emplace_back(text);
-  for (std::int64_t step = 0; step < request.iterations; ++step)
+  for (std::int64_t step = 0; step < steps; ++step)
     for (std::istringstream& stream : streams) {
-      std::string line;
-      if (std::getline(stream, line)) result.log_text += line + '\n';
+      std::string line_text;
+      if (std::getline(stream, line_text)) result.log_text += line_text + '\n';
     }
   Json events = Json::array();
   for (std::size_t r = 0; r < traces.size(); ++r)

@@ -1,14 +1,18 @@
 // The trainer (docs/runtime.md section 3): `syncplan run` without its command line. Each rank
 // trains the model on its own shard of a text file (bytes as tokens) with AdamW on the CPU, while
 // the executor runs the schedule; the log (SPEC section 8) and the measured trace are gathered to
-// rank 0. Collective: every rank calls it alike.
+// rank 0; checkpoints and --resume (runtime/checkpoint.hpp), the run fingerprint check and the
+// deadlines that end a rank when a peer dies or hangs (docs/runtime.md section 6). Collective:
+// every rank calls it alike.
 #pragma once
 
 #include "comm/communicator.hpp"
+#include "comm/fatal_signal.hpp"
 #include "comm/mpi_session.hpp"
 #include "core/json_io.hpp"
 #include "model/adamw.hpp"
 #include "model/cpu/cpu_graph.hpp"
+#include "runtime/byte_data.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/schedule.hpp"
 #include "runtime/trace.hpp"
@@ -24,7 +28,7 @@ namespace syncplan {
 
 /// What to train. Errors name these fields (FieldError: "iterations", "batch", "seq",
 /// "learning_rate", "timeout_s", "device", "period", "strategy", "emulate_link_Gbps",
-/// "emulate_latency_us").
+/// "emulate_latency_us", "checkpoint_every").
 struct TrainRequest {
   std::string model;                    ///< a spec name in models_dir or a spec file (resolve_model_spec)
   std::filesystem::path models_dir;     ///< where spec names are looked up (data/models)
@@ -32,7 +36,7 @@ struct TrainRequest {
   std::string strategy;                 ///< ssgd, wfbp, flsgd or plsgd-even (without a plan)
   int period = 1;                       ///< H (without a plan), 1..kMaxPeriod
   std::string data_path;                ///< the training text; each rank reads its own shard
-  std::int64_t iterations = 0;          ///< optimizer steps to run, 1..limits::kMaxIterations
+  std::int64_t iterations = 0;          ///< the step to train to, 1..limits::kMaxIterations (a resumed run continues to it)
   std::int64_t batch = 4;               ///< sequences per rank and step (B), >= 1
   std::int64_t seq = 64;                ///< tokens per sequence (S), 1..the model's max_position_embeddings
   std::uint64_t seed = 1;               ///< initial parameters (the same on every rank) and dropout masks
@@ -40,41 +44,13 @@ struct TrainRequest {
   AdamWOptions adamw;                   ///< AdamW's hyperparameters (learning_rate: --lr)
   double timeout_s = 60;                ///< deadline of each bucket's wait (s), > 0 (the --timeout-s default)
   std::optional<EmulatedLink> link;     ///< emulated slow link; none: off
+  std::filesystem::path checkpoint_dir; ///< where to save checkpoints; empty: none
+  std::int64_t checkpoint_every = 0;    ///< save after every K-th step (step mod K = 0), >= 1 with checkpoint_dir
+  std::filesystem::path resume_dir;     ///< continue from the latest complete checkpoint here; empty: start fresh
 };
 
 /// Checks the request's numbers before anything is read. Throws FieldError naming the field.
 void check_train_request(const TrainRequest& request);
-
-/// A rank's shard of the training text: bytes [begin, end) of the file (stand-in for
-/// runtime/byte_data: contiguous shards, rank r of N takes bytes [r n / N, (r + 1) n / N)).
-struct ByteShard {
-  std::vector<std::uint8_t> bytes;
-  std::int64_t begin = 0;  ///< offset of bytes[0] in the file
-};
-
-/// Reads rank `rank` of `ranks`'s shard of `path`. Throws InputError "--data PATH: ..." when the file
-/// is missing or unreadable, or when a shard has fewer than B S + 1 bytes (one batch and its targets).
-ByteShard read_byte_shard(const std::string& path, int rank, int ranks, std::int64_t batch, std::int64_t seq);
-
-/// The batch at `cursor` of `shard`: sequence b holds bytes [c_b, c_b + S) as ids and [c_b + 1,
-/// c_b + S + 1) as targets, c_b = the cursor after b earlier sequences; the cursor advances S per
-/// sequence and wraps to 0 when the next sequence's targets would pass the shard's end. Returns the
-/// batch and sets `cursor` to the next one's position.
-TokenBatch next_byte_batch(const ByteShard& shard, std::int64_t& cursor, std::int64_t batch, std::int64_t seq);
-
-/// Everything a rank's training holds between steps (the state a checkpoint saves): parameters
-/// (in the graph's arena), AdamW's moments and step count, the iteration counter, the data cursor
-/// and the seed the dropout masks are drawn from.
-struct TrainerState {
-  cpu::CpuGraph graph;          ///< parameters, gradients and activations
-  AdamW optimizer;              ///< moments; its step_count() = optimizer steps taken
-  std::int64_t iteration = 0;   ///< optimizer steps taken (the executor's counter starts here)
-  std::int64_t data_cursor = 0; ///< position of the next batch in this rank's shard
-  std::uint64_t seed = 1;       ///< TrainRequest::seed; step t draws dropout with seed + t
-
-  /// h = iteration mod period.
-  int period_position(int period) const { return static_cast<int>(iteration % period); }
-};
 
 /// One line of the log (SPEC section 8), as one rank saw one iteration.
 struct IterationRecord {
@@ -106,17 +82,38 @@ using TrainProgress = std::function<void(const IterationRecord&)>;
 
 /// Runs `fn` on every rank and agrees on the result: when it throws InputError on some rank, every
 /// rank throws InputError with the message of the lowest such rank (prefixed "rank R: " when R is
-/// not 0), so bad input found on any rank ends every rank with exit 2 and one line, never a hang.
-void agree_on_input(const MpiSession& mpi, const std::function<void()>& fn);
+/// not 0; that rank rethrows its own error, so a FieldError stays one), so bad input found on any
+/// rank ends every rank with exit 2 and one line, never a hang. The agreement is nonblocking and
+/// must complete within `deadline_s` seconds (> 0), else CommTimeout (a rank died or hangs).
+void agree_on_input(const MpiSession& mpi, const std::function<void()>& fn, double deadline_s);
+
+/// A rank gave up on its peers: a bucket or an agreement (the fingerprint check, a checkpoint)
+/// did not complete within --timeout-s. what() is the one line to print after "syncplan run: ",
+/// e.g. "rank 0: iteration 41: the all-reduce of bucket 'h.1.mlp' did not complete within its
+/// deadline of 5 s (...); rank 1 did not arrive" (comm/arrivals.hpp's late ranks). The rank
+/// should then end itself (FatalSignalLine::end_rank), not return into MPI.
+class RunTimeout : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+/// Makes the run's communicator (make_mpi_communicator): called once the setup's agreements have
+/// passed, so that a rank stopped during setup meets a deadline rather than MPI_Comm_dup.
+using CommunicatorFactory = std::function<Communicator()>;
 
 /// The whole run (collective): checks the request, reads the model, the plan or strategy and this
-/// rank's shard (agree_on_input), initializes the parameters from the seed on every rank, aligns
-/// the clocks with a barrier (nonblocking, with the request's deadline), trains
-/// request.iterations steps with the executor's hooks, and gathers the log and trace to rank 0. Throws InputError for bad input (on every rank alike), SyncTimeout
-/// when a bucket misses its deadline (the caller reports it and aborts `comm`), std::runtime_error
-/// naming the rank when the start barrier or the final gather misses it, LibraryError when an MPI
-/// call fails.
-TrainResult run_training(const MpiSession& mpi, Communicator& comm, const TrainRequest& request,
-                         const TrainProgress& progress = {});
+/// rank's shard (agree_on_input), checks that every rank runs the same plan, model, batch,
+/// sequence and rank count (require_same_run), initializes the parameters from the seed or
+/// loads the latest complete checkpoint of request.resume_dir (load_checkpoint: parameters,
+/// AdamW's moments and step, the iteration and period position, the data cursor, the seed),
+/// makes the communicator and the arrival messages, aligns the clocks with a barrier, trains up
+/// to step request.iterations with the executor's hooks (saving a checkpoint after every
+/// checkpoint_every-th step), and gathers the log and trace to rank 0. Every wait for the other
+/// ranks has the request's deadline. `line`, when given, is kept naming the iteration and bucket
+/// (and, after a second of waiting, the late ranks). Throws InputError for bad input (on every
+/// rank alike: a resume folder of another run, a checkpoint at or past request.iterations),
+/// RunTimeout when a peer does not take part in time, LibraryError when an MPI call fails.
+TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_comm, const TrainRequest& request,
+                         const TrainProgress& progress = {}, FatalSignalLine* line = nullptr);
 
 }  // namespace syncplan

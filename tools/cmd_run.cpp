@@ -1,5 +1,6 @@
 // `syncplan run`: train under mpirun while executing a strategy or a plan, and write the log and
 // the measured trace (SPEC sections 8 and 9, docs/runtime.md); the job is runtime/trainer.hpp.
+#include "comm/fatal_signal.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/mpi_session.hpp"
 #include "core/errors.hpp"
@@ -11,7 +12,6 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <iostream>
 #include <memory>
 
 namespace syncplan::cli {
@@ -37,6 +37,10 @@ struct RunOptions {
   double emulate_latency_us = 0;
   bool emulate_given = false;
   bool latency_given = false;
+  std::string checkpoint_dir;
+  long long checkpoint_every = 0;
+  bool every_given = false;
+  std::string resume_dir;
 };
 
 // The request fields of the trainer and the flags that set them.
@@ -44,7 +48,8 @@ constexpr std::initializer_list<FieldFlag> kRunFlags = {
     {"iterations", "--iterations"}, {"batch", "--batch"},       {"seq", "--seq"},
     {"timeout_s", "--timeout-s"},   {"device", "--device"},     {"period", "--period"},
     {"strategy", "--strategy"},     {"emulate_link_Gbps", "--emulate-link-Gbps"},
-    {"emulate_latency_us", "--emulate-latency-us"}, {"learning_rate", "--lr"}};
+    {"emulate_latency_us", "--emulate-latency-us"}, {"learning_rate", "--lr"},
+    {"checkpoint_every", "--checkpoint-every"}};
 
 // The request; `root` also checks the outputs (rank 0 alone writes them, perhaps on its own machine).
 TrainRequest make_request(const RunOptions& options, bool root) {
@@ -56,7 +61,13 @@ TrainRequest make_request(const RunOptions& options, bool root) {
   if (!options.strategy.empty() && options.period.empty()) throw InputError("--strategy " + options.strategy + ": needs --period H");
   if (options.latency_given && !options.emulate_given)
     throw InputError("--emulate-latency-us: only with --emulate-link-Gbps (the emulated link's bandwidth)");
+  if (options.checkpoint_dir.empty() != !options.every_given)
+    throw InputError(options.checkpoint_dir.empty() ? "--checkpoint-every: only with --checkpoint DIR"
+                                                    : "--checkpoint " + options.checkpoint_dir + ": needs --checkpoint-every K");
   TrainRequest request;
+  request.checkpoint_dir = options.checkpoint_dir;
+  request.checkpoint_every = options.checkpoint_every;
+  request.resume_dir = options.resume_dir;
   request.model = model_spec_path(options.model).string();
   request.models_dir = data_dir() / "models";
   request.plan_path = options.plan_path;
@@ -85,23 +96,34 @@ void show_progress(const IterationRecord& record, long long iterations) {
   std::fflush(stderr);
 }
 
-int run(const MpiSession& mpi, Communicator& comm, const RunOptions& options) {
+int run(const MpiSession& mpi, FatalSignalLine& line, const RunOptions& options) {
   TrainRequest request;
-  agree_on_input(mpi, [&] { request = with_flags(kRunFlags, [&] { return make_request(options, mpi.is_root()); }); });
+  // A bad --timeout-s is reported through this agreement, which then runs under the default deadline.
+  try {
+    agree_on_input(mpi, [&] { request = with_flags(kRunFlags, [&] { return make_request(options, mpi.is_root()); }); },
+                   options.timeout_s > 0 && options.timeout_s < 1e9 ? options.timeout_s : 60.0);
+  } catch (const CommTimeout& e) {
+    throw RunTimeout("rank " + std::to_string(mpi.rank()) + ": before the first iteration: " + e.what());
+  }
   const bool terminal = mpi.is_root() && isatty(STDERR_FILENO) == 1;
   TrainProgress progress;
   if (terminal) progress = [&](const IterationRecord& record) { show_progress(record, options.iterations); };
-  const TrainResult result = with_flags(kRunFlags, [&] { return run_training(mpi, comm, request, progress); });
+  const TrainResult result = with_flags(kRunFlags, [&] {
+    return run_training(mpi, [&] { return make_mpi_communicator(mpi); }, request, progress, &line);
+  });
   if (terminal) std::fputc('\n', stderr);
   if (!mpi.is_root()) return 0;
   double total_s = 0;
   for (const IterationRecord& record : result.records) total_s += record.iteration_s;
   const std::string& strategy = result.trace["syncplan"]["strategy"].get_ref<const std::string&>();
-  std::printf("run: %s (%s, H = %d) on %d rank%s, %lld iterations: rank 0's loss %.4f -> %.4f, %.6f s per iteration\n",
+  // A resumed run did the iterations from its checkpoint's step to --iterations.
+  const long long first = result.records.front().iteration;
+  const std::string resumed = first > 0 ? " (resumed at iteration " + std::to_string(first) + ")" : "";
+  std::printf("run: %s (%s, H = %d) on %d rank%s, %zu iterations%s: rank 0's loss %.4f -> %.4f, %.6f s per iteration\n",
               strategy == "plan" ? ("plan " + options.plan_path).c_str() : strategy.c_str(),
               result.trace["syncplan"]["sync"].get_ref<const std::string&>().c_str(),
-              result.trace["syncplan"]["period"].get<int>(), mpi.size(), mpi.size() == 1 ? "" : "s", options.iterations, result.first_loss,
-              result.last_loss, total_s / static_cast<double>(result.records.size()));
+              result.trace["syncplan"]["period"].get<int>(), mpi.size(), mpi.size() == 1 ? "" : "s", result.records.size(),
+              resumed.c_str(), result.first_loss, result.last_loss, total_s / static_cast<double>(result.records.size()));
   if (request.link)
     std::printf("emulated link: %g Gbit/s, %g us latency (each all-reduce ends no earlier than the ring model's time)\n",
                 request.link->bandwidth_Gbps, request.link->latency_us);
@@ -118,15 +140,16 @@ int run(const MpiSession& mpi, Communicator& comm, const RunOptions& options) {
 
 int run_command(const RunOptions& options) {
   const MpiSession mpi;
-  Communicator comm = make_mpi_communicator(mpi);
-  return run_on_every_rank(mpi, [&] {
+  // From here on SIGTERM (mpirun ending the job after a rank died) prints where this rank was.
+  const std::string prefix = "syncplan run: rank " + std::to_string(mpi.rank());
+  FatalSignalLine line(prefix);
+  return run_on_every_rank(mpi, [&]() -> int {
     try {
-      return run(mpi, comm, options);
-    } catch (const SyncTimeout& e) {
-      // A bucket missed its deadline: its request stays in flight, so this rank ends the job.
-      std::cerr << "syncplan: error: " << e.what() << '\n';
-      comm.abort(1);
-      return 1;
+      return run(mpi, line, options);
+    } catch (const RunTimeout& e) {
+      // A peer missed a deadline: requests stay in flight, so this rank ends itself with its one
+      // line (not MPI_Abort, whose survivors' lines may be lost; comm/fatal_signal.hpp).
+      line.end_rank("syncplan run: " + std::string(e.what()));
     }
   });
 }
@@ -148,7 +171,8 @@ void add_run_command(CLI::App& app, Action& action) {
   command->add_option("--data", options->data_path,
                       "training text, read as bytes (tokens 0..255); rank r of N trains on bytes [r n/N, (r+1) n/N)")
       ->required();
-  command->add_option("--iterations", options->iterations, "optimizer steps to run (1..100000)")->required();
+  command->add_option("--iterations", options->iterations, "the step to train to (1..100000): a fresh run takes that many optimizer steps, a resumed one "
+                      "continues from its checkpoint's step")->required();
   command->add_option("--batch", options->batch, "sequences per rank and step (default: 4)");
   command->add_option("--seq", options->seq, "tokens per sequence, at most the model's context (default: 64)");
   command->add_option("--seed", options->seed, "seed of the initial parameters (the same on every rank) and dropout (default: 1)");
@@ -160,6 +184,15 @@ void add_run_command(CLI::App& app, Action& action) {
   command->add_option("--timeout-s", options->timeout_s,
                       "deadline of each all-reduce's wait, seconds: a rank that dies or hangs ends the run within it "
                       "(default: 60)");
+  command->add_option("--checkpoint", options->checkpoint_dir,
+                      "folder to save checkpoints in (DIR/step-N/rank-R.ckpt and a manifest; docs/formats.md), with "
+                      "--checkpoint-every");
+  command->add_option("--checkpoint-every", options->checkpoint_every,
+                      "save a checkpoint after every K-th step (the two newest complete ones are kept)")
+      ->each([options](const std::string&) { options->every_given = true; });
+  command->add_option("--resume", options->resume_dir,
+                      "continue from the latest complete checkpoint in DIR (the same plan, model, batch, seq, ranks "
+                      "and seed); --iterations is the step to train to");
   command->add_option("--emulate-link-Gbps", options->emulate_Gbps,
                       "emulate a slow link: each all-reduce ends no earlier than the ring model's time at this "
                       "bandwidth, Gbit/s (off by default; docs/runtime.md)")

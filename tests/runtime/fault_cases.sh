@@ -10,8 +10,13 @@
 # the fault tests rely on: mpirun ends the other ranks about a second after one is killed, and
 # waits forever for a stopped one.
 #
-# usage: fault_cases.sh selftest|kill9|sigstop|resume SYNCPLAN WORKDIR [MPIEXEC]
+# `setup_stall` runs one `syncplan run` rank beside a rank that joins MPI and then stalls (the
+# test_arrivals_mpi given in STALL_PARTNER, mode stall): the syncplan rank must give up at its
+# setup's first agreement within --timeout-s + 10 s, with one line.
+#
+# usage: fault_cases.sh selftest|kill9|sigstop|resume|setup_stall SYNCPLAN WORKDIR [MPIEXEC]
 #   RANKS (environment, default 2): ranks of the job; the victim is rank 1.
+#   STALL_PARTNER (environment, setup_stall only): the test_arrivals_mpi program.
 set -uo pipefail
 
 case_name="$1" syncplan="$2" workdir="$3" mpiexec="${4:-mpirun}"
@@ -205,7 +210,31 @@ case "$case_name" in
       cmp "$workdir/a/$file" "$workdir/b/$file" || die "rank $rank: $file differs between the uninterrupted and the resumed run"
     done
     echo "resumed from the newest folder at the kill ($resumed_from); step $iterations's rank files are bit-identical"
+    # The resumed log and trace continue the iteration numbers: they start at the resumed step.
+    resumed_step=$((10#${resumed_from#step-}))
+    first_logged() { grep -oE '"iteration": *[0-9]+' "$1" | grep -oE '[0-9]+$' | sort -n | head -1; }
+    [[ "$(first_logged "$workdir/b2.jsonl")" == "$resumed_step" ]] ||
+      die "the resumed log starts at iteration $(first_logged "$workdir/b2.jsonl"), expected $resumed_step"
+    [[ "$(first_logged "$workdir/b2.json")" == "$resumed_step" ]] ||
+      die "the resumed trace starts at iteration $(first_logged "$workdir/b2.json"), expected $resumed_step"
+    last_logged=$(grep -oE '"iteration": *[0-9]+' "$workdir/b2.jsonl" | grep -oE '[0-9]+$' | sort -n | tail -1)
+    [[ "$last_logged" == $((iterations - 1)) ]] || die "the resumed log ends at iteration $last_logged, expected $((iterations - 1))"
+    echo "the resumed log and trace run from iteration $resumed_step to $last_logged"
     echo "ok: resume on $ranks ranks"
+    ;;
+  setup_stall)
+    [[ -r "$data" ]] || { echo "skipped: $data is not on this system"; exit 77; }
+    [[ -x "${STALL_PARTNER:-}" ]] || die "STALL_PARTNER is not an executable"
+    # shellcheck disable=SC2046
+    "$mpiexec" --oversubscribe -np 1 "$syncplan" $(run_args "$workdir/checkpoints" --iterations 10 --log "$workdir/log.jsonl") \
+      : -np 1 "$STALL_PARTNER" stall >"$workdir/stdout" 2>"$workdir/stderr" &
+    job=$!
+    wait_for_job_end $((timeout_s + 10)) || die "the job still runs $((timeout_s + 10)) s after its start, rank 1 stalled in the setup"
+    echo "mpirun ended $job_took s after the start, exit status $job_rc"
+    [[ $job_rc -ne 0 ]] || die "exit status 0 with a stalled rank"
+    ranks=2 every_survivor_said "rank 0: before the first iteration: .*did not complete within its deadline of $timeout_s(\.0+)? s"
+    [[ ! -e "$workdir/log.jsonl" && ! -e "$workdir/checkpoints/step-00000020" ]] || die "an output was written"
+    echo "ok: setup_stall"
     ;;
   *) echo "fault_cases.sh: unknown case '$case_name'" >&2; exit 2 ;;
 esac

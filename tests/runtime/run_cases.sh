@@ -9,6 +9,9 @@
 #   emulated    ssgd with --emulate-link-Gbps 1 --emulate-latency-us 50: all-reduces last the ring
 #               model's time, first in first out, and log and trace say so
 #   bad         bad input on every rank: exit 2, the message once, no log or trace, no hang
+#   mismatch    ranks with different plans (mpirun's MPMD form), and --resume folders that cannot
+#               continue this run (another plan, rank count or seed, no complete checkpoint, a
+#               step at --iterations): exit 2, the message once, nothing written, no hang
 # Exit 77 (a skip) when the GPL-3 text is missing.
 #
 # usage: run_cases.sh CASE SYNCPLAN PYTHON WORKDIR [MPIEXEC]
@@ -36,13 +39,15 @@ make_plan() {
     "$("$python" -c 'import json; print([len(b) for b in json.load(open("plan.json"))["buckets"]["iterations"]])')"
 }
 
-# expect_refused MESSAGE ARGS...: `run` on 2 ranks exits 2 with MESSAGE once on stderr, writes nothing.
-expect_refused() {
+# expect_job_refused MESSAGE MPIRUN-ARGS...: the mpirun job exits 2 with MESSAGE once on stderr
+# and writes no log or trace (the arguments name them log.jsonl and trace.json).
+expect_job_refused() {
   local message="$1" rc
   shift
   rm -f log.jsonl trace.json
+  echo "\$ mpirun $*"
   set +e
-  mpi 2 run "$@" --log log.jsonl --trace trace.json >out.txt 2>err.txt
+  timeout -k 5 240 "$mpiexec" --allow-run-as-root --oversubscribe "$@" >out.txt 2>err.txt
   rc=$?
   set -e
   grep '^syncplan' err.txt || true
@@ -50,6 +55,13 @@ expect_refused() {
   [[ $(grep -c '^syncplan' err.txt) -eq 1 ]] || { echo "FAIL: expected one syncplan line on stderr"; exit 1; }
   grep -qF -- "$message" err.txt || { echo "FAIL: stderr does not say: $message"; exit 1; }
   [[ ! -e log.jsonl && ! -e trace.json ]] || { echo "FAIL: an output was written"; exit 1; }
+}
+
+# expect_refused MESSAGE ARGS...: `run ARGS` on 2 ranks is refused (expect_job_refused).
+expect_refused() {
+  local message="$1"
+  shift
+  expect_job_refused "$message" -np 2 "$syncplan" run "$@" --log log.jsonl --trace trace.json
 }
 
 case "$case_name" in
@@ -94,7 +106,7 @@ json.dump(plan, open("other-model.json", "w"))'
     head -c 40 "$text" >short.txt
     expect_refused "transformer.h.7.attn.c_attn" --plan other-model.json "${common[@]}" --iterations 2
     expect_refused "--data: missing.txt" --strategy ssgd --period 1 --model tiny-gpt --data missing.txt --iterations 2
-    expect_refused "--data short.txt: 40 bytes make shards of 20 bytes for 2 ranks" --strategy ssgd --period 1 \
+    expect_refused "--data short.txt: 40 bytes in 2 shards: rank 0's shard (bytes 0..20) has 20 bytes" --strategy ssgd --period 1 \
       --model tiny-gpt --data short.txt --iterations 2
     expect_refused "--iterations: must be in [1," --strategy ssgd --period 1 "${common[@]}" --iterations 0
     expect_refused "--device cuda" --strategy ssgd --period 1 "${common[@]}" --iterations 2 --device cuda
@@ -104,6 +116,39 @@ json.dump(plan, open("other-model.json", "w"))'
     expect_refused "give --plan PLAN.json or --strategy NAME --period H" "${common[@]}" --iterations 2
     expect_refused "--emulate-link-Gbps: must be a bandwidth" --strategy ssgd --period 1 "${common[@]}" --iterations 2 \
       --emulate-link-Gbps 0
+    ;;
+  mismatch)
+    make_plan
+    # plan.json without its buckets: the same layers and sync iterations, executed as one bucket
+    # per layer, so another schedule (runtime/fingerprint.hpp) that reads without error.
+    "$python" -c '
+import json
+plan = json.load(open("plan.json"))
+plan.pop("buckets")
+json.dump(plan, open("unfused.json", "w"))'
+    # One rank each (mpirun's MPMD form), the same flags but the plan, then but --seq.
+    one=(run --model tiny-gpt --data "$text" --batch 4 --seed 3 --iterations 2 --log log.jsonl --trace trace.json)
+    expect_job_refused "rank 1's plan differs from rank 0's" -np 1 "$syncplan" "${one[@]}" --seq 32 --plan plan.json \
+      : -np 1 "$syncplan" "${one[@]}" --seq 32 --plan unfused.json
+    expect_job_refused "rank 1's batch/sequence/ranks differs from rank 0's" -np 1 "$syncplan" "${one[@]}" --seq 32 \
+      --strategy ssgd --period 1 : -np 1 "$syncplan" "${one[@]}" --seq 16 --strategy ssgd --period 1
+    # A complete checkpoint of step 2 (ssgd, 2 ranks, seed 3), then folders it cannot resume.
+    mpi 2 run --strategy ssgd --period 1 "${common[@]}" --iterations 2 --checkpoint ck --checkpoint-every 2 >/dev/null
+    [[ -f ck/step-00000002/manifest.json ]] || { echo "FAIL: no complete checkpoint of step 2"; exit 1; }
+    before=$(find ck -type f | sort | xargs sha256sum)
+    expect_refused "another plan" --strategy wfbp --period 1 "${common[@]}" --iterations 4 --resume ck
+    expect_job_refused "written by 2 ranks, this run has 1" -np 1 "$syncplan" run --strategy ssgd --period 1 \
+      "${common[@]}" --iterations 4 --resume ck --log log.jsonl --trace trace.json
+    expect_refused "was trained with --seed 3, this run has --seed 4" --strategy ssgd --period 1 --model tiny-gpt \
+      --data "$text" --batch 4 --seq 32 --seed 4 --lr 0.003 --iterations 4 --resume ck
+    expect_refused "nothing is left to train" --strategy ssgd --period 1 "${common[@]}" --iterations 2 --resume ck
+    mkdir -p empty/step-00000004
+    expect_refused "no complete checkpoint" --strategy ssgd --period 1 "${common[@]}" --iterations 4 --resume empty
+    expect_refused "no such checkpoint folder" --strategy ssgd --period 1 "${common[@]}" --iterations 4 --resume absent
+    expect_refused "--checkpoint-every: only with --checkpoint DIR" --strategy ssgd --period 1 "${common[@]}" \
+      --iterations 4 --checkpoint-every 2
+    [[ "$(find ck -type f | sort | xargs sha256sum)" == "$before" ]] || { echo "FAIL: a refused run changed ck/"; exit 1; }
+    [[ ! -e absent ]] || { echo "FAIL: a refused run made absent/"; exit 1; }
     ;;
   *) echo "run_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac

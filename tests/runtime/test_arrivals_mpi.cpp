@@ -3,22 +3,15 @@
 // (runtime/fingerprint.hpp) and the fatal-signal line when mpirun ends a rank whose peer died
 // (comm/fatal_signal.hpp). Each case prints "ok: rank R: ..." lines with its evidence, or
 // "FAIL: ..." and exits 1; test_arrivals_cases.sh checks the lines across ranks and the timing.
-// Mode `run` is a stand-in for `syncplan run` that puts all the pieces together the way the
-// trainer is meant to (byte data, one bucket per iteration announced with Arrivals, a deadline
-// naming the missing ranks, the fatal-signal line, AdamW, checkpoints and --resume), so that
-// tests/runtime/fault_cases.sh can be run against it before the real command exists.
 //
-// usage: test_arrivals_mpi arrive|missing|checkpoint|fingerprint|signal [WORKDIR]
-//        test_arrivals_mpi run --data FILE --iterations K [--batch B] [--seq S] [--timeout-s T]
-//                          [--checkpoint DIR --checkpoint-every K] [--resume DIR] [other flags, ignored]
+// Mode `stall` is a rank that joins MPI and then does nothing for 60 s (as a rank stopped during
+// the setup would), the partner of one `syncplan run` rank in fault_cases.sh's setup_stall case.
+//
+// usage: test_arrivals_mpi arrive|missing|checkpoint|fingerprint|signal|stall [WORKDIR]
 #include "comm/arrivals.hpp"
-#include "comm/communicator.hpp"
 #include "comm/fatal_signal.hpp"
-#include "comm/mpi_communicator.hpp"
 #include "comm/mpi_session.hpp"
 #include "core/errors.hpp"
-#include "model/adamw.hpp"
-#include "runtime/byte_data.hpp"
 #include "runtime/checkpoint.hpp"
 #include "runtime/fingerprint.hpp"
 
@@ -32,7 +25,6 @@
 #include <exception>
 #include <filesystem>
 #include <fstream>
-#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -228,119 +220,10 @@ int signal_case(const MpiSession& mpi) {
   return fail(mpi.rank(), "not ended by a signal within 30 s");
 }
 
-// The stand-in trainer: P = 4096 parameters; each iteration's "gradient" is element i of the
-// batch's ids (mod its length) over 256, averaged across ranks as one bucket, then an AdamW step.
-// Every rank's shard differs, so the average is a real collective result; the run is a pure
-// function of the data, the seed and the step, so a resumed run must end bit-identical.
-int run_case(const MpiSession& mpi, const std::map<std::string, std::string>& flags) {
-  const auto flag = [&](const std::string& name, const std::string& fallback) {
-    const auto found = flags.find(name);
-    return found == flags.end() ? fallback : found->second;
-  };
-  const std::string prefix = "syncplan run: rank " + std::to_string(mpi.rank());
-  FatalSignalLine line(prefix);
-  const std::int64_t iterations = std::stoll(flag("--iterations", "100"));
-  const std::int64_t every = std::stoll(flag("--checkpoint-every", "0"));
-  const double timeout_s = std::stod(flag("--timeout-s", "5"));
-  const std::string checkpoints = flag("--checkpoint", ""), resume = flag("--resume", "");
-  constexpr std::int64_t kParameters = 4096;
-  ByteShard data(flag("--data", ""), mpi.rank(), mpi.size(), std::stoll(flag("--batch", "2")), std::stoll(flag("--seq", "32")));
-  ModelSpec spec;
-  spec.name = "stand-in";
-  const CheckpointIdentity identity{
-      fingerprint_run(schedule_identity(flag("--strategy", "wfbp"), std::stoi(flag("--period", "1"))), spec,
-                      data.batch(), data.seq(), mpi.size()),
-      mpi.rank(), mpi.size()};
-  require_same_run(mpi, identity.fingerprint);
-  AdamW adamw(kParameters);
-  TrainingState state;
-  state.parameters.assign(kParameters, 0.5f);
-  if (!resume.empty()) {
-    line.set_place("while reading the checkpoint");
-    state = load_checkpoint(mpi, resume, identity, kParameters, timeout_s);
-    adamw.restore(state.adam_m, state.adam_v, state.adam_step);
-    data.set_cursor(state.data_cursor);
-  }
-  Communicator comm = make_mpi_communicator(mpi);
-  Arrivals arrivals(mpi);
-  std::vector<float> gradient(kParameters);
-  std::int64_t next_sequence = 0;  // buckets and checkpoint agreements, in one order on every rank
-  const double quiet_s = 1.0;
-  while (state.step < iterations) {
-    const std::int64_t sequence = next_sequence++;
-    line.set_place(state.step, "stand-in.layer");
-    const ByteBatch batch = data.next();
-    for (std::size_t i = 0; i < gradient.size(); ++i)
-      gradient[i] = static_cast<float>(batch.ids[i % batch.ids.size()]) / 256.0f - 0.25f;
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));  // the backward's compute
-    arrivals.arrive(sequence);
-    const std::span<float> buffers[] = {gradient};
-    const BucketRequest request = comm.start("stand-in.layer", buffers);
-    const auto start = Clock::now();
-    double noted_s = 0;  // when the fatal-signal line last said who is late
-    const auto late = [&] { return late_ranks_text(arrivals.late(sequence, quiet_s), quiet_s); };
-    while (!comm.test(request)) {
-      arrivals.progress();
-      arrivals.heartbeat(sequence);
-      const double waited_s = seconds_since(start);
-      if (waited_s > quiet_s && waited_s - noted_s > 0.5) {
-        // A rank SIGTERMed by mpirun before its own deadline still names the late ranks.
-        line.set_place(state.step, "stand-in.layer", late());
-        noted_s = waited_s;
-      }
-      if (waited_s > timeout_s) {
-        line.end_rank(prefix + ": iteration " + std::to_string(state.step) + ", bucket stand-in.layer: the all-reduce "
-                          "did not complete within " + format_short(timeout_s, 1) + " s; " + late());
-      }
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
-    }
-    arrivals.progress();
-    adamw.step(state.parameters, gradient);
-    ++state.step;
-    if (!checkpoints.empty() && every > 0 && state.step % every == 0) {
-      line.set_place("while writing the checkpoint of step " + std::to_string(state.step));
-      state.data_cursor = data.cursor();
-      state.adam_step = adamw.step_count();
-      state.adam_m.assign(adamw.first_moment().begin(), adamw.first_moment().end());
-      state.adam_v.assign(adamw.second_moment().begin(), adamw.second_moment().end());
-      // The agreement is announced like a bucket, so that its timeout can name the late ranks.
-      const std::int64_t agreement = next_sequence++;
-      arrivals.arrive(agreement);
-      try {
-        save_checkpoint(mpi, checkpoints, state, identity, timeout_s, 2, [&] {
-          arrivals.progress();
-          arrivals.heartbeat(agreement);
-        });
-      } catch (const CommTimeout& timeout) {
-        arrivals.progress();
-        line.end_rank(prefix + ": iteration " + std::to_string(state.step) + ", checkpoint of step " +
-                          std::to_string(state.step) + ": not agreed within " + format_short(timeout_s, 1) + " s; " +
-                          late_ranks_text(arrivals.late(agreement, quiet_s), quiet_s));
-      }
-    }
-  }
-  return 0;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  if (mode == "run") {
-    // The stand-in's messages go to stderr, one line, as the command's would (exit 2: bad input).
-    std::map<std::string, std::string> flags;
-    for (int i = 2; i + 1 < argc; i += 2) flags[argv[i]] = argv[i + 1];
-    try {
-      MpiSession mpi;
-      return run_case(mpi, flags);
-    } catch (const InputError& error) {
-      std::fprintf(stderr, "syncplan run: %s\n", error.what());
-      return 2;
-    } catch (const std::exception& error) {
-      std::fprintf(stderr, "syncplan run: %s\n", error.what());
-      return 1;
-    }
-  }
   try {
     MpiSession mpi;
     int rc = 2;
@@ -349,7 +232,11 @@ int main(int argc, char** argv) {
     else if (mode == "checkpoint" && argc > 2) rc = checkpoint_case(mpi, argv[2]);
     else if (mode == "fingerprint") rc = fingerprint_case(mpi);
     else if (mode == "signal") rc = signal_case(mpi);
-    else std::fprintf(stderr, "usage: test_arrivals_mpi arrive|missing|checkpoint|fingerprint|signal [WORKDIR]\n");
+    else if (mode == "stall") {
+      std::this_thread::sleep_for(std::chrono::seconds(60));
+      rc = 0;
+    }
+    else std::fprintf(stderr, "usage: test_arrivals_mpi arrive|missing|checkpoint|fingerprint|signal|stall [WORKDIR]\n");
     std::fflush(stdout);
     // A rank that failed alone would leave the others in a collective: end them all.
     if (rc == 1) mpi.abort(1);

@@ -241,6 +241,59 @@ TEST_CASE("the executor launches a bucket when its last layer's backward is done
   CHECK_THROWS_AS(executor.begin_iteration(), InternalError);
 }
 
+TEST_CASE("the watch hears of each bucket before its start, and of the waits; a timeout carries the bucket's tag", "[runtime]") {
+  const Model& model = tiny_gpt();
+  ScriptedComm scripted;
+  scripted.polls_to_done = -1;  // never done: every wait polls until its deadline
+  Communicator comm(scripted_table(scripted));
+  LayerStore store(model);
+  RunClock clock;
+  // ssgd: every owning layer's gradient, each its own bucket, all started in before_step, in
+  // backprop order (output-most first), so bucket b is the b-th owning layer from the end.
+  const Schedule schedule = strategy_schedule(model, "ssgd", 1);
+  const std::vector<std::size_t> owning = owning_layers(model);
+  std::vector<std::string> heard;             // first layers, in the order the watch heard them
+  std::vector<std::size_t> started_before;    // communicator starts already made at each call
+  std::vector<std::int64_t> waited_tags;
+  double longest_wait_s = 0;
+  ExecutorOptions options;
+  options.timeout_s = 0.1;
+  options.watch.started = [&](std::int64_t iteration, const std::string& first_layer) {
+    CHECK(iteration == 5);
+    heard.push_back(first_layer);
+    started_before.push_back(scripted.started_elements.size());
+    return static_cast<std::int64_t>(100 + heard.size() - 1);  // tags 100, 101, ...
+  };
+  options.watch.waiting = [&](std::int64_t tag, double waited_s) {
+    waited_tags.push_back(tag);
+    longest_wait_s = std::max(longest_wait_s, waited_s);
+  };
+  options.first_iteration = 5;
+  Executor executor(schedule, comm, store.buffers(), clock, options);
+  executor.begin_iteration();
+  for (std::size_t l = model.layers.size(); l-- > 0;) executor.layer_backward_done(l);
+  CHECK(heard.empty());  // ssgd starts nothing during backprop
+  try {
+    executor.before_step();
+    FAIL("no SyncTimeout");
+  } catch (const SyncTimeout& e) {
+    // The first bucket waited for is the first started: tag 100, the output-most owning layer.
+    CHECK(e.tag() == 100);
+    CHECK(e.iteration() == 5);
+    CHECK(e.first_layer() == model.layers[owning.back()].name);
+  }
+  REQUIRE(heard.size() == owning.size());
+  for (std::size_t b = 0; b < heard.size(); ++b) {
+    CHECK(heard[b] == model.layers[owning[owning.size() - 1 - b]].name);
+    CHECK(started_before[b] == b);  // heard before its own start
+  }
+  // Every wait call was for the bucket waited for, until just before the 0.1 s deadline.
+  REQUIRE(!waited_tags.empty());
+  CHECK(std::all_of(waited_tags.begin(), waited_tags.end(), [](std::int64_t tag) { return tag == 100; }));
+  CHECK(longest_wait_s > 0.05);
+  CHECK(longest_wait_s <= 0.1);
+}
+
 TEST_CASE("the iteration counter advances once per step and wraps the period position", "[runtime]") {
   const Model& model = tiny_gpt();
   ScriptedComm scripted;
@@ -358,21 +411,6 @@ TEST_CASE("the trace names events as the DES does", "[runtime]") {
   CHECK(events[5]["name"] == "update");
 }
 
-TEST_CASE("byte batches: contiguous windows, targets shifted by one, wrapping at the shard's end", "[runtime]") {
-  ByteShard shard;
-  for (int i = 0; i < 10; ++i) shard.bytes.push_back(static_cast<std::uint8_t>(100 + i));
-  std::int64_t cursor = 0;
-  // B = 2, S = 4: sequences at 0 and 4 (ids 100..103, 104..107; targets one later), cursor 8.
-  TokenBatch batch = next_byte_batch(shard, cursor, 2, 4);
-  CHECK(batch.ids == std::vector<std::int64_t>{100, 101, 102, 103, 104, 105, 106, 107});
-  CHECK(batch.targets == std::vector<std::int64_t>{101, 102, 103, 104, 105, 106, 107, 108});
-  CHECK(cursor == 8);
-  // 8 + 4 + 1 > 10: the next sequence wraps to 0.
-  batch = next_byte_batch(shard, cursor, 1, 4);
-  CHECK(batch.ids == std::vector<std::int64_t>{100, 101, 102, 103});
-  CHECK(cursor == 4);
-}
-
 TEST_CASE("train requests are checked before anything is read", "[runtime]") {
   TrainRequest request;
   request.iterations = 0;
@@ -385,7 +423,11 @@ TEST_CASE("train requests are checked before anything is read", "[runtime]") {
   CHECK_THROWS_WITH(check_train_request(request), Catch::StartsWith("device: unknown 'tpu'"));
   request.device = "cpu";
   CHECK_NOTHROW(check_train_request(request));
-  CHECK_THROWS_WITH(read_byte_shard("/nonexistent/text", 0, 2, 4, 64), Catch::Contains("--data /nonexistent/text: no such file"));
+  // Checkpoints need a period: every K >= 1 steps.
+  request.checkpoint_dir = "checkpoints";
+  CHECK_THROWS_WITH(check_train_request(request), Catch::StartsWith("checkpoint_every: must be >= 1"));
+  request.checkpoint_every = 20;
+  CHECK_NOTHROW(check_train_request(request));
 }
 
 TEST_CASE("frozen layers are synced by nobody; a tied layer must sync with its carrier", "[runtime]") {

@@ -128,7 +128,7 @@ void run_partial(Context& context, const Schedule& schedule, int iterations, con
   RunClock clock;
   const LayerBuffers buffers = [&](std::size_t layer) { return graph.layer_parameters(layer); };
   Executor executor(schedule, context.comm, buffers, clock);
-  std::int64_t cursor = 0;
+  ByteShard shard = context.shard;  // a copy: its cursor starts at 0 in every case
   const int failures_before = context.failures;
   int syncs = 0;
   std::vector<int> equal_until(context.model.layers.size(), 0);  // the same initial parameters on every rank
@@ -136,7 +136,7 @@ void run_partial(Context& context, const Schedule& schedule, int iterations, con
     executor.begin_iteration();
     const int h = executor.period_position();
     const std::vector<float> before = allgather(graph.parameters());
-    const TokenBatch batch = next_byte_batch(context.shard, cursor, kBatch, kSeq);
+    const ByteBatch batch = shard.next();
     graph.set_batch(batch.ids, batch.targets);
     graph.zero_gradients();
     for (std::size_t l = 0; l < graph.layer_count(); ++l) graph.forward(l);
@@ -226,10 +226,10 @@ int equivalence(Context& context) {
   RunClock clock;
   Executor executor(strategy_schedule(context.model, "plsgd-even", 1), context.comm,
                     [&](std::size_t layer) { return run.layer_parameters(layer); }, clock);
-  std::int64_t run_cursor = 0, reference_cursor = 0;
+  ByteShard run_shard = context.shard, reference_shard = context.shard;  // one cursor each, from 0
   for (int step = 0; step < kIterations; ++step) {
     executor.begin_iteration();
-    const TokenBatch batch = next_byte_batch(context.shard, run_cursor, kBatch, kSeq);
+    const ByteBatch batch = run_shard.next();
     run.set_batch(batch.ids, batch.targets);
     run.zero_gradients();
     for (std::size_t l = 0; l < run.layer_count(); ++l) run.forward(l);
@@ -241,7 +241,7 @@ int equivalence(Context& context) {
     run_optimizer.step(run.parameters(), run.gradients());
     executor.after_step();
 
-    const TokenBatch same = next_byte_batch(context.shard, reference_cursor, kBatch, kSeq);
+    const ByteBatch same = reference_shard.next();
     reference.set_batch(same.ids, same.targets);
     reference.forward_backward();
     const std::span<float> p = reference.parameters();
@@ -278,7 +278,7 @@ int main(int argc, char** argv) {
   const MpiSession mpi;
   Communicator comm = make_mpi_communicator(mpi);
   const Model model = expand_model(read_model_spec_file(SYNCPLAN_DATA_DIR "/models/tiny-gpt.json"));
-  const ByteShard shard = read_byte_shard(text, mpi.rank(), mpi.size(), kBatch, kSeq);
+  const ByteShard shard(text, mpi.rank(), mpi.size(), kBatch, kSeq);
   Context context{mpi, comm, model, shard};
   int code = 2;
   if (mode == "partial") code = partial(context);
