@@ -98,18 +98,9 @@ Arrivals::Arrivals(const MpiSession& mpi, double deadline_s) : state_(std::make_
   State& state = *state_;
   const auto start = Clock::now();
   for (MPI_Comm* comm : {&state.arrivals, &state.heartbeats}) {
-    // Nonblocking and tested (MPI-3.0 section 6.4.2): MPI_Comm_dup would wait forever for a
-    // stopped rank. At the deadline the duplicate stays pending: the caller ends the rank.
-    MPI_Request request = MPI_REQUEST_NULL;
-    SYNCPLAN_MPI_CHECK(MPI_Comm_idup(MPI_COMM_WORLD, comm, &request));
-    for (int done = 0;;) {
-      SYNCPLAN_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
-      if (done) break;
-      if (std::chrono::duration<double>(Clock::now() - start).count() > deadline_s)
-        throw CommTimeout("the arrival messages' communicators", deadline_s);
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-    SYNCPLAN_MPI_CHECK(MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN));
+    // Nonblocking and tested: MPI_Comm_dup would wait forever for a stopped rank.
+    duplicate_world_within(comm, std::max(1e-6, deadline_s - std::chrono::duration<double>(Clock::now() - start).count()),
+                           "the arrival messages' communicators");
   }
   state.rank = mpi.rank();
   state.size = mpi.size();

@@ -12,10 +12,18 @@
 namespace syncplan {
 
 CommTimeout::CommTimeout(const std::string& bucket, double deadline_s)
-    : std::runtime_error("bucket '" + bucket + "': the average across ranks did not complete within its deadline of " +
-                         format_short(deadline_s, 3) + " s (a rank never started it, or a peer or the link failed)"),
-      bucket_(bucket),
-      deadline_s_(deadline_s) {}
+    : CommTimeout("bucket '" + bucket + "': the average across ranks did not complete within its deadline of " +
+                      format_short(deadline_s, 3) + " s (a rank never started it, or a peer or the link failed)",
+                  bucket, deadline_s) {}
+
+CommTimeout CommTimeout::step(const std::string& step, double deadline_s) {
+  return CommTimeout(step + " did not complete within its deadline of " + format_short(deadline_s, 3) +
+                         " s (a rank never reached it, or a peer or the link failed)",
+                     step, deadline_s);
+}
+
+CommTimeout::CommTimeout(const std::string& message, const std::string& bucket, double deadline_s)
+    : std::runtime_error(message), bucket_(bucket), deadline_s_(deadline_s) {}
 
 Communicator::Communicator(const CommBackendTable& table) : table_(table) {
   SYNCPLAN_CHECK(table.version == kCommTableVersion && table.name != nullptr && table.buffer_place != nullptr &&

@@ -54,10 +54,15 @@ struct CommBackendTable {
 class CommTimeout : public std::runtime_error {
  public:
   CommTimeout(const std::string& bucket, double deadline_s);
+  /// A collective step that is not a bucket (making a communicator, an agreement among the
+  /// ranks) did not complete within its deadline: the message names `step` as such.
+  static CommTimeout step(const std::string& step, double deadline_s);
   const std::string& bucket() const { return bucket_; }
   double deadline_s() const { return deadline_s_; }
 
  private:
+  CommTimeout(const std::string& message, const std::string& bucket, double deadline_s);
+
   std::string bucket_;
   double deadline_s_;
 };

@@ -5,6 +5,17 @@
 
 #include <mpi.h>
 
+#include <string>
+
+namespace syncplan {
+/// Duplicates MPI_COMM_WORLD into *comm with MPI_Comm_idup, tested every 50 us, so that a stopped
+/// rank cannot hold this rank forever (MPI_Comm_dup would; MPI-3.0 section 6.4.2), then sets
+/// MPI_ERRORS_RETURN on it. Collective. Throws CommTimeout naming `what` once `deadline_s`
+/// seconds (> 0; infinity waits as long as it takes) have passed (the duplicate stays pending:
+/// the caller ends the rank), LibraryError when an MPI call fails.
+void duplicate_world_within(MPI_Comm* comm, double deadline_s, const std::string& what);
+}  // namespace syncplan
+
 namespace syncplan::detail {
 /// Reports a failed MPI call with MPI_Error_string's text (through report_library_error).
 [[noreturn]] void mpi_failed(int code, const char* expression, const char* file, int line);

@@ -5,11 +5,13 @@
 #include "core/errors.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace syncplan {
@@ -100,10 +102,24 @@ void mpi_destroy(void* opaque) {
 
 }  // namespace
 
-Communicator make_mpi_communicator(const MpiSession& mpi) {
+void duplicate_world_within(MPI_Comm* comm, double deadline_s, const std::string& what) {
+  SYNCPLAN_CHECK(deadline_s > 0);
+  const auto start = std::chrono::steady_clock::now();
+  MPI_Request request = MPI_REQUEST_NULL;
+  SYNCPLAN_MPI_CHECK(MPI_Comm_idup(MPI_COMM_WORLD, comm, &request));
+  for (int done = 0;;) {
+    SYNCPLAN_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    if (done) break;
+    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > deadline_s)
+      throw CommTimeout::step(what, deadline_s);
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  SYNCPLAN_MPI_CHECK(MPI_Comm_set_errhandler(*comm, MPI_ERRORS_RETURN));
+}
+
+Communicator make_mpi_communicator(const MpiSession& mpi, double deadline_s) {
   auto state = std::make_unique<MpiState>();
-  SYNCPLAN_MPI_CHECK(MPI_Comm_dup(MPI_COMM_WORLD, &state->comm));
-  SYNCPLAN_MPI_CHECK(MPI_Comm_set_errhandler(state->comm, MPI_ERRORS_RETURN));
+  duplicate_world_within(&state->comm, deadline_s, "the all-reduces' communicator");
   state->size = mpi.size();
   CommBackendTable table;
   table.name = "mpi";

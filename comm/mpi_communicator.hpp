@@ -5,13 +5,19 @@
 #include "comm/communicator.hpp"
 #include "comm/mpi_session.hpp"
 
+#include <limits>
+
 namespace syncplan {
 
 /// A communicator over a duplicate of MPI_COMM_WORLD (so that buckets never match the session's
 /// own collectives). A bucket of one buffer is reduced in place; several are packed into one
 /// contiguous buffer first and unpacked when done. Averages are the float sum divided by the
 /// world size. A bucket of more than 2^31 - 1 elements is an InputError (MPI 3 counts are int).
-/// abort(code) is MPI_Abort. Collective (MPI_Comm_dup); throws LibraryError when it fails.
-Communicator make_mpi_communicator(const MpiSession& mpi);
+/// abort(code) is MPI_Abort. Collective (the duplicate is MPI_Comm_idup, tested until done or
+/// `deadline_s` seconds (> 0) have passed: a stopped rank cannot hold the others forever; the
+/// default waits as long as it takes). Throws CommTimeout at the deadline, LibraryError when an MPI
+/// call fails.
+Communicator make_mpi_communicator(const MpiSession& mpi,
+                                   double deadline_s = std::numeric_limits<double>::infinity());
 
 }  // namespace syncplan

@@ -25,7 +25,7 @@ void wait_within(MPI_Request& request, const std::string& what, double deadline_
     SYNCPLAN_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
     if (done) return;
     if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > deadline_s)
-      throw CommTimeout(what, deadline_s);  // the request stays in flight: the caller aborts
+      throw CommTimeout::step(what, deadline_s);  // the request stays in flight: the caller aborts
     if (poll) poll();
     std::this_thread::sleep_for(std::chrono::microseconds(50));
   }

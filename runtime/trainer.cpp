@@ -290,16 +290,17 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
     }
   }
 
-  // The setup's agreements passed: the bucket communicator (MPI_Comm_dup, blocking: the one
-  // setup step without a deadline, docs/runtime.md section 6) comes after them, so that bad input
-  // never reaches it.
-  Communicator comm = make_comm();
+  // The setup's agreements passed: the bucket communicator (MPI_Comm_idup under the deadline)
+  // comes after them, so that bad input never reaches it.
+  std::optional<Communicator> comm_holder;
   std::optional<Arrivals> arrivals_holder;
   try {
+    comm_holder.emplace(make_comm());
     arrivals_holder.emplace(mpi, request.timeout_s);
   } catch (const CommTimeout& e) {
     throw RunTimeout(me + ": before the first iteration: " + e.what());
   }
+  Communicator& comm = *comm_holder;
   Arrivals& arrivals = *arrivals_holder;
 
   // Frozen layers are not trained: their parameters are put back after each step.

@@ -97,8 +97,9 @@ class RunTimeout : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Makes the run's communicator (make_mpi_communicator): called once the setup's agreements have
-/// passed, so that a rank stopped during setup meets a deadline rather than MPI_Comm_dup.
+/// Makes the run's communicator (make_mpi_communicator with the run's deadline): called once the
+/// setup's agreements have passed; a CommTimeout it throws (a rank stopped during setup) ends the
+/// run with one line like the setup's other deadlines.
 using CommunicatorFactory = std::function<Communicator()>;
 
 /// The whole run (collective): checks the request, reads the model, the plan or strategy and this

@@ -109,7 +109,7 @@ int run(const MpiSession& mpi, FatalSignalLine& line, const RunOptions& options)
   TrainProgress progress;
   if (terminal) progress = [&](const IterationRecord& record) { show_progress(record, options.iterations); };
   const TrainResult result = with_flags(kRunFlags, [&] {
-    return run_training(mpi, [&] { return make_mpi_communicator(mpi); }, request, progress, &line);
+    return run_training(mpi, [&] { return make_mpi_communicator(mpi, request.timeout_s); }, request, progress, &line);
   });
   if (terminal) std::fputc('\n', stderr);
   if (!mpi.is_root()) return 0;

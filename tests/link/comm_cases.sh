@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Runs test_comm_mpi under mpirun (tests/link/CMakeLists.txt registers each case): average and
-# overlap must exit 0 with an "ok:" line per rank; timeout must print "ok: ... CommTimeout" for
+# overlap must exit 0 with an "ok:" line per rank; timeout and setup_timeout must print "ok: ... CommTimeout" for
 # every rank but the last, end with exit status 3 (their MPI_Abort) and take less than 20 s in all.
 #
-# usage: comm_cases.sh average|overlap|timeout RANKS TEST_COMM_MPI [MPIEXEC]
+# usage: comm_cases.sh average|overlap|timeout|setup_timeout RANKS TEST_COMM_MPI [MPIEXEC]
 set -uo pipefail
 
 mode="$1" ranks="$2" program="$3" mpiexec="${4:-mpirun}"
@@ -21,7 +21,7 @@ case "$mode" in
     [[ $rc -eq 0 ]] || { echo "FAIL: exit status $rc"; exit 1; }
     [[ $oks -eq $ranks ]] || { echo "FAIL: $oks ok lines, expected $ranks"; exit 1; }
     ;;
-  timeout)
+  timeout|setup_timeout)
     [[ $rc -eq 3 ]] || { echo "FAIL: exit status $rc, expected 3 (MPI_Abort by the waiting ranks)"; exit 1; }
     ! grep -q '^FAIL' <<<"$output" || { echo "FAIL: a rank failed"; exit 1; }
     [[ $(grep -c '^ok: rank [0-9]*: CommTimeout after' <<<"$output") -eq $((ranks - 1)) ]] ||

@@ -1,9 +1,10 @@
 // The communicator's MPI backend under mpirun (comm/mpi_communicator.hpp, docs/comm.md): averages
-// of several buckets, progress by test() while computing, and a deadline that expires. Each case
+// of several buckets, progress by test() while computing, and a deadline that expires, in a bucket's
+// wait and in making the communicator. Each case
 // prints "ok: ..." lines with its evidence and exits 0; a wrong value exits 1 with the first
 // mismatches. Run by comm_cases.sh, which checks the timeout case's output and duration.
 //
-// usage: test_comm_mpi average|overlap|timeout
+// usage: test_comm_mpi average|overlap|timeout|setup_timeout
 #include "comm/communicator.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/mpi_session.hpp"
@@ -172,17 +173,52 @@ int timeout_case(const MpiSession& mpi) {
   return 1;  // not reached: MPI_Abort does not return
 }
 
+// The last rank never makes its communicator; every other rank's make_mpi_communicator (an
+// MPI_Comm_idup under a 2 s deadline) must throw CommTimeout naming the communicator and the
+// deadline after 2 s and before 3 s, then the job is aborted as in timeout_case. Blocking
+// MPI_Comm_dup would have held them forever.
+int setup_timeout_case(const MpiSession& mpi) {
+  const bool stuck = mpi.rank() == mpi.size() - 1;
+  MPI_Comm waiting = MPI_COMM_NULL;
+  MPI_Comm_split(MPI_COMM_WORLD, stuck ? 1 : 0, mpi.rank(), &waiting);
+  std::fflush(stdout);
+  if (stuck) {
+    std::this_thread::sleep_for(std::chrono::seconds(60));  // ended by the others' MPI_Abort
+    std::printf("FAIL: rank %d was not ended by MPI_Abort\n", mpi.rank());
+    return 1;
+  }
+  const Clock::time_point start = Clock::now();
+  try {
+    Communicator comm = make_mpi_communicator(mpi, kDeadline_s);
+    std::printf("FAIL: rank %d: the communicator was made without the last rank\n", mpi.rank());
+    std::fflush(stdout);
+    mpi.abort(1);
+  } catch (const CommTimeout& e) {
+    const double waited_s = seconds_since(start);
+    const bool right = e.bucket() == "the all-reduces' communicator" && e.deadline_s() == kDeadline_s &&
+                       waited_s >= kDeadline_s && waited_s < kDeadline_s + 1;
+    std::printf("%s: rank %d: CommTimeout after %.3f s: %s\n", right ? "ok" : "FAIL", mpi.rank(), waited_s, e.what());
+    std::fflush(stdout);
+    MPI_Barrier(waiting);
+    mpi.abort(right ? kAbortCode : 1);
+  }
+  return 1;  // not reached: MPI_Abort does not return
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const std::string mode = argc == 2 ? argv[1] : "";
-  if (mode != "average" && mode != "overlap" && mode != "timeout") {
-    std::fprintf(stderr, "usage: test_comm_mpi average|overlap|timeout\n");
+  if (mode != "average" && mode != "overlap" && mode != "timeout" && mode != "setup_timeout") {
+    std::fprintf(stderr, "usage: test_comm_mpi average|overlap|timeout|setup_timeout\n");
     return 2;
   }
   try {
     const MpiSession mpi;
-    const int status = mode == "average" ? average_case(mpi) : mode == "overlap" ? overlap_case(mpi) : timeout_case(mpi);
+    const int status = mode == "average"   ? average_case(mpi)
+                       : mode == "overlap" ? overlap_case(mpi)
+                       : mode == "timeout" ? timeout_case(mpi)
+                                           : setup_timeout_case(mpi);
     std::fflush(stdout);
     // A failing rank ends the job: the others may wait for it in MPI_Finalize.
     if (mpi.first_failing_rank(status == 0) >= 0) mpi.abort(1);
