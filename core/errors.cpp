@@ -30,4 +30,8 @@ std::string format_short(double value, int decimals) {
   return buffer;
 }
 
+std::string count_text(long long count, const std::string& noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+
 }  // namespace syncplan

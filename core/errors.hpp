@@ -38,4 +38,8 @@ std::string format_exact(double value);
 /// with an exponent (%g: "1e+200", "2.5e-09"). Not for JSON output, which keeps every digit.
 std::string format_short(double value, int decimals);
 
+/// A count with its noun for messages: "1 worker", "8 workers", "0 workers" (English plural by
+/// an added "s"; nouns whose plural is not that are not for this function).
+std::string count_text(long long count, const std::string& noun);
+
 }  // namespace syncplan

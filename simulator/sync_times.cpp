@@ -54,7 +54,7 @@ SyncTimes choose_sync_times(Profile profile, const std::string& origin, SyncTime
   choice.link_origin = inputs.link_origin;
   if (choice.cluster && choice.link && choice.cluster->workers != choice.link->workers)
     throw InputError(inputs.link_origin + ": field 'workers': the link fit was measured at " +
-                     std::to_string(choice.link->workers) + " workers but " + inputs.cluster_origin + " has " +
+                     count_text(choice.link->workers, "worker") + " but " + inputs.cluster_origin + " has " +
                      std::to_string(choice.cluster->workers) + "; a fit holds for the group size it was measured at");
   choice.text = "the profile's sync_s";
   if (!choice.cluster && !choice.link) return choice;
@@ -70,7 +70,7 @@ SyncTimes choose_sync_times(Profile profile, const std::string& origin, SyncTime
                         (inputs.mode == SyncTimeMode::kAuto && has_sync_s && choice.profile.workers &&
                          *choice.profile.workers == workers);
   if (measured) {
-    choice.text = "the profile's sync_s (measured at " + std::to_string(workers) + " workers)";
+    choice.text = "the profile's sync_s (measured at " + count_text(workers, "worker") + ")";
   } else if (choice.link) {
     choice.profile = with_link_times(std::move(choice.profile), *choice.link, origin, inputs.link_origin);
     choice.link_used = true;
@@ -98,7 +98,7 @@ void charge_buckets_by_link(BackpropTimes& times, const SyncTimes& choice, const
 
 Cluster link_cluster(const LinkFit& link) {
   Cluster cluster;
-  cluster.name = "the link fit's " + std::to_string(link.workers) + " workers";
+  cluster.name = "the link fit's " + count_text(link.workers, "worker");
   cluster.workers = link.workers;
   cluster.workers_per_node = 1;
   // Never charged (the DES charges the link fit's times, kMeasured); a ring over these links

@@ -89,8 +89,8 @@ void check_input_paths(const std::vector<NamedPath>& inputs) {
 
 std::string describe_profile(const Profile& profile, const std::string& path) {
   std::string text = profile.model.value_or("(unnamed model)") + ", " +
-                     std::to_string(profile.layers.size()) + " layers, " + profile.source;
-  if (profile.workers) text += ", " + std::to_string(*profile.workers) + " workers";
+                     count_text(static_cast<long long>(profile.layers.size()), "layer") + ", " + profile.source;
+  if (profile.workers) text += ", " + count_text(*profile.workers, "worker");
   return text + " (" + path + ")";
 }
 

@@ -147,7 +147,7 @@ int run_simulate(const SimulateOptions& options) {
 }
 
 std::string cluster_text(const Cluster& cluster, const std::string& path) {
-  std::string text = cluster.name.value_or(path) + ": " + std::to_string(cluster.workers) + " workers, " +
+  std::string text = cluster.name.value_or(path) + ": " + count_text(cluster.workers, "worker") + ", " +
                      std::to_string(cluster.workers_per_node) + " per node, " + to_string(cluster.allreduce) +
                      " all-reduce";
   if (!cluster.compute_slowdown.empty()) text += ", stragglers";
@@ -181,6 +181,11 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
     throw InputError("--strategy " + options.strategy + ": with --link and no --cluster the simulator needs the "
                      "link's all-reduce times, but " + request.sync.text + " were chosen (--sync-time measured "
                      "needs --cluster)");
+  const int workers = request.sync.cluster ? request.sync.cluster->workers : request.sync.link->workers;
+  if (options.trace_workers_given && options.trace_workers > workers)
+    throw InputError("--trace-workers: " + std::to_string(options.trace_workers) + " is more than the " +
+                     count_text(workers, "worker") + " of " +
+                     (request.sync.cluster ? options.sync.cluster_path : "the link fit " + options.sync.link_path));
   std::string what;
   if (!options.plan_path.empty()) {
     request.plan = read_plan_file(options.plan_path, profile);
@@ -197,12 +202,12 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
   std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n'
             << "cluster: "
             << (request.sync.cluster ? cluster_text(*request.sync.cluster, options.sync.cluster_path)
-                                     : "none; the " + std::to_string(request.sync.link->workers) +
-                                           " workers of the link fit " + options.sync.link_path)
+                                     : "none; the " + count_text(request.sync.link->workers, "worker") +
+                                           " of the link fit " + options.sync.link_path)
             << '\n'
             << what << ", period H = " << period << ", " << count << " iterations, all-reduce times from "
             << request.sync.text << '\n'
-            << "simulated " << result.simulated_workers << " of " << result.workers << " workers"
+            << "simulated " << result.simulated_workers << " of " << count_text(result.workers, "worker")
             << (result.simulated_workers == 1 && result.workers > 1 ? " (identical workers: one representative)" : "")
             << ", " << result.events << " events\n\n"
             << "total_s " << seconds_text(result.total_s) << "  mean_iteration_s " << seconds_text(result.total_s / count)

@@ -135,6 +135,13 @@ TEST_CASE("readers: a link fit's times are at most a day", "[json]") {
              Contains("l.json: samples[0]: field 'time_s': at most 86400"));
 }
 
+TEST_CASE("count_text: the noun in the singular for exactly one, else with an s", "[format]") {
+  CHECK(count_text(1, "worker") == "1 worker");
+  CHECK(count_text(8, "worker") == "8 workers");
+  CHECK(count_text(0, "layer") == "0 layers");
+  CHECK(count_text(-1, "rank") == "-1 ranks");
+}
+
 TEST_CASE("format_short: fixed decimals from 10^-decimals up to 1e6, else 6 significant digits", "[format]") {
   CHECK(format_short(0.0, 6) == "0.000000");
   CHECK(format_short(0.0015, 6) == "0.001500");
