@@ -24,7 +24,7 @@ void require_range(double value, double low, bool low_open, double high, const c
 
 AdamW::AdamW(std::int64_t parameter_count, const AdamWOptions& options) : options_(options) {
   const double inf = HUGE_VAL;
-  require_range(options.learning_rate, 0, true, inf, "learning_rate");
+  require_range(options.learning_rate, 0, true, kMaxLearningRate, "learning_rate");
   require_range(options.beta1, 0, false, 1, "beta1");
   require_range(options.beta2, 0, false, 1, "beta2");
   require_range(options.eps, 0, true, inf, "eps");

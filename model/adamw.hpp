@@ -9,8 +9,13 @@
 namespace syncplan {
 
 /// AdamW's hyperparameters: torch.optim.AdamW's defaults.
+/// The largest learning rate AdamW takes (exclusive): Adam moves every parameter by about lr per
+/// step whatever its gradient, so a rate of 10 or more sends any model's weights (std ~0.02) to
+/// overflow within a few steps.
+inline constexpr double kMaxLearningRate = 10;
+
 struct AdamWOptions {
-  double learning_rate = 1e-3;  ///< lr (> 0)
+  double learning_rate = 1e-3;  ///< lr, in (0, kMaxLearningRate)
   double beta1 = 0.9;           ///< first-moment decay, in [0, 1)
   double beta2 = 0.999;         ///< second-moment decay, in [0, 1)
   double eps = 1e-8;            ///< added to sqrt(v̂) (> 0)

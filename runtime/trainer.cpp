@@ -203,8 +203,9 @@ void check_train_request(const TrainRequest& request) {
                                 ", got " + std::to_string(request.seq));
   if (!(request.timeout_s > 0 && std::isfinite(request.timeout_s)))
     throw FieldError("timeout_s", "timeout_s: must be a finite number of seconds > 0, got " + number_text(request.timeout_s));
-  if (!(request.adamw.learning_rate > 0 && std::isfinite(request.adamw.learning_rate)))
-    throw FieldError("learning_rate", "learning_rate: must be a finite number > 0, got " +
+  if (!(request.adamw.learning_rate > 0 && request.adamw.learning_rate < kMaxLearningRate))
+    throw FieldError("learning_rate", "learning_rate: must be a number > 0 and below " +
+                                          number_text(kMaxLearningRate) + " (AdamW's steps would overflow), got " +
                                           number_text(request.adamw.learning_rate));
   if (request.device == "cuda") {
     require_gpu_backend("device", "cuda");  // throws FieldError "device cuda: ..." with the loader's reason

@@ -11,6 +11,9 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <unistd.h>
+#include <cstdlib>
+#include <cstdio>
 #include <fstream>
 #include <ostream>
 
@@ -61,6 +64,18 @@ void check_output_paths(const std::vector<NamedPath>& outputs, const std::vector
     if (!fs::is_directory(folder, ec))
       throw InputError(option + ": " + path + ": folder " + folder.string() + " does not exist");
     if (fs::is_directory(path, ec)) throw InputError(option + ": " + path + ": is a directory");
+    // A folder may exist and still refuse new files (/proc, a read-only mount, permissions):
+    // probe it with a file of our own now, so that a long job does not fail at its very end.
+    // An existing non-regular target (/dev/null, a FIFO) is written directly, with no new file.
+    if (!fs::exists(path, ec) || fs::is_regular_file(path, ec)) {
+      std::string probe = (folder / ".syncplan-write-probe-XXXXXX").string();
+      const int fd = mkstemp(probe.data());
+      if (fd < 0)
+        throw InputError(option + ": " + path + ": cannot create a file in folder " + folder.string() + " (" +
+                         std::strerror(errno) + ")");
+      close(fd);
+      std::remove(probe.c_str());
+    }
     for (const NamedPath& input : inputs)
       if (!input.path.empty() && same_file(path, input.path))
         throw InputError(option + ": " + path + ": same file as " + input.option + "; it would be overwritten");

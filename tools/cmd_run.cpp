@@ -175,7 +175,18 @@ void add_run_command(CLI::App& app, Action& action) {
                       "continues from its checkpoint's step")->required();
   command->add_option("--batch", options->batch, "sequences per rank and step (default: 4)");
   command->add_option("--seq", options->seq, "tokens per sequence, at most the model's context (default: 64)");
-  command->add_option("--seed", options->seed, "seed of the initial parameters (the same on every rank) and dropout (default: 1)");
+  command
+      ->add_option("--seed", options->seed, "seed of the initial parameters (the same on every rank) and dropout (default: 1)")
+      ->check([](const std::string& text) -> std::string {
+        // CLI11 reads unsigned numbers with strtoull, which takes "-1" as 2^64 - 1 and clamps what
+        // is beyond it: only the digits of a number in [0, 2^64 - 1] are a seed.
+        const std::string largest = "18446744073709551615";
+        const bool digits = !text.empty() && text.find_first_not_of("0123456789") == std::string::npos;
+        const std::string trimmed = digits ? text.substr(std::min(text.find_first_not_of('0'), text.size() - 1)) : text;
+        if (!digits || trimmed.size() > largest.size() || (trimmed.size() == largest.size() && trimmed > largest))
+          return "must be a whole number in [0, " + largest + "], got '" + text + "'";
+        return "";
+      });
   command->add_option("--device", options->device, "cpu (cuda: not yet; refused) (default: cpu)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   command->add_option("--lr", options->lr, "AdamW learning rate (default: 0.001)");

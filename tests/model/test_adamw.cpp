@@ -50,6 +50,10 @@ TEST_CASE("AdamW: PyTorch defaults, a zero gradient only decays, bad options ref
   bad = AdamWOptions{};
   bad.learning_rate = 0;
   CHECK_THROWS_AS(AdamW(1, bad), InputError);
+  bad.learning_rate = kMaxLearningRate;  // the bound is exclusive
+  CHECK_THROWS_WITH(AdamW(1, bad), Catch::Contains("learning_rate"));
+  bad.learning_rate = 1e20;
+  CHECK_THROWS_WITH(AdamW(1, bad), Catch::Contains("learning_rate"));
   bad = AdamWOptions{};
   bad.weight_decay = -1;
   CHECK_THROWS_WITH(AdamW(1, bad), Catch::Contains("weight_decay"));

@@ -418,6 +418,8 @@ TEST_CASE("train requests are checked before anything is read", "[runtime]") {
   request.iterations = 1;
   request.adamw.learning_rate = 0;
   CHECK_THROWS_WITH(check_train_request(request), Catch::StartsWith("learning_rate:"));
+  request.adamw.learning_rate = 1e20;  // a loss of NaN after one step
+  CHECK_THROWS_WITH(check_train_request(request), Catch::StartsWith("learning_rate:"));
   request.adamw.learning_rate = 1e-3;
   request.device = "tpu";
   CHECK_THROWS_WITH(check_train_request(request), Catch::StartsWith("device: unknown 'tpu'"));
