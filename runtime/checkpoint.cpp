@@ -74,7 +74,8 @@ void append_floats(std::string& out, const std::vector<float>& values) {
 
 std::vector<float> read_floats(const char* from, std::int64_t count) {
   std::vector<float> values(static_cast<std::size_t>(count));
-  std::memcpy(values.data(), from, values.size() * sizeof(float));
+  // No copy of 0 floats: an empty vector's data() may be null, which memcpy must not get.
+  if (!values.empty()) std::memcpy(values.data(), from, values.size() * sizeof(float));
   return values;
 }
 

@@ -159,7 +159,65 @@ def readers(cli_data, repo_data):
             "[%s, %s, %s]" % (trace_event % ('"syncplan.forward:syncplan.forward:a"', "0", "10"),
                               trace_event % ('"syncplan.forward:a"', "1", "5"), trace_event % ("@V@", "20", "5")),
         ]),
+        **compare_readers(cli_data.parent.parent / "runtime" / "data" / "compare"),
     }
+
+
+def compare_readers(data):
+    """`syncplan compare`'s three inputs, each against a fixed other side of tests/runtime/data/compare
+    (docs/compare.md): a simulate result as PREDICTED, a measured trace and a run log as MEASURED,
+    with @V@ in each field the reader checks."""
+    result = (data / "pm_result_h2.json").read_text()
+    trace = (data / "trace_meas.json").read_text()
+    log = (data / "log_2ranks.jsonl").read_text()
+    first_line = log.splitlines()[0]
+    backward = '"ts": 1300, "dur": 1000, "args": {"iteration": 0, "layer": "head"}'
+    allreduce = '"ts": 2400, "dur": 2200, "args": {"iteration": 0, "layer": "head", "bytes": 1024}'
+    assert backward in trace and allreduce in trace, "trace_meas.json changed: update edge_inputs.py"
+    def in_log(old, new):  # the first line of the log with one value replaced
+        assert old in first_line, "log_2ranks.jsonl changed: update edge_inputs.py"
+        return log.replace(first_line, first_line.replace(old, new), 1)
+    def in_result(old, new):
+        assert old in result, "pm_result_h2.json changed: update edge_inputs.py"
+        return result.replace(old, new, 1)
+    out = ["--json", "OUT"]
+    return {
+        "compare_result": (["compare", "FILE", str(data / "log_2ranks.jsonl")] + out, "result.json", [
+            in_result('"engine": "period-model"', '"engine": @V@'), in_result('"period": 2', '"period": @V@'),
+            in_result("0.01,", "@V@,"), in_result('"format": "syncplan.result/v1"', '"format": @V@'),
+            in_result('"model": "tiny"', '"model": "tiny", @V@: 1'),
+        ]),
+        "compare_trace": (["compare", str(data / "trace_pred.json"), "FILE"] + out, "trace.json", [
+            trace.replace(backward, backward.replace('"ts": 1300', '"ts": @V@'), 1),
+            trace.replace(backward, backward.replace('"dur": 1000', '"dur": @V@'), 1),
+            trace.replace(backward, backward.replace('"iteration": 0', '"iteration": @V@'), 1),
+            trace.replace(backward, backward.replace('"ts"', '"pid": @V@, "ts"'), 1),
+            trace.replace(allreduce, allreduce.replace('"layer": "head"', '"layer": @V@'), 1),
+            trace.replace(allreduce, allreduce.replace('"layer": "head"', '"layers": [@V@]'), 1),
+            trace.replace(allreduce, allreduce.replace('"layer": "head"', '"layers": @V@'), 1),
+        ]),
+        "compare_log": (["compare", str(data / "pm_result_h2.json"), "FILE"] + out, "log.jsonl", [
+            in_log('"iteration": 0', '"iteration": @V@'), in_log('"rank": 0', '"rank": @V@'),
+            in_log('"loss": 5.5', '"loss": @V@'), in_log('"iteration_s": 0.05', '"iteration_s": @V@'),
+            in_log('"compute_s": 0.04', '"compute_s": @V@'), in_log('"wait_s": 0.01', '"wait_s": @V@'),
+            in_log('["head", "embed"]', '[@V@, "embed"]'), in_log('[["head"], ["embed"]]', '[[@V@], ["embed"]]'),
+            in_log('"buckets"', '@V@: 1, "buckets"'),
+        ]),
+    }
+
+
+def log_cases(log):
+    """Whole run logs with whitespace-only lines, a 100,000-character line and 100,000 lines put in."""
+    lines = log.splitlines()
+    cases = {}
+    for kind, char in WHITESPACE.items():
+        cases[f"a line of only {kind} between lines"] = lines[:2] + [char * 20] + lines[2:]
+        cases[f"every line padded with {kind}"] = [char + line + char for line in lines]
+    cases["a 100,000-character line of spaces"] = lines[:2] + [" " * LONG] + lines[2:]
+    cases["a line padded to 100,000 characters"] = [lines[0][:-1] + " " * LONG + "}"] + lines[1:]
+    cases["100,000 blank lines"] = lines[:2] + [""] * LONG + lines[2:]
+    cases["one line cut short at the end"] = lines[:-1] + [lines[-1][:20]]
+    return {name: "\n".join(body) + "\n" for name, body in cases.items()}
 
 
 def nccl_json_templates(cli_data):
@@ -272,6 +330,9 @@ def main():
                           refused and args.reader not in TEXT_READERS))
     if args.reader == "nccl_tests_text":
         cases += [(name, text, False) for name, text in text_cases(templates[0].replace("@V@", "8")).items()]
+    if args.reader == "compare_log":
+        valid = (args.cli_data.parent.parent / "runtime" / "data" / "compare" / "log_2ranks.jsonl").read_text()
+        cases += [(name, text, False) for name, text in log_cases(valid).items()]
     cases += [(f"whole file: {name}", text, True) for name, text in FILES.items()]
 
     failures, counts = [], {0: 0, 2: 0}

@@ -4,6 +4,7 @@
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
 #include "profiler/import_nccl_tests.hpp"
+#include "runtime/checkpoint.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -85,4 +86,32 @@ TEST_CASE("regression: nccl-tests lines of only vertical tabs or form feeds are 
     CHECK(blanked.link.alpha_s == original.link.alpha_s);
     CHECK(blanked.link.beta_s_per_byte == original.link.beta_s_per_byte);
   }
+}
+
+TEST_CASE("regression: a rank checkpoint of 0 parameters decodes to empty arrays") {
+  // Found by tests/fuzz/harness/fuzz_checkpoint.cpp on its first seeds (a real rank file of
+  // `syncplan run --checkpoint` cut to 0 parameters): read_floats passed the null data() of an
+  // empty vector to memcpy, undefined behaviour that UBSan stops at (checkpoint.cpp, "null pointer
+  // passed as argument 1"). In this build the call only has to give the state back; the fuzz
+  // build (tests/fuzz/run.sh checkpoint) is the one that catches the null pointer.
+  TrainingState state;
+  state.step = 3;
+  state.period_position = 1;
+  state.data_cursor = 96;
+  state.rng_seed = 1;
+  state.rng_counter = 3;
+  state.adam_step = 3;
+  const CheckpointIdentity identity{{0x11, 0x22, 0x33}, 0, 2};
+  const std::string bytes = encode_rank_checkpoint(state, identity);
+  const TrainingState again = decode_rank_checkpoint(bytes, "rank-0.ckpt", identity, 3, 0);
+  CHECK(again.parameters.empty());
+  CHECK(again.adam_m.empty());
+  CHECK(again.adam_v.empty());
+  CHECK(again.step == 3);
+  CHECK(again.period_position == 1);
+  CHECK(again.data_cursor == 96);
+  CHECK(again.adam_step == 3);
+  // The same file against a model of 1 parameter is refused for its count.
+  CHECK_THROWS_WITH(decode_rank_checkpoint(bytes, "rank-0.ckpt", identity, 3, 1),
+                    Contains("rank-0.ckpt: 0 parameters, the model has 1"));
 }

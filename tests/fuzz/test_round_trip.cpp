@@ -10,6 +10,9 @@
 #include "profiler/import_dreamddp.hpp"
 #include "profiler/import_nccl_tests.hpp"
 #include "profiler/import_torch_trace.hpp"
+#include "runtime/compare.hpp"
+#include "runtime/trace.hpp"
+#include "runtime/trainer.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -229,6 +232,113 @@ TEST_CASE("round trip: profiles imported from torch traces") {
     check_round_trip(input, profile_to_json(import_torch_trace(input.string(), options).profile), reread_profile);
   });
   CHECK(tally.accepted >= 1);
+}
+
+TEST_CASE("round trip: a run log as `run` writes it reads back with its iteration times") {
+  // log_line of 2 ranks x 2 iterations; rank 0 takes 50 then 20 ms, rank 1 40 then 35 ms. By hand
+  // (docs/compare.md section 2: the latest end over the ranks minus the previous latest end): the
+  // ranks end at 50 and 40 ms, then 70 and 75 ms, so the iterations take 50 and 75 - 50 = 25 ms.
+  const double times_s[2][2] = {{0.050, 0.020}, {0.040, 0.035}};  // [rank][iteration]
+  std::string text;
+  for (int iteration = 0; iteration < 2; ++iteration)
+    for (int rank = 0; rank < 2; ++rank) {
+      IterationRecord record;
+      record.iteration = iteration;
+      record.rank = rank;
+      record.loss = 5.5 - iteration;
+      record.iteration_s = times_s[rank][iteration];
+      record.compute_s = 0.8 * record.iteration_s;
+      record.wait_s = 0.2 * record.iteration_s;
+      record.buckets = {{"head"}, {"embed", "wpe"}};
+      text += log_line(record, std::nullopt).dump() + "\n";
+    }
+  const std::string path = write_input("run.jsonl", text);
+  const Timeline timeline = read_timeline(path);
+  CHECK(timeline.kind == TimelineKind::kRunLog);
+  CHECK(timeline.ranks == 2);
+  CHECK(timeline.first_iteration == 0);
+  REQUIRE(timeline.iteration_s.size() == 2);
+  CHECK(timeline.iteration_s[0] == Approx(0.050).margin(1e-12));
+  CHECK(timeline.iteration_s[1] == Approx(0.025).margin(1e-12));
+}
+
+TEST_CASE("round trip: a measured trace as `run` writes it reads back with its iteration times and all-reduces") {
+  // Two ranks, layers a, b; seconds since the run's start. Rank 0: iteration 0 forward a 1..3 ms,
+  // backward b 3..4 ms, all-reduce [b] 4..7 ms; iteration 1 forward a 10..12 ms, all-reduce [b, a]
+  // 12..13 ms. Rank 1: forward a 1.5..5.5 ms, then 11..15 ms. By hand (docs/compare.md section 2):
+  // iteration 0 spans 1 ms (earliest start) to 7 ms (latest end): 6 ms; iteration 1 ends at 15 ms:
+  // 8 ms. Rank 0's all-reduces from its own iteration's start (1 ms, then 10 ms): 3..6 ms, 2..3 ms.
+  const std::vector<std::string> names = {"a", "b"};
+  MeasuredTrace rank0, rank1;
+  rank0.record({EventKind::kForward, 0, {0}, 0.001, 0.002, 0});
+  rank0.record({EventKind::kBackward, 0, {1}, 0.003, 0.001, 0});
+  rank0.record({EventKind::kAllreduce, 0, {1}, 0.004, 0.003, 4096});
+  rank0.record({EventKind::kForward, 1, {0}, 0.010, 0.002, 0});
+  rank0.record({EventKind::kAllreduce, 1, {1, 0}, 0.012, 0.001, 8192});
+  rank1.record({EventKind::kForward, 0, {0}, 0.0015, 0.004, 0});
+  rank1.record({EventKind::kForward, 1, {0}, 0.011, 0.004, 0});
+  Json events = measured_trace_events(rank0, 0, names);
+  for (Json& event : measured_trace_events(rank1, 1, names)) events.push_back(std::move(event));
+  const std::string path = path_in_folder("trace.json");
+  write_json_file_atomic(path, measured_trace_document(std::move(events), Json{{"source", "measured"}, {"period", 1}}));
+  const Timeline timeline = read_timeline(path);
+  CHECK(timeline.kind == TimelineKind::kMeasuredTrace);
+  CHECK(timeline.ranks == 2);
+  CHECK(timeline.period == 1);
+  REQUIRE(timeline.iteration_s.size() == 2);
+  CHECK(timeline.iteration_s[0] == Approx(0.006).margin(1e-9));
+  CHECK(timeline.iteration_s[1] == Approx(0.008).margin(1e-9));
+  REQUIRE(timeline.allreduces);
+  REQUIRE(timeline.allreduces->size() == 2);
+  const TimedAllreduce& first = (*timeline.allreduces)[0];
+  const TimedAllreduce& second = (*timeline.allreduces)[1];
+  CHECK(first.iteration == 0);
+  CHECK(first.layers == std::vector<std::string>{"b"});
+  CHECK(first.start_s == Approx(0.003).margin(1e-9));
+  CHECK(first.end_s == Approx(0.006).margin(1e-9));
+  CHECK(second.iteration == 1);
+  CHECK(second.layers == std::vector<std::string>{"b", "a"});  // backprop order, as written
+  CHECK(second.start_s == Approx(0.002).margin(1e-9));
+  CHECK(second.end_s == Approx(0.003).margin(1e-9));
+}
+
+TEST_CASE("round trip: the run logs and traces of the compare corpus, written by `run`, read back") {
+  // The seeds run_log*.jsonl and run_trace*.json are `syncplan run --log --trace` outputs
+  // (tests/fuzz/corpus/compare); every one must be accepted, with one time per logged iteration.
+  int files = 0;
+  for (const fs::path& input : corpus_files("compare")) {
+    const std::string name = input.filename().string();
+    if (!name.starts_with("run_")) continue;
+    INFO("corpus input " << input.string());
+    ++files;
+    const Timeline timeline = read_timeline(input.string());
+    CHECK((timeline.kind == TimelineKind::kRunLog || timeline.kind == TimelineKind::kMeasuredTrace));
+    CHECK_FALSE(timeline.iteration_s.empty());
+    for (double t : timeline.iteration_s) CHECK(t > 0);
+  }
+  CHECK(files >= 4);
+}
+
+TEST_CASE("round trip: the comparisons that `compare --json` writes read back, with a number in every time") {
+  // Each accepted pair of the compare corpus (PREDICTED, NUL byte, MEASURED): the report is written
+  // as the tool writes it and must read back to the same document; every time and error is a
+  // number (JSON has no NaN: nlohmann/json would have written null).
+  const Tally tally = over_corpus("compare", [](const fs::path& input) {
+    const auto [predicted, measured] = two_files(input);
+    if (measured.empty()) throw InputError("one file, not a pair");
+    CompareOptions options;
+    options.skip = 0;
+    const CompareReport report = compare_files(
+        {{write_input("predicted.json", predicted), write_input("measured.json", measured)}}, options);
+    const Json written = compare_to_json(report);
+    check_round_trip(input, written, [](const std::string& path) { return read_json_file(path); });
+    for (const Json& pair : written["pairs"]) {
+      for (const char* key : {"mape_percent", "mean_predicted_s", "mean_measured_s"}) CHECK(pair[key].is_number());
+      for (const Json& row : pair["iterations"])
+        for (const char* key : {"predicted_s", "measured_s", "error_s", "error_percent"}) CHECK(row[key].is_number());
+    }
+  });
+  CHECK(tally.accepted >= 5);
 }
 
 TEST_CASE("round trip: first_loss finds a value the writer dropped or changed") {
