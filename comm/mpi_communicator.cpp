@@ -118,20 +118,24 @@ void duplicate_world_within(MPI_Comm* comm, double deadline_s, const std::string
 }
 
 Communicator make_mpi_communicator(const MpiSession& mpi, double deadline_s) {
+  return Communicator(make_mpi_backend_table(mpi.rank(), mpi.size(), deadline_s));
+}
+
+CommBackendTable make_mpi_backend_table(int rank, int size, double deadline_s) {
   auto state = std::make_unique<MpiState>();
   duplicate_world_within(&state->comm, deadline_s, "the all-reduces' communicator");
-  state->size = mpi.size();
+  state->size = size;
   CommBackendTable table;
   table.name = "mpi";
   table.buffer_place = "host";
-  table.rank = mpi.rank();
-  table.size = mpi.size();
+  table.rank = rank;
+  table.size = size;
   table.start = mpi_start;
   table.test = mpi_test;
   table.abort = mpi_abort;
   table.destroy = mpi_destroy;
   table.state = state.release();
-  return Communicator(table);
+  return table;
 }
 
 }  // namespace syncplan

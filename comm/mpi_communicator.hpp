@@ -20,4 +20,10 @@ namespace syncplan {
 Communicator make_mpi_communicator(const MpiSession& mpi,
                                    double deadline_s = std::numeric_limits<double>::infinity());
 
+/// The backend table make_mpi_communicator wraps, for rank `rank` of a world of `size` ranks
+/// (MPI_COMM_WORLD's): for a backend library that averages host memory through MPI (the test
+/// suite's stand-in for the GPU backend, tests/kernels/fake_gpu_backend.cpp). The caller owns the
+/// table's state (its destroy). Collective, with make_mpi_communicator's deadline and errors.
+CommBackendTable make_mpi_backend_table(int rank, int size, double deadline_s);
+
 }  // namespace syncplan

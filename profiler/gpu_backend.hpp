@@ -8,6 +8,7 @@
 #include "comm/communicator.hpp"
 #include "comm/mpi_session.hpp"
 #include "comm/nccl_backend.hpp"
+#include "model/adamw.hpp"
 #include "model/model_spec.hpp"
 #include "profiler/measurement.hpp"
 
@@ -22,12 +23,62 @@ extern "C" {
 /// The version of GpuBackendTable; a library of another version is refused. The table passes C++
 /// objects (Model, Measurement) by pointer: the library must come from the same build. 2:
 /// LayerSamples gained update_s (the CPU profile's optimizer step), so a version-1 library's
-/// Measurement has another layout.
-inline constexpr int kGpuBackendVersion = 2;
+/// Measurement has another layout. 3: the table gained `training` (GpuTrainingEntryPoints).
+inline constexpr int kGpuBackendVersion = 3;
 /// The one symbol the library exports: `const GpuBackendTable* syncplan_gpu_backend(void)`.
 inline constexpr const char* kGpuBackendEntryPoint = "syncplan_gpu_backend";
 /// The library's file name, looked for in ../lib beside the executable.
 inline constexpr const char* kGpuBackendFileName = "libsyncplan_gpu.so";
+
+/// Where one layer's forward and backward ran on the GPU in the last iteration, and the optimizer
+/// step: seconds after the iteration's origin (GpuTrainingEntryPoints::begin), from CUDA events.
+struct GpuIterationTimes {
+  double forward_start_s = 0, forward_s = 0;
+  double backward_start_s = 0, backward_s = 0;
+};
+
+/// The training functions of the GPU backend library (docs/runtime.md section 10): one rank's
+/// model on one CUDA device, as model/cuda/cuda_trainer.cuh's CudaTrainer runs it (the layer graph
+/// in fp32, AdamW on the device, one compute stream, CUDA events around every layer). Every
+/// function but destroy and parameter_count returns kAbiOk or the error in `status`; `state` is
+/// create's result.
+/// create: cudaSetDevice(device), the graph of `model` for `workload` (fp32 only), AdamW's moments
+///   (zero), the stream and the events; *out the state. InputError when it does not fit.
+/// destroy: releases everything (no status: a release has no one to tell).
+/// initialize: parameters from `seed` (initialize_parameters: the CPU's numbers).
+/// set_batch: `tokens` ids and targets (host memory), and the dropout seed of this step.
+/// begin: records the iteration's origin event and enqueues the gradients' zeroing.
+/// forward, backward: enqueue one layer (with its timing events); backward's *ready_event is the
+///   event recorded after it, which a communicator's bucket waits for (cudaEvent_t, never null).
+/// step: enqueues AdamW over every parameter; frozen layers' parameters are put back after it.
+/// finish: synchronizes the stream; *loss the iteration's mean loss; times[layer] for each of the
+///   `layers` layers and *update the optimizer step (its forward_* fields; backward_* zero).
+/// layer_buffers: layer `layer`'s parameter (gradients 0) or gradient (1) tensors on the device,
+///   at most `capacity` into `out`, their number in *count (InternalError when more).
+/// get_state, set_state: parameters and AdamW's moments, parameter_count floats each in host
+///   memory, and AdamW's step counter (a checkpoint); set_state synchronizes.
+/// parameter_count: floats in the parameter arena.
+struct GpuTrainingEntryPoints {
+  int (*create)(const Model* model, const Workload* workload, const AdamWOptions* adamw, int device, void** out,
+                AbiStatus* status) = nullptr;
+  void (*destroy)(void* state) = nullptr;
+  int (*initialize)(void* state, std::uint64_t seed, AbiStatus* status) = nullptr;
+  int (*set_batch)(void* state, const std::int64_t* ids, const std::int64_t* targets, std::size_t tokens,
+                   std::uint64_t dropout_seed, AbiStatus* status) = nullptr;
+  int (*begin)(void* state, AbiStatus* status) = nullptr;
+  int (*forward)(void* state, std::size_t layer, AbiStatus* status) = nullptr;
+  int (*backward)(void* state, std::size_t layer, void** ready_event, AbiStatus* status) = nullptr;
+  int (*step)(void* state, AbiStatus* status) = nullptr;
+  int (*finish)(void* state, double* loss, GpuIterationTimes* times, std::size_t layers, GpuIterationTimes* update,
+                AbiStatus* status) = nullptr;
+  int (*layer_buffers)(void* state, std::size_t layer, int gradients, CommBuffer* out, std::size_t capacity,
+                       std::size_t* count, AbiStatus* status) = nullptr;
+  int (*get_state)(const void* state, float* parameters, float* first_moment, float* second_moment,
+                   std::int64_t* adam_step, AbiStatus* status) = nullptr;
+  int (*set_state)(void* state, const float* parameters, const float* first_moment, const float* second_moment,
+                   std::int64_t adam_step, AbiStatus* status) = nullptr;
+  std::int64_t (*parameter_count)(const void* state) = nullptr;
+};
 
 /// The functions of the GPU backend library.
 /// device_count: CUDA devices visible (cudaGetDeviceCount); 0 with the reason in status->message
@@ -36,6 +87,7 @@ inline constexpr const char* kGpuBackendFileName = "libsyncplan_gpu.so";
 /// device_alloc, device_free, copy: cudaSetDevice(device) then cudaMalloc / cudaFree / cudaMemcpy
 ///   (cudaMemcpyDefault: either direction).
 /// nccl: the communicator's NCCL backend (comm/nccl_backend.hpp).
+/// training: the GPU trainer's functions (GpuTrainingEntryPoints); null in a library without them.
 struct GpuBackendTable {
   int version = kGpuBackendVersion;
   std::size_t table_bytes = sizeof(GpuBackendTable);  ///< of the library's build
@@ -47,6 +99,7 @@ struct GpuBackendTable {
   void (*device_free)(void* pointer) = nullptr;
   int (*copy)(int device, void* to, const void* from, std::size_t bytes, AbiStatus* status) = nullptr;
   NcclEntryPoints nccl;
+  GpuTrainingEntryPoints training;
 };
 
 }  // extern "C"
@@ -72,6 +125,7 @@ class GpuBackend {
   /// Copies `count` floats between host and device memory (either way).
   void copy_floats(int device, float* to, const float* from, std::size_t count) const;
   const NcclEntryPoints& nccl() const { return table_->nccl; }
+  const GpuTrainingEntryPoints& training() const { return table_->training; }
 
  private:
   explicit GpuBackend(const GpuBackendTable* table) : table_(table) {}

@@ -3,6 +3,8 @@
 #include "profiler/gpu_backend.hpp"
 
 #include "core/cuda_check.hpp"
+#include "core/errors.hpp"
+#include "model/cuda/cuda_trainer.cuh"
 #include "profiler/cuda_profile.hpp"
 
 #include <cublas_api.h>
@@ -11,6 +13,7 @@
 #include <nccl.h>
 #endif
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -51,6 +54,89 @@ int copy(int device, void* to, const void* from, std::size_t bytes, AbiStatus* s
   });
 }
 
+// ---- the GPU trainer (GpuTrainingEntryPoints): CudaTrainer behind the C ABI ----
+
+cuda::CudaTrainer& trainer(void* state) { return *static_cast<cuda::CudaTrainer*>(state); }
+
+int train_create(const Model* model, const Workload* workload, const AdamWOptions* adamw, int device, void** out,
+                 AbiStatus* status) {
+  return abi_call(status, [&] { *out = new cuda::CudaTrainer(*model, *workload, *adamw, device); });
+}
+
+void train_destroy(void* state) { delete static_cast<cuda::CudaTrainer*>(state); }
+
+int train_initialize(void* state, std::uint64_t seed, AbiStatus* status) {
+  return abi_call(status, [&] { trainer(state).initialize(seed); });
+}
+
+int train_set_batch(void* state, const std::int64_t* ids, const std::int64_t* targets, std::size_t tokens,
+                    std::uint64_t dropout_seed, AbiStatus* status) {
+  return abi_call(status, [&] { trainer(state).set_batch({ids, tokens}, {targets, tokens}, dropout_seed); });
+}
+
+int train_begin(void* state, AbiStatus* status) { return abi_call(status, [&] { trainer(state).begin(); }); }
+
+int train_forward(void* state, std::size_t layer, AbiStatus* status) {
+  return abi_call(status, [&] { trainer(state).forward(layer); });
+}
+
+int train_backward(void* state, std::size_t layer, void** ready_event, AbiStatus* status) {
+  return abi_call(status, [&] { *ready_event = trainer(state).backward(layer); });
+}
+
+int train_step(void* state, AbiStatus* status) { return abi_call(status, [&] { trainer(state).step(); }); }
+
+int train_finish(void* state, double* loss, GpuIterationTimes* times, std::size_t layers, GpuIterationTimes* update,
+                 AbiStatus* status) {
+  return abi_call(status, [&] { *loss = trainer(state).finish({times, layers}, *update); });
+}
+
+int train_layer_buffers(void* state, std::size_t layer, int gradients, CommBuffer* out, std::size_t capacity,
+                        std::size_t* count, AbiStatus* status) {
+  return abi_call(status, [&] {
+    const std::vector<CommBuffer> buffers = trainer(state).layer_buffers(layer, gradients != 0);
+    if (buffers.size() > capacity)
+      throw InternalError("layer_buffers: layer " + std::to_string(layer) + " has " + std::to_string(buffers.size()) +
+                          " tensors, room for " + std::to_string(capacity));
+    std::copy(buffers.begin(), buffers.end(), out);
+    *count = buffers.size();
+  });
+}
+
+int train_get_state(const void* state, float* parameters, float* first_moment, float* second_moment,
+                    std::int64_t* adam_step, AbiStatus* status) {
+  return abi_call(status, [&] {
+    static_cast<const cuda::CudaTrainer*>(state)->get_state(parameters, first_moment, second_moment, *adam_step);
+  });
+}
+
+int train_set_state(void* state, const float* parameters, const float* first_moment, const float* second_moment,
+                    std::int64_t adam_step, AbiStatus* status) {
+  return abi_call(status, [&] { trainer(state).set_state(parameters, first_moment, second_moment, adam_step); });
+}
+
+std::int64_t train_parameter_count(const void* state) {
+  return static_cast<const cuda::CudaTrainer*>(state)->parameter_count();
+}
+
+GpuTrainingEntryPoints training_entry_points() {
+  GpuTrainingEntryPoints entry;
+  entry.create = train_create;
+  entry.destroy = train_destroy;
+  entry.initialize = train_initialize;
+  entry.set_batch = train_set_batch;
+  entry.begin = train_begin;
+  entry.forward = train_forward;
+  entry.backward = train_backward;
+  entry.step = train_step;
+  entry.finish = train_finish;
+  entry.layer_buffers = train_layer_buffers;
+  entry.get_state = train_get_state;
+  entry.set_state = train_set_state;
+  entry.parameter_count = train_parameter_count;
+  return entry;
+}
+
 // "CUDA 13.0, cuBLAS 13.0.0, NCCL 2.28.3": what the library was built with.
 std::string describe() {
   return "CUDA " + std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10) +
@@ -71,6 +157,7 @@ GpuBackendTable make_table() {
   table.device_alloc = device_alloc;
   table.device_free = device_free;
   table.copy = copy;
+  table.training = training_entry_points();
 #if SYNCPLAN_NCCL_BACKEND
   table.nccl = nccl_entry_points();
 #endif

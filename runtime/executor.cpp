@@ -116,7 +116,10 @@ void Executor::launch(std::size_t bucket) {
   // this rank arrived (comm/arrivals.hpp).
   const std::int64_t tag = options_.watch.started ? options_.watch.started(iteration_, names_[h][bucket]) : started_;
   ++started_;
-  const BucketRequest request = comm_.start(names_[h][bucket], spans_[h][bucket]);
+  void* ready = nullptr;
+  if (options_.ready_event && scheduled.launch != LaunchPoint::kAfterStep)
+    ready = options_.ready_event(scheduled.launch == LaunchPoint::kLayerDone ? scheduled.layers.back() : 0);
+  const BucketRequest request = comm_.start(names_[h][bucket], spans_[h][bucket], ready);
   in_flight_.push_back({request, bucket, current_.buckets.size(), tag});
   current_.buckets.push_back(std::move(record));
 }

@@ -74,11 +74,18 @@ struct ExecutorOptions {
   std::optional<EmulatedLink> link;    ///< emulated link; none: buckets complete when the all-reduce does
   std::int64_t first_iteration = 0;    ///< the iteration counter's start (a resumed run's step), >= 0
   BucketWatch watch;                   ///< follows the buckets; none: nothing is told
+  /// What a bucket waits for before its all-reduce reads its tensors, by model layer index
+  /// (TrainingDevice::backward's result: a GPU's event after the layer's backward). A kLayerDone
+  /// bucket waits for its last layer's (layers.back()), a kAfterBackward one for layer 0's (the
+  /// last backward), a kAfterStep one for nothing (the trainer finished the device's step). None:
+  /// every bucket is launched with a null ready_event (the CPU: computed on return).
+  std::function<void*(std::size_t layer)> ready_event;
 };
 
 /// The buffers a bucket's layer averages: model layer index -> its tensors (parameters or
-/// gradients, as the schedule's kind says), float32 host memory that stays in place for the
-/// executor's life (CpuGraph's arenas).
+/// gradients, as the schedule's kind says), float32 memory where the communicator averages
+/// (host for MPI, device for NCCL) that stays in place for the executor's life (the training
+/// device's arenas).
 using LayerBuffers = std::function<std::vector<std::span<float>>(std::size_t layer)>;
 
 /// One bucket as this rank ran it.

@@ -1,6 +1,7 @@
-// The training loop of `syncplan run` on the CPU: tiny-gpt-style models through CpuGraph and AdamW,
-// the executor's hooks around each layer, checkpoints, the deadlines and the late ranks' names,
-// the log and the measured trace (runtime/trainer.hpp, docs/runtime.md sections 3 and 6).
+// The training loop of `syncplan run`: GPT-style models on a training device (the CPU, or a CUDA
+// device through the GPU backend library) with AdamW, the executor's hooks around each layer,
+// checkpoints, the deadlines and the late ranks' names, the log and the measured trace
+// (runtime/trainer.hpp, docs/runtime.md sections 3, 6 and 10).
 #include "runtime/trainer.hpp"
 
 #include "comm/arrivals.hpp"
@@ -13,6 +14,7 @@
 #include "runtime/checkpoint.hpp"
 #include "runtime/fingerprint.hpp"
 #include "runtime/rank_agreement.hpp"
+#include "runtime/training_device.hpp"
 
 #include <mpi.h>
 
@@ -101,7 +103,25 @@ struct Setup {
   std::string schedule_identity;  // fingerprint.hpp's canonical text of the plan or strategy
   Workload workload;
   std::optional<ByteShard> shard;
+  std::optional<GpuBackend> gpu;  // --device cuda: the loaded GPU backend library
+  int cuda_device = -1;           // --device cuda: this rank's CUDA device (its local rank)
 };
+
+// --device cuda: the backend library (check_train_request found it) and this rank's device, one
+// per rank on its machine (NCCL refuses two ranks of one communicator on one GPU). Throws
+// FieldError "device cuda: ..." when there is no device or too few.
+void choose_cuda_device(const MpiSession& mpi, Setup& setup) {
+  setup.gpu = require_gpu_backend("device", "cuda");
+  std::string why;
+  const int devices = setup.gpu->device_count(why);
+  if (devices == 0) throw FieldError("device", "device cuda: no CUDA device is visible (" + why + ")");
+  if (mpi.local_rank() >= devices)
+    throw FieldError("device", "device cuda: rank " + std::to_string(mpi.rank()) + " is local rank " +
+                                   std::to_string(mpi.local_rank()) + " of its machine, which has " +
+                                   std::to_string(devices) + " visible CUDA device" + (devices == 1 ? "" : "s") +
+                                   ": run one rank per GPU");
+  setup.cuda_device = mpi.local_rank();
+}
 
 Setup read_setup(const MpiSession& mpi, const TrainRequest& request) {
   check_train_request(request);
@@ -127,6 +147,7 @@ Setup read_setup(const MpiSession& mpi, const TrainRequest& request) {
   } catch (const InputError& e) {
     throw InputError("--data " + std::string(e.what()));
   }
+  if (request.device == "cuda") choose_cuda_device(mpi, setup);
   return setup;
 }
 
@@ -135,8 +156,8 @@ Setup read_setup(const MpiSession& mpi, const TrainRequest& request) {
 double setup_deadline_s(double timeout_s) { return timeout_s > 0 && std::isfinite(timeout_s) ? timeout_s : 60.0; }
 
 // The checkpoint of this rank's state after `step` steps.
-TrainingState training_state(const cpu::CpuGraph& graph, const AdamW& optimizer, const ByteShard& shard,
-                             std::int64_t step, int period, std::uint64_t seed) {
+TrainingState training_state(const TrainingDevice& device, const ByteShard& shard, std::int64_t step, int period,
+                             std::uint64_t seed) {
   TrainingState state;
   state.step = step;
   state.period_position = step % period;
@@ -145,17 +166,14 @@ TrainingState training_state(const cpu::CpuGraph& graph, const AdamW& optimizer,
   // Dropout draws are counter based (seed + step, then the element index): the steps taken are
   // the RNG's whole position.
   state.rng_counter = static_cast<std::uint64_t>(step);
-  state.adam_step = optimizer.step_count();
-  state.parameters.assign(graph.parameters().begin(), graph.parameters().end());
-  state.adam_m.assign(optimizer.first_moment().begin(), optimizer.first_moment().end());
-  state.adam_v.assign(optimizer.second_moment().begin(), optimizer.second_moment().end());
+  device.save(state);  // parameters, AdamW's moments and step counter
   return state;
 }
 
 // Puts a loaded checkpoint back. Throws InputError naming the folder when it cannot continue
 // this run: another --seed, a step at or past --iterations, an inconsistent period position.
-void restore_state(const TrainingState& state, const TrainRequest& request, int period, cpu::CpuGraph& graph,
-                   AdamW& optimizer, ByteShard& shard) {
+void restore_state(const TrainingState& state, const TrainRequest& request, int period, TrainingDevice& device,
+                   ByteShard& shard) {
   const std::string origin = "--resume " + request.resume_dir.string() + ": step " + std::to_string(state.step);
   if (state.rng_seed != request.seed)
     throw InputError(origin + " was trained with --seed " + std::to_string(state.rng_seed) + ", this run has --seed " +
@@ -167,8 +185,7 @@ void restore_state(const TrainingState& state, const TrainRequest& request, int 
     throw InputError(origin + ": period position " + std::to_string(state.period_position) + " or RNG counter " +
                      std::to_string(state.rng_counter) + " does not follow from the step (period " +
                      std::to_string(period) + ")");
-  std::copy(state.parameters.begin(), state.parameters.end(), graph.parameters().begin());
-  optimizer.restore(state.adam_m, state.adam_v, state.adam_step);
+  device.restore(state);
   try {
     shard.set_cursor(state.data_cursor);
   } catch (const InputError& e) {
@@ -208,10 +225,13 @@ void check_train_request(const TrainRequest& request) {
                                           number_text(kMaxLearningRate) + " (AdamW's steps would overflow), got " +
                                           number_text(request.adamw.learning_rate));
   if (request.device == "cuda") {
-    require_gpu_backend("device", "cuda");  // throws FieldError "device cuda: ..." with the loader's reason
-    throw FieldError("device", "device cuda: the runtime trains on CPUs only so far (use --device cpu)");
-  }
-  if (request.device != "cpu")
+    const GpuBackend gpu = require_gpu_backend("device", "cuda");  // FieldError "device cuda: ..." with the loader's reason
+    if (gpu.training().create == nullptr)
+      throw FieldError("device", std::string("device cuda: the GPU backend (") + gpu.description() + ") has no trainer");
+    if (gpu.nccl().open == nullptr || gpu.nccl().unique_id == nullptr)
+      throw FieldError("device", std::string("device cuda: the GPU backend (") + gpu.description() +
+                                     ") was built without NCCL, which the GPU runtime averages with");
+  } else if (request.device != "cpu")
     throw FieldError("device", "device: unknown '" + request.device + "' (choose from cpu, cuda)");
   if (request.link) emulated_cluster(*request.link, 1);  // its range checks
   if (!request.checkpoint_dir.empty() && request.checkpoint_every < 1)
@@ -256,14 +276,16 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
   const double setup_s = setup_deadline_s(request.timeout_s);
   const std::string me = "rank " + std::to_string(mpi.rank());
   std::optional<Setup> setup;
-  std::optional<cpu::CpuGraph> graph_holder;
-  std::optional<AdamW> optimizer_holder;
+  RunClock clock;
+  std::unique_ptr<TrainingDevice> device_holder;
   std::optional<CheckpointIdentity> identity;
   try {
+    // A model too large for one rank's device memory is bad input on that rank, agreed like the rest.
     agree_on_input(mpi, [&] {
       setup.emplace(read_setup(mpi, request));
-      graph_holder.emplace(setup->model, setup->workload);
-      optimizer_holder.emplace(setup->model.param_count(), request.adamw);
+      device_holder = setup->gpu ? make_cuda_training_device(*setup->gpu, setup->model, setup->workload, request.adamw,
+                                                             setup->cuda_device, clock)
+                                 : make_cpu_training_device(setup->model, setup->workload, request.adamw, clock);
     }, setup_s);
     identity = CheckpointIdentity{fingerprint_run(setup->schedule_identity, setup->spec, request.batch, request.seq, mpi.size()),
                                   mpi.rank(), mpi.size()};
@@ -271,20 +293,19 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
   } catch (const CommTimeout& e) {
     throw RunTimeout(me + ": before the first iteration: " + e.what());
   }
-  cpu::CpuGraph& graph = *graph_holder;
-  AdamW& optimizer = *optimizer_holder;
+  TrainingDevice& device = *device_holder;
   ByteShard& shard = *setup->shard;
-  graph.initialize_parameters(request.seed);
+  device.initialize(request.seed);
   const Schedule& schedule = setup->schedule;
-  const std::size_t layers = graph.layer_count();
+  const std::size_t layers = device.layer_count();
   std::int64_t first_step = 0;
   if (!request.resume_dir.empty()) {
     if (line) line->set_place("while reading the checkpoint of --resume");
     try {
       const TrainingState state = load_checkpoint(mpi, request.resume_dir, *identity,
-                                                  static_cast<std::int64_t>(graph.parameters().size()), request.timeout_s);
+                                                  device.parameter_count(), request.timeout_s);
       run_agreed(mpi, "the agreement on the resumed state", request.timeout_s,
-                 [&] { restore_state(state, request, schedule.period(), graph, optimizer, shard); });
+                 [&] { restore_state(state, request, schedule.period(), device, shard); });
       first_step = state.step;
     } catch (const CommTimeout& e) {
       throw RunTimeout(me + ": while reading the checkpoint of --resume: " + e.what());
@@ -296,7 +317,7 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
   std::optional<Communicator> comm_holder;
   std::optional<Arrivals> arrivals_holder;
   try {
-    comm_holder.emplace(make_comm());
+    comm_holder.emplace(make_comm(setup->cuda_device));
     arrivals_holder.emplace(mpi, request.timeout_s);
   } catch (const CommTimeout& e) {
     throw RunTimeout(me + ": before the first iteration: " + e.what());
@@ -304,18 +325,14 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
   Communicator& comm = *comm_holder;
   Arrivals& arrivals = *arrivals_holder;
 
-  // Frozen layers are not trained: their parameters are put back after each step.
-  std::vector<std::span<float>> frozen;
-  for (std::size_t l = 0; l < layers; ++l)
-    if (setup->model.layers[l].frozen && !graph.tied(l))
-      for (const std::span<float> tensor : graph.layer_parameters(l)) frozen.push_back(tensor);
-  std::vector<std::vector<float>> frozen_copy(frozen.size());
-
-  RunClock clock;
   const LayerBuffers buffers = [&](std::size_t layer) {
-    return schedule.kind == SyncKind::kGradients ? graph.layer_gradients(layer) : graph.layer_parameters(layer);
+    return device.layer_buffers(layer, schedule.kind == SyncKind::kGradients);
   };
+  // Each layer's backward gives what its buckets wait for (a GPU's event; the same event object
+  // every iteration, recorded anew).
+  std::vector<void*> ready(layers, nullptr);
   ExecutorOptions options;
+  options.ready_event = [&](std::size_t layer) { return ready.at(layer); };
   options.timeout_s = request.timeout_s;
   options.link = request.link;
   options.first_iteration = first_step;
@@ -389,43 +406,44 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
       record.iteration = executor.iteration();
       if (line) line->set_place(record.iteration, {});
       const ByteBatch batch = shard.next();
-      graph.set_batch(batch.ids, batch.targets);
-      graph.set_dropout_seed(request.seed + static_cast<std::uint64_t>(record.iteration));
-      graph.zero_gradients();
-      for (std::size_t l = 0; l < layers; ++l) {
-        const double start_s = clock.now_s();
-        graph.forward(l);
-        const double duration_s = clock.now_s() - start_s;
-        record.compute_s += duration_s;
-        trace.record({EventKind::kForward, record.iteration, {l}, start_s, duration_s, 0});
-      }
-      record.loss = graph.loss();
+      device.set_batch(batch.ids, batch.targets, request.seed + static_cast<std::uint64_t>(record.iteration));
+      device.begin();
+      for (std::size_t l = 0; l < layers; ++l) device.forward(l);
       for (std::size_t l = layers; l-- > 0;) {
-        const double start_s = clock.now_s();
-        graph.backward(l);
-        const double duration_s = clock.now_s() - start_s;
-        record.compute_s += duration_s;
-        trace.record({EventKind::kBackward, record.iteration, {l}, start_s, duration_s, 0});
+        ready[l] = device.backward(l);
         executor.layer_backward_done(l);
       }
       executor.before_step();
-      const double update_start_s = clock.now_s();
-      for (std::size_t t = 0; t < frozen.size(); ++t) frozen_copy[t].assign(frozen[t].begin(), frozen[t].end());
-      optimizer.step(graph.parameters(), graph.gradients());
-      for (std::size_t t = 0; t < frozen.size(); ++t) std::copy(frozen_copy[t].begin(), frozen_copy[t].end(), frozen[t].begin());
-      const double update_s = clock.now_s() - update_start_s;
-      record.compute_s += update_s;
-      trace.record({EventKind::kUpdate, record.iteration, {}, update_start_s, update_s, 0});
+      device.step();
+      // The step is done before after_step's buckets (flsgd) read the parameters.
+      const IterationCompute compute = device.finish();
       executor.after_step();
       record.iteration_s = clock.now_s() - begin_s;
+      record.loss = compute.loss;
+      record.compute_s = compute.compute_s();
+      for (std::size_t l = 0; l < layers; ++l)
+        trace.record({EventKind::kForward, record.iteration, {l}, compute.forward[l].start_s, compute.forward[l].duration_s, 0});
+      for (std::size_t l = layers; l-- > 0;)
+        trace.record({EventKind::kBackward, record.iteration, {l}, compute.backward[l].start_s, compute.backward[l].duration_s, 0});
+      trace.record({EventKind::kUpdate, record.iteration, {}, compute.update.start_s, compute.update.duration_s, 0});
 
       const ExecutedIteration& executed = executor.last_executed();
-      record.wait_s = executed.wait_s;
+      // On the CPU the executor's time in before_step and after_step; on a GPU the host runs ahead
+      // of the device and waits there for the computation too, so the wait is the time the compute
+      // stream was idle (docs/runtime.md section 10).
+      record.wait_s = device.name() == std::string("cpu") ? executed.wait_s
+                                                           : std::max(0.0, record.iteration_s - record.compute_s);
       for (const ExecutedBucket& bucket : executed.buckets) {
         std::vector<std::string>& names = record.buckets.emplace_back();
-        for (const std::size_t layer : bucket.layers) names.push_back(schedule.layer_names[layer]);
-        trace.record({EventKind::kAllreduce, record.iteration, bucket.layers, bucket.launch_s,
-                      bucket.end_s - bucket.launch_s, bucket.bytes});
+        // A GPU's bucket is launched (enqueued) before its layers' backward has run; it starts
+        // when the last of them has (on the CPU it is launched after them already).
+        double start_s = bucket.launch_s;
+        for (const std::size_t layer : bucket.layers) {
+          names.push_back(schedule.layer_names[layer]);
+          start_s = std::max(start_s, compute.backward[layer].start_s + compute.backward[layer].duration_s);
+        }
+        trace.record({EventKind::kAllreduce, record.iteration, bucket.layers, start_s,
+                      std::max(0.0, bucket.end_s - start_s), bucket.bytes});
       }
       if (step == first_step) result.first_loss = record.loss;
       result.last_loss = record.loss;
@@ -441,7 +459,7 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
         if (line) line->set_place("while writing the checkpoint of step " + std::to_string(done));
         try {
           save_checkpoint(mpi, request.checkpoint_dir,
-                          training_state(graph, optimizer, shard, done, schedule.period(), request.seed), *identity,
+                          training_state(device, shard, done, schedule.period(), request.seed), *identity,
                           request.timeout_s, kCheckpointsKept, [&] {
                             arrivals.progress();
                             arrivals.heartbeat(sequence);

@@ -1,5 +1,6 @@
 // The trainer (docs/runtime.md section 3): `syncplan run` without its command line. Each rank
-// trains the model on its own shard of a text file (bytes as tokens) with AdamW on the CPU, while
+// trains the model on its own shard of a text file (bytes as tokens) with AdamW on the CPU or on
+// a CUDA device (runtime/training_device.hpp, docs/runtime.md section 10), while
 // the executor runs the schedule; the log (SPEC section 8) and the measured trace are gathered to
 // rank 0; checkpoints and --resume (runtime/checkpoint.hpp), the run fingerprint check and the
 // deadlines that end a rank when a peer dies or hangs (docs/runtime.md section 6). Collective:
@@ -11,7 +12,6 @@
 #include "comm/mpi_session.hpp"
 #include "core/json_io.hpp"
 #include "model/adamw.hpp"
-#include "model/cpu/cpu_graph.hpp"
 #include "runtime/byte_data.hpp"
 #include "runtime/executor.hpp"
 #include "runtime/schedule.hpp"
@@ -40,7 +40,7 @@ struct TrainRequest {
   std::int64_t batch = 4;               ///< sequences per rank and step (B), >= 1
   std::int64_t seq = 64;                ///< tokens per sequence (S), 1..the model's max_position_embeddings
   std::uint64_t seed = 1;               ///< initial parameters (the same on every rank) and dropout masks
-  std::string device = "cpu";           ///< cpu (cuda: not built yet, refused)
+  std::string device = "cpu";           ///< cpu, or cuda: one CUDA device per rank (its local rank's), NCCL
   AdamWOptions adamw;                   ///< AdamW's hyperparameters (learning_rate: --lr)
   double timeout_s = 60;                ///< deadline of each bucket's wait (s), > 0 (the --timeout-s default)
   std::optional<EmulatedLink> link;     ///< emulated slow link; none: off
@@ -49,7 +49,8 @@ struct TrainRequest {
   std::filesystem::path resume_dir;     ///< continue from the latest complete checkpoint here; empty: start fresh
 };
 
-/// Checks the request's numbers before anything is read. Throws FieldError naming the field.
+/// Checks the request's numbers before anything is read, and for --device cuda that the GPU
+/// backend library loads with a trainer and NCCL. Throws FieldError naming the field.
 void check_train_request(const TrainRequest& request);
 
 /// One line of the log (SPEC section 8), as one rank saw one iteration.
@@ -97,10 +98,11 @@ class RunTimeout : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Makes the run's communicator (make_mpi_communicator with the run's deadline): called once the
-/// setup's agreements have passed; a CommTimeout it throws (a rank stopped during setup) ends the
-/// run with one line like the setup's other deadlines.
-using CommunicatorFactory = std::function<Communicator()>;
+/// Makes the run's communicator: called once the setup's agreements have passed, with the CUDA
+/// device this rank trains on (-1 on the CPU): make_mpi_communicator on the CPU, or
+/// make_nccl_communicator on that device, with the run's deadline. A CommTimeout it throws (a
+/// rank stopped during setup) ends the run with one line like the setup's other deadlines.
+using CommunicatorFactory = std::function<Communicator(int cuda_device)>;
 
 /// The whole run (collective): checks the request, reads the model, the plan or strategy and this
 /// rank's shard (agree_on_input), checks that every rank runs the same plan, model, batch,

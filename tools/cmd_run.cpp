@@ -3,6 +3,8 @@
 #include "comm/fatal_signal.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/mpi_session.hpp"
+#include "comm/nccl_backend.hpp"
+#include "profiler/gpu_backend.hpp"
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
 #include "runtime/trainer.hpp"
@@ -109,7 +111,11 @@ int run(const MpiSession& mpi, FatalSignalLine& line, const RunOptions& options)
   TrainProgress progress;
   if (terminal) progress = [&](const IterationRecord& record) { show_progress(record, options.iterations); };
   const TrainResult result = with_flags(kRunFlags, [&] {
-    return run_training(mpi, [&] { return make_mpi_communicator(mpi, request.timeout_s); }, request, progress, &line);
+    const CommunicatorFactory make_comm = [&](int cuda_device) {
+      if (cuda_device < 0) return make_mpi_communicator(mpi, request.timeout_s);
+      return make_nccl_communicator(mpi, require_gpu_backend("device", "cuda").nccl(), cuda_device, request.timeout_s);
+    };
+    return run_training(mpi, make_comm, request, progress, &line);
   });
   if (terminal) std::fputc('\n', stderr);
   if (!mpi.is_root()) return 0;
@@ -119,10 +125,12 @@ int run(const MpiSession& mpi, FatalSignalLine& line, const RunOptions& options)
   // A resumed run did the iterations from its checkpoint's step to --iterations.
   const long long first = result.records.front().iteration;
   const std::string resumed = first > 0 ? " (resumed at iteration " + std::to_string(first) + ")" : "";
-  std::printf("run: %s (%s, H = %d) on %d rank%s, %zu iterations%s: rank 0's loss %.4f -> %.4f, %.6f s per iteration\n",
+  std::printf("run: %s (%s, H = %d) on %d rank%s%s, %zu iterations%s: rank 0's loss %.4f -> %.4f, %.6f s per iteration\n",
               strategy == "plan" ? ("plan " + options.plan_path).c_str() : strategy.c_str(),
               result.trace["syncplan"]["sync"].get_ref<const std::string&>().c_str(),
-              result.trace["syncplan"]["period"].get<int>(), mpi.size(), mpi.size() == 1 ? "" : "s", result.records.size(),
+              result.trace["syncplan"]["period"].get<int>(), mpi.size(), mpi.size() == 1 ? "" : "s",
+              request.device == "cuda" ? (mpi.size() == 1 ? " (cuda: one GPU)" : " (cuda: one GPU each)") : "",
+              result.records.size(),
               resumed.c_str(), result.first_loss, result.last_loss, total_s / static_cast<double>(result.records.size()));
   if (request.link)
     std::printf("emulated link: %g Gbit/s, %g us latency (each all-reduce ends no earlier than the ring model's time)\n",
@@ -187,7 +195,7 @@ void add_run_command(CLI::App& app, Action& action) {
           return "must be a whole number in [0, " + largest + "], got '" + text + "'";
         return "";
       });
-  command->add_option("--device", options->device, "cpu (cuda: not yet; refused) (default: cpu)")
+  command->add_option("--device", options->device, "cpu, or cuda: one GPU per rank, NCCL (default: cpu)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
   command->add_option("--lr", options->lr, "AdamW learning rate (default: 0.001)");
   command->add_option("--log", options->log_path, "training log to write (JSON lines, one per iteration and rank; rank 0 writes)");

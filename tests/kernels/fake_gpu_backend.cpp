@@ -3,10 +3,32 @@
 // model and batch it was given, so the CLI tests can see that syncplan found, loaded and called
 // it through the C ABI, and turned the status back into an exit-2 error. Built a second time
 // with FAKE_GPU_BACKEND_VERSION = 999, a library of another build, which must be refused.
+//
+// Built a third time with FAKE_GPU_TRAINER = 1 (fake_gpu_trainer): a "device" that is host memory,
+// so that `syncplan run --device cuda` runs its whole GPU path on any machine: the trainer's
+// entry points over CpuGraph and AdamW (the CPU trainer's numbers, so a run must equal the CPU
+// run bit for bit), and "NCCL" entry points whose communicator is the MPI backend table.
 #include "profiler/gpu_backend.hpp"
 
 #include <cstdio>
+#include <cstdlib>
 
+#if FAKE_GPU_TRAINER
+#include "comm/mpi_communicator.hpp"
+#include "core/errors.hpp"
+#include "model/cpu/cpu_graph.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <optional>
+#include <utility>
+#include <vector>
+#endif
+
+#ifndef FAKE_GPU_TRAINER
+#define FAKE_GPU_TRAINER 0
+#endif
 #ifndef FAKE_GPU_BACKEND_VERSION
 #define FAKE_GPU_BACKEND_VERSION ::syncplan::kGpuBackendVersion
 #endif
@@ -24,7 +46,9 @@ int fail(AbiStatus* status, int code, const char* message) {
 int device_count(AbiStatus* status) {
   status->code = kAbiOk;
   status->message[0] = '\0';
-  return 1;
+  // The trainer's: $FAKE_GPU_DEVICES (a test of too few devices), else room for a few ranks.
+  const char* devices = FAKE_GPU_TRAINER ? std::getenv("FAKE_GPU_DEVICES") : nullptr;
+  return devices != nullptr ? std::atoi(devices) : FAKE_GPU_TRAINER ? 8 : 1;
 }
 
 int measure(const Model* model, const Workload* workload, const TimingOptions*, Measurement*, AbiStatus* status) {
@@ -44,6 +68,145 @@ int copy(int, void*, const void*, std::size_t, AbiStatus* status) {
   return fail(status, kAbiLibraryError, "fake GPU backend: no device memory");
 }
 
+
+#if FAKE_GPU_TRAINER
+// ---- the trainer over CpuGraph, as runtime/training_device.cpp's CPU device computes ----------
+
+template <class Body>
+int guarded(AbiStatus* status, Body&& body) {
+  return abi_call(status, std::forward<Body>(body));
+}
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point origin) { return std::chrono::duration<double>(Clock::now() - origin).count(); }
+
+struct FakeTrainer {
+  FakeTrainer(const Model& model, const Workload& workload, const AdamWOptions& adamw)
+      : graph(model, workload), optimizer(model.param_count(), adamw), times(graph.layer_count()) {
+    for (std::size_t l = 0; l < graph.layer_count(); ++l)
+      if (model.layers[l].frozen && !graph.tied(l))
+        for (const std::span<float> tensor : graph.layer_parameters(l)) frozen.push_back(tensor);
+  }
+  cpu::CpuGraph graph;
+  AdamW optimizer;
+  std::vector<std::span<float>> frozen;
+  std::vector<GpuIterationTimes> times;
+  GpuIterationTimes update;
+  Clock::time_point origin;
+};
+
+FakeTrainer& fake(void* state) { return *static_cast<FakeTrainer*>(state); }
+
+int train_create(const Model* model, const Workload* workload, const AdamWOptions* adamw, int, void** out,
+                 AbiStatus* status) {
+  return guarded(status, [&] { *out = new FakeTrainer(*model, *workload, *adamw); });
+}
+void train_destroy(void* state) { delete static_cast<FakeTrainer*>(state); }
+int train_initialize(void* state, std::uint64_t seed, AbiStatus* status) {
+  return guarded(status, [&] { fake(state).graph.initialize_parameters(seed); });
+}
+int train_set_batch(void* state, const std::int64_t* ids, const std::int64_t* targets, std::size_t tokens,
+                    std::uint64_t dropout_seed, AbiStatus* status) {
+  return guarded(status, [&] {
+    fake(state).graph.set_batch({ids, tokens}, {targets, tokens});
+    fake(state).graph.set_dropout_seed(dropout_seed);
+  });
+}
+int train_begin(void* state, AbiStatus* status) {
+  return guarded(status, [&] {
+    fake(state).origin = Clock::now();
+    fake(state).graph.zero_gradients();
+  });
+}
+int train_forward(void* state, std::size_t layer, AbiStatus* status) {
+  return guarded(status, [&] {
+    FakeTrainer& t = fake(state);
+    const double start_s = since(t.origin);
+    t.graph.forward(layer);
+    t.times.at(layer).forward_start_s = start_s;
+    t.times[layer].forward_s = since(t.origin) - start_s;
+  });
+}
+int train_backward(void* state, std::size_t layer, void** ready_event, AbiStatus* status) {
+  return guarded(status, [&] {
+    FakeTrainer& t = fake(state);
+    const double start_s = since(t.origin);
+    t.graph.backward(layer);
+    t.times.at(layer).backward_start_s = start_s;
+    t.times[layer].backward_s = since(t.origin) - start_s;
+    *ready_event = nullptr;  // computed on return; the MPI table takes no event
+  });
+}
+int train_step(void* state, AbiStatus* status) {
+  return guarded(status, [&] {
+    FakeTrainer& t = fake(state);
+    const double start_s = since(t.origin);
+    std::vector<std::vector<float>> kept;
+    for (const std::span<float> tensor : t.frozen) kept.emplace_back(tensor.begin(), tensor.end());
+    t.optimizer.step(t.graph.parameters(), t.graph.gradients());
+    for (std::size_t i = 0; i < kept.size(); ++i) std::copy(kept[i].begin(), kept[i].end(), t.frozen[i].begin());
+    t.update = {start_s, since(t.origin) - start_s, 0, 0};
+  });
+}
+int train_finish(void* state, double* loss, GpuIterationTimes* times, std::size_t layers, GpuIterationTimes* update,
+                 AbiStatus* status) {
+  return guarded(status, [&] {
+    FakeTrainer& t = fake(state);
+    if (layers != t.times.size()) throw InternalError("fake trainer: finish for a wrong layer count");
+    std::copy(t.times.begin(), t.times.end(), times);
+    *update = t.update;
+    *loss = t.graph.loss();
+  });
+}
+int train_layer_buffers(void* state, std::size_t layer, int gradients, CommBuffer* out, std::size_t capacity,
+                        std::size_t* count, AbiStatus* status) {
+  return guarded(status, [&] {
+    FakeTrainer& t = fake(state);
+    const std::vector<std::span<float>> tensors = gradients ? t.graph.layer_gradients(layer) : t.graph.layer_parameters(layer);
+    if (tensors.size() > capacity) throw InternalError("fake trainer: too many tensors");
+    for (std::size_t i = 0; i < tensors.size(); ++i) out[i] = {tensors[i].data(), tensors[i].size()};
+    *count = tensors.size();
+  });
+}
+int train_get_state(const void* state, float* parameters, float* first_moment, float* second_moment,
+                    std::int64_t* adam_step, AbiStatus* status) {
+  return guarded(status, [&] {
+    const FakeTrainer& t = *static_cast<const FakeTrainer*>(state);
+    std::copy(t.graph.parameters().begin(), t.graph.parameters().end(), parameters);
+    std::copy(t.optimizer.first_moment().begin(), t.optimizer.first_moment().end(), first_moment);
+    std::copy(t.optimizer.second_moment().begin(), t.optimizer.second_moment().end(), second_moment);
+    *adam_step = t.optimizer.step_count();
+  });
+}
+int train_set_state(void* state, const float* parameters, const float* first_moment, const float* second_moment,
+                    std::int64_t adam_step, AbiStatus* status) {
+  return guarded(status, [&] {
+    FakeTrainer& t = fake(state);
+    const std::size_t n = t.graph.parameters().size();
+    std::copy(parameters, parameters + n, t.graph.parameters().begin());
+    t.optimizer.restore({first_moment, n}, {second_moment, n}, adam_step);
+  });
+}
+std::int64_t train_parameter_count(const void* state) {
+  return static_cast<std::int64_t>(static_cast<const FakeTrainer*>(state)->graph.parameters().size());
+}
+
+// ---- "NCCL": the MPI backend table on the host "device" memory ---------------------------------
+
+int nccl_unique_id(unsigned char* id, AbiStatus* status) {
+  return guarded(status, [&] { std::memset(id, 7, kNcclUniqueIdBytes); });
+}
+int nccl_open(const NcclSetup* setup, CommBackendTable* table, AbiStatus* status) {
+  return guarded(status, [&] {
+    for (std::size_t i = 0; i < kNcclUniqueIdBytes; ++i)
+      if (setup->unique_id[i] != 7) throw InternalError("fake NCCL: rank 0's unique id did not arrive");
+    *table = make_mpi_backend_table(setup->rank, setup->size, setup->deadline_s);
+    table->name = "fake-nccl";
+    table->buffer_place = "device";
+  });
+}
+#endif
+
 }  // namespace
 
 extern "C" __attribute__((visibility("default"))) const GpuBackendTable* syncplan_gpu_backend() {
@@ -56,7 +219,14 @@ extern "C" __attribute__((visibility("default"))) const GpuBackendTable* syncpla
     made.device_alloc = device_alloc;
     made.device_free = device_free;
     made.copy = copy;
-    return made;  // nccl stays null: "built without NCCL"
+#if FAKE_GPU_TRAINER
+    made.description = "fake GPU trainer (tests/kernels: host memory, MPI)";
+    made.training = {train_create, train_destroy, train_initialize, train_set_batch, train_begin, train_forward,
+                     train_backward, train_step, train_finish, train_layer_buffers, train_get_state, train_set_state,
+                     train_parameter_count};
+    made.nccl = {nccl_unique_id, nccl_open};
+#endif
+    return made;  // without FAKE_GPU_TRAINER, nccl and training stay null: "built without NCCL"
   }();
   return &table;
 }

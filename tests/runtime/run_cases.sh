@@ -12,6 +12,11 @@
 #   mismatch    ranks with different plans (mpirun's MPMD form), and --resume folders that cannot
 #               continue this run (another plan, rank count or seed, no complete checkpoint, a
 #               step at --iterations): exit 2, the message once, nothing written, no hang
+#   gpu_path    the --device cuda path (TrainingDevice over the GPU backend's trainer table, NCCL's
+#               communicator) on the stand-in backend $FAKE_GPU_TRAINER (host memory, MPI;
+#               tests/kernels/fake_gpu_backend.cpp): every strategy's log equals the CPU run's loss
+#               for loss and bucket for bucket, a resumed run continues exactly, and a backend
+#               without a trainer or with too few devices is refused (exit 2, one line)
 # Exit 77 (a skip) when the GPL-3 text is missing.
 #
 # usage: run_cases.sh CASE SYNCPLAN PYTHON WORKDIR [MPIEXEC]
@@ -149,6 +154,50 @@ json.dump(plan, open("unfused.json", "w"))'
       --iterations 4 --checkpoint-every 2
     [[ "$(find ck -type f | sort | xargs sha256sum)" == "$before" ]] || { echo "FAIL: a refused run changed ck/"; exit 1; }
     [[ ! -e absent ]] || { echo "FAIL: a refused run made absent/"; exit 1; }
+    ;;
+  gpu_path)
+    [[ -f "${FAKE_GPU_TRAINER:-}" && -f "${FAKE_GPU_BACKEND:-}" ]] || { echo "FAIL: set FAKE_GPU_TRAINER and FAKE_GPU_BACKEND"; exit 1; }
+    # same_losses A B [FROM]: every line of B (iterations >= FROM) has A's loss and buckets, bit for bit.
+    same_losses() {
+      "$python" - "$@" <<'EOF_PY'
+import json, sys
+a = {(r["iteration"], r["rank"]): r for r in map(json.loads, open(sys.argv[1]))}
+b = [json.loads(line) for line in open(sys.argv[2])]
+start = int(sys.argv[3]) if len(sys.argv) > 3 else 0
+b = [r for r in b if r["iteration"] >= start]
+assert b, "no lines to compare"
+for r in b:
+    x = a[(r["iteration"], r["rank"])]
+    assert x["loss"] == r["loss"], f"iteration {r['iteration']} rank {r['rank']}: loss {r['loss']!r} != {x['loss']!r}"
+    assert x["buckets"] == r["buckets"], f"iteration {r['iteration']}: buckets differ"
+print(f"ok: {sys.argv[2]} equals {sys.argv[1]} on {len(b)} lines")
+EOF_PY
+    }
+    # The CPU trainer computes what the stand-in does, so the GPU path must not change a bit:
+    # gradients after backprop and overlapped (ssgd, wfbp), parameters before the step of each
+    # iteration's group (plsgd-even) and after the step of the period's last (flsgd).
+    for strategy in ssgd wfbp plsgd-even flsgd; do
+      mpi 2 run --strategy "$strategy" --period 3 "${common[@]}" --iterations 6 --log "cpu-$strategy.jsonl" >/dev/null
+      SYNCPLAN_GPU_BACKEND="$FAKE_GPU_TRAINER" mpi 2 run --device cuda --strategy "$strategy" --period 3 "${common[@]}" \
+        --iterations 6 --log "cuda-$strategy.jsonl" --trace "cuda-$strategy.trace.json" | tee out.txt
+      grep -q "(cuda: one GPU each)" out.txt || { echo "FAIL: the summary does not name the device"; exit 1; }
+      same_losses "cpu-$strategy.jsonl" "cuda-$strategy.jsonl"
+      "$python" -c 'import json, sys; t = json.load(open(sys.argv[1])); assert t["syncplan"]["device"] == "cuda", t["syncplan"]' \
+        "cuda-$strategy.trace.json"
+    done
+    # Stopped after a checkpoint of step 3, resumed to 6: the same as the run that did not stop.
+    SYNCPLAN_GPU_BACKEND="$FAKE_GPU_TRAINER" mpi 2 run --device cuda --strategy plsgd-even --period 3 "${common[@]}" \
+      --iterations 3 --checkpoint ck --checkpoint-every 3 >/dev/null
+    SYNCPLAN_GPU_BACKEND="$FAKE_GPU_TRAINER" mpi 2 run --device cuda --strategy plsgd-even --period 3 "${common[@]}" \
+      --iterations 6 --resume ck --log resumed.jsonl >/dev/null
+    same_losses cuda-plsgd-even.jsonl resumed.jsonl 3
+    SYNCPLAN_GPU_BACKEND="$FAKE_GPU_BACKEND" expect_refused "has no trainer" --device cuda --strategy ssgd --period 1 \
+      "${common[@]}" --iterations 2
+    SYNCPLAN_GPU_BACKEND="$FAKE_GPU_TRAINER" FAKE_GPU_DEVICES=1 expect_refused \
+      "rank 1 is local rank 1 of its machine, which has 1 visible CUDA device: run one rank per GPU" --device cuda \
+      --strategy ssgd --period 1 "${common[@]}" --iterations 2
+    SYNCPLAN_GPU_BACKEND="$FAKE_GPU_TRAINER" FAKE_GPU_DEVICES=0 expect_refused "--device cuda: no CUDA device is visible" \
+      --device cuda --strategy ssgd --period 1 "${common[@]}" --iterations 2
     ;;
   *) echo "run_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac
