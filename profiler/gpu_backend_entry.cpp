@@ -13,9 +13,9 @@
 #include <nccl.h>
 #endif
 
-#include <algorithm>
 #include <cstring>
 #include <string>
+#include <vector>
 
 namespace syncplan {
 
@@ -88,17 +88,25 @@ int train_step(void* state, AbiStatus* status) { return abi_call(status, [&] { t
 
 int train_finish(void* state, double* loss, GpuIterationTimes* times, std::size_t layers, GpuIterationTimes* update,
                  AbiStatus* status) {
-  return abi_call(status, [&] { *loss = trainer(state).finish({times, layers}, *update); });
+  return abi_call(status, [&] {
+    std::vector<cuda::LayerTimes> measured(layers);
+    cuda::LayerTimes step;
+    *loss = trainer(state).finish(measured, step);
+    for (std::size_t l = 0; l < layers; ++l)
+      times[l] = {measured[l].forward_start_s, measured[l].forward_s, measured[l].backward_start_s, measured[l].backward_s};
+    *update = {step.forward_start_s, step.forward_s, 0, 0};
+  });
 }
 
 int train_layer_buffers(void* state, std::size_t layer, int gradients, CommBuffer* out, std::size_t capacity,
                         std::size_t* count, AbiStatus* status) {
   return abi_call(status, [&] {
-    const std::vector<CommBuffer> buffers = trainer(state).layer_buffers(layer, gradients != 0);
+    const std::vector<cuda::DeviceSpan> buffers = trainer(state).layer_buffers(layer, gradients != 0);
     if (buffers.size() > capacity)
       throw InternalError("layer_buffers: layer " + std::to_string(layer) + " has " + std::to_string(buffers.size()) +
                           " tensors, room for " + std::to_string(capacity));
-    std::copy(buffers.begin(), buffers.end(), out);
+    for (std::size_t t = 0; t < buffers.size(); ++t)
+      out[t] = {static_cast<float*>(buffers[t].data), static_cast<std::size_t>(buffers[t].elements)};
     *count = buffers.size();
   });
 }

@@ -2,11 +2,12 @@
 # The GPU check (issue 5, docs/profiler.md section 7): on a machine with an NVIDIA GPU (H100/H200,
 # sm_90), the CUDA toolkit, cmake and g++, build syncplan with CUDA, compare every CUDA kernel with
 # the CPU reference, profile GPT-2 small at batch 8 x 1024 in bf16 with the GEMM-ceiling check,
-# sweep a one-rank NCCL all-reduce, test the NCCL communicator, and plan and simulate the measured
-# profile. Everything goes
+# sweep a one-rank NCCL all-reduce, test the NCCL communicator, plan and simulate the measured
+# profile, and train GPT-2 small on the GPU (run --device cuda, one rank, NCCL) against the DES
+# prediction from an fp32 profile of the same size (compare). Everything goes
 # under one folder: $OUT when set, else out/gpu-check, in at most 8 files (summary.txt first).
 # A failing step is recorded and the steps that do not need it still run; the exit status is 1
-# when any step failed. About 2-3 minutes on an H200 machine with 16 cores, most of it the build.
+# when any step failed. About 3-4 minutes on an H200 machine with 16 cores, most of it the build.
 #
 # usage: tools/gpu-check.sh [--dry-run]
 #   --dry-run   check the tools and headers, then print every step's command; runs and writes nothing
@@ -294,16 +295,22 @@ fi
 
 # --- 5. NCCL ----------------------------------------------------------------------------------------
 step 5 "one-rank NCCL all-reduce sweep (profile-link --backend nccl), and the NCCL communicator test"
-if needs nccl build; then
+# one_rank SECONDS COMMAND...: COMMAND as one MPI rank (mpirun -np 1, or an MPI singleton without
+# mpirun), ended after SECONDS (exit 124).
+one_rank() {
+  local seconds="$1"
+  shift
   if command -v mpirun >/dev/null; then
-    mpirun_flags=()  # Open MPI refuses to start as root without this; other MPIs do not know it
-    if mpirun --version 2>&1 | grep 'Open MPI' >/dev/null; then mpirun_flags=(--allow-run-as-root); fi
-    run --to "$more/profile-link.txt" timeout -k 10 150 mpirun "${mpirun_flags[@]}" -np 1 "$syncplan" profile-link \
-      --backend nccl -o "$link"
+    local flags=()  # Open MPI refuses to start as root without this; other MPIs do not know it
+    if mpirun --version 2>&1 | grep 'Open MPI' >/dev/null; then flags=(--allow-run-as-root); fi
+    timeout -k 10 "$seconds" mpirun "${flags[@]}" -np 1 "$@"
   else
-    say "mpirun not found: running as an MPI singleton (one rank)"
-    run --to "$more/profile-link.txt" timeout -k 10 150 "$syncplan" profile-link --backend nccl -o "$link"
+    timeout -k 10 "$seconds" "$@"
   fi
+}
+command -v mpirun >/dev/null || say "mpirun not found: one-rank steps run as an MPI singleton"
+if needs nccl build; then
+  run --to "$more/profile-link.txt" one_rank 150 "$syncplan" profile-link --backend nccl -o "$link"
   check nccl $? "$(grep -h '^# alpha-beta fit' "$more/profile-link.txt" 2>/dev/null)"
 fi
 
@@ -331,6 +338,36 @@ if needs simulate plan; then
   check simulate $?
 fi
 
+# --- 6b. train on the GPU ----------------------------------------------------------------------------
+step 6b "train GPT-2 small on the GPU (run --device cuda, one rank, NCCL, fp32, 4 x 256) against the DES prediction"
+train_name="gpt2-fp32-b4-s256"
+train_profile="$more/$train_name.profile.json"
+if needs train-profile build; then
+  run --to "$more/train-profile.txt" timeout -k 10 240 "$syncplan" profile --model gpt2 --batch 4 --seq 256 --dtype fp32 \
+    --device cuda -o "$train_profile"
+  check train-profile $?
+fi
+if needs train build; then
+  # Bytes as tokens: the repository's own prose is text enough (a step needs 4 x 256 + 1 bytes).
+  ((dry_run)) || cat "$repo"/README.md "$repo"/docs/*.md >"$more/train-text.txt"
+  run --to "$more/train.txt" one_rank 240 "$syncplan" run --device cuda --model gpt2 --strategy ssgd \
+    --period 1 --data "$more/train-text.txt" --batch 4 --seq 256 --iterations 30 --seed 1 --lr 3e-4 \
+    --log "$more/train.jsonl" --trace "$more/train.trace.json"
+  check train $? "$(grep -h '^run:' "$more/train.txt" 2>/dev/null)"
+fi
+if needs train-compare train train-profile; then
+  # One worker: the all-reduce over a group of one costs nothing, so the prediction is the profile's
+  # compute (forward, backward, update) as the DES times it.
+  ((dry_run)) || printf '%s\n' '{"format": "syncplan.cluster/v1", "name": "one GPU", "workers": 1, "workers_per_node": 1,' \
+    '"intra_node": {"bandwidth_Gbps": 3600, "latency_us": 5}, "inter_node": {"bandwidth_Gbps": 10, "latency_us": 50},' \
+    '"allreduce": "ring"}' >"$more/one-gpu.json"
+  run --to "$more/train-simulate.txt" timeout -k 10 120 "$syncplan" simulate --profile "$train_profile" --strategy ssgd \
+    --period 1 --cluster "$more/one-gpu.json" --iterations 30 -o "$more/train.des.json" &&
+    run --to "$more/train-compare.txt" timeout -k 10 120 "$syncplan" compare "$more/train.des.json" "$more/train.jsonl" \
+      --skip 3 --json "$more/train.compare.json"
+  check train-compare $? "$(grep -h '^MAPE' "$more/train-compare.txt" 2>/dev/null | head -1)"
+fi
+
 # --- 7. the roofline, for comparison ----------------------------------------------------------------
 step 7 "the roofline estimate for the H200 at the same size (an estimate, for comparison)"
 if needs estimate build; then
@@ -355,6 +392,8 @@ if ((dry_run == 0)); then
     grep -h -E '^(spread|GEMM ceiling|ceiling check|gpt2:)' "$more/profile.txt" "$more/profile-unchecked.txt" 2>/dev/null
     grep -h -E '^gpt2:' "$more/estimate.txt" 2>/dev/null | sed 's/^/roofline: /'
     grep -h -E '^# alpha-beta fit' "$more/profile-link.txt" 2>/dev/null
+    grep -h -E '^run:' "$more/train.txt" 2>/dev/null
+    grep -h -E '^MAPE' "$more/train-compare.txt" 2>/dev/null | sed 's/^/GPU run against the DES: /'
     [[ -f "$profile" ]] && echo "measured profile: $profile (copy it to data/profiles/ to ship it, unless it is" \
       "the unchecked one; its source names the GPU)"
   } | tee -a "$out/summary.txt" "$log"

@@ -158,7 +158,7 @@ void CudaTrainer::step() {
   SYNCPLAN_CUDA_CHECK(cudaEventRecord(update_end_, stream_));
 }
 
-double CudaTrainer::finish(std::span<GpuIterationTimes> times, GpuIterationTimes& update) {
+double CudaTrainer::finish(std::span<LayerTimes> times, LayerTimes& update) {
   if (times.size() != layer_count())
     throw InternalError("CudaTrainer::finish: times for " + std::to_string(times.size()) + " layers, the graph has " +
                         std::to_string(layer_count()));
@@ -173,11 +173,8 @@ double CudaTrainer::finish(std::span<GpuIterationTimes> times, GpuIterationTimes
   return graph_.loss(stream_);
 }
 
-std::vector<CommBuffer> CudaTrainer::layer_buffers(std::size_t layer, bool gradients) const {
-  std::vector<CommBuffer> buffers;
-  for (const DeviceSpan& tensor : gradients ? graph_.layer_gradients(layer) : graph_.layer_parameters(layer))
-    buffers.push_back({static_cast<float*>(tensor.data), static_cast<std::size_t>(tensor.elements)});
-  return buffers;
+std::vector<DeviceSpan> CudaTrainer::layer_buffers(std::size_t layer, bool gradients) const {
+  return gradients ? graph_.layer_gradients(layer) : graph_.layer_parameters(layer);
 }
 
 void CudaTrainer::get_state(float* parameters, float* first_moment, float* second_moment,

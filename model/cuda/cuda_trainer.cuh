@@ -2,12 +2,12 @@
 // AdamW on the device, one compute stream, and CUDA events around every layer's forward and
 // backward (the measured trace's times) whose backward events order a communicator's buckets
 // after the layers they hold. The GPU backend library exposes it through GpuTrainingEntryPoints
-// (profiler/gpu_backend.hpp); the runtime trains with it through that table.
+// (profiler/gpu_backend.hpp, which copies LayerTimes into its GpuIterationTimes); the runtime
+// trains with it through that table.
 #pragma once
 
 #include "model/adamw.hpp"
 #include "model/cuda/cuda_graph.cuh"
-#include "profiler/gpu_backend.hpp"
 
 #include <cuda_runtime.h>
 
@@ -16,6 +16,13 @@
 #include <vector>
 
 namespace syncplan::cuda {
+
+/// Where one layer's forward and backward (or the optimizer step: forward_* only) ran in the last
+/// iteration: seconds after CudaTrainer::begin, from CUDA events.
+struct LayerTimes {
+  double forward_start_s = 0, forward_s = 0;
+  double backward_start_s = 0, backward_s = 0;
+};
 
 /// Enqueues one AdamW step (model/adamw.hpp's formula, Loshchilov and Hutter, ICLR 2019, Algorithm
 /// 2) over `parameters` [n] with `gradients` [n] and the moments `first_moment`, `second_moment`
@@ -57,9 +64,9 @@ class CudaTrainer {
   void step();
   /// Synchronizes the stream; returns the mean loss of the iteration's forward and fills
   /// times[l] (layer_count() of them) and `update` (forward_* only), in seconds after begin().
-  double finish(std::span<GpuIterationTimes> times, GpuIterationTimes& update);
+  double finish(std::span<LayerTimes> times, LayerTimes& update);
   /// Layer `layer`'s parameter or gradient tensors (its owner's when tied), in device memory.
-  std::vector<CommBuffer> layer_buffers(std::size_t layer, bool gradients) const;
+  std::vector<DeviceSpan> layer_buffers(std::size_t layer, bool gradients) const;
   /// Copies the parameters and moments (parameter_count() floats each, host memory) and the step
   /// counter out of, or into, the trainer. Both synchronize.
   void get_state(float* parameters, float* first_moment, float* second_moment, std::int64_t& adam_step) const;

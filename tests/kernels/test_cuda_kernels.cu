@@ -3,9 +3,12 @@
 // the CPU one, loss and every parameter's gradient of a whole training step; then the CUDA
 // profiler on tiny-gpt. Without a visible GPU it prints "skipped: no CUDA device (...)" and exits
 // 77, which CTest reports as skipped, never as passed.
+#include "core/cuda_check.hpp"
 #include "core/errors.hpp"
 #include "model/cpu/cpu_graph.hpp"
+#include "model/adamw.hpp"
 #include "model/cuda/cuda_graph.cuh"
+#include "model/cuda/cuda_trainer.cuh"
 #include "profiler/cpu_profile.hpp"
 #include "model/cuda/ops.cuh"
 #include "profiler/cuda_profile.hpp"
@@ -18,7 +21,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <exception>
+#include <random>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -318,6 +323,127 @@ bool check_profiler(Dtype dtype) {
   return ok;
 }
 
+// The CUDA AdamW against model/adamw.hpp's on 10,000 random elements for 3 steps. Expected: the
+// same bits. Both compute in fp32 with the scalars rounded from the same double expressions; the
+// kernel avoids fused multiply-adds (__fmul_rn, __fadd_rn) and CUDA's default division and sqrtf
+// are IEEE round-to-nearest, as x86-64's SSE are; the host build has no FMA either.
+bool check_adamw(const cuda::CudaContext& context) {
+  constexpr std::size_t n = 10000;
+  std::mt19937 random(5);
+  std::normal_distribution<float> normal(0.0f, 1.0f);
+  std::vector<float> p(n), m(n), v(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    p[i] = normal(random);
+    m[i] = 0.1f * normal(random);
+    v[i] = std::abs(0.01f * normal(random));
+  }
+  AdamWOptions options;
+  options.learning_rate = 3e-3;
+  AdamW cpu(static_cast<std::int64_t>(n), options);
+  cpu.restore(m, v, 4);  // continuing from step 4: the bias corrections of steps 5..7
+  std::vector<float> cpu_p = p;
+  const cudaStream_t stream = context.stream();
+  cuda::DeviceBuffer dp(n * 4), dg(n * 4), dm(n * 4), dv(n * 4);
+  const auto up = [&](cuda::DeviceBuffer& to, const std::vector<float>& from) {
+    SYNCPLAN_CUDA_CHECK(cudaMemcpy(to.data(), from.data(), n * 4, cudaMemcpyHostToDevice));
+  };
+  up(dp, p);
+  up(dm, m);
+  up(dv, v);
+  const auto f = [](cuda::DeviceBuffer& b) { return std::span<float>(static_cast<float*>(b.data()), n); };
+  for (std::int64_t step = 5; step <= 7; ++step) {
+    std::vector<float> g(n);
+    for (float& value : g) value = normal(random);
+    cpu.step(cpu_p, g);
+    up(dg, g);
+    cuda::adamw_step(f(dp), f(dg), f(dm), f(dv), options, step, stream);
+  }
+  std::vector<float> gpu_p(n), gpu_m(n), gpu_v(n);
+  SYNCPLAN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  SYNCPLAN_CUDA_CHECK(cudaMemcpy(gpu_p.data(), dp.data(), n * 4, cudaMemcpyDeviceToHost));
+  SYNCPLAN_CUDA_CHECK(cudaMemcpy(gpu_m.data(), dm.data(), n * 4, cudaMemcpyDeviceToHost));
+  SYNCPLAN_CUDA_CHECK(cudaMemcpy(gpu_v.data(), dv.data(), n * 4, cudaMemcpyDeviceToHost));
+  std::size_t differ = 0;
+  for (std::size_t i = 0; i < n; ++i)
+    differ += std::memcmp(&gpu_p[i], &cpu_p[i], 4) != 0 || std::memcmp(&gpu_m[i], &cpu.first_moment()[i], 4) != 0 ||
+              std::memcmp(&gpu_v[i], &cpu.second_moment()[i], 4) != 0;
+  std::printf("%s  adamw_step: %zu of %zu elements differ from the CPU's bits after 3 steps\n", differ == 0 ? "ok  " : "FAIL",
+              differ, n);
+  return differ == 0;
+}
+
+// The CUDA trainer against the CPU graph and AdamW on tiny-gpt for 3 steps (batch 2 x 32, fp32):
+// each step's loss within kStepFp32's relative tolerance, and the parameters' difference after
+// the last step, as an rms, within 5% of the rms of the CPU's own change over the 3 steps. Adam
+// moves a parameter by about lr per step whatever its gradient's size, so the few elements whose
+// gradient is at rounding level can move by up to 2 lr apart (a sign flip); at fp32's 1e-4 relative
+// gradient error such elements are well under 0.1% of them, which makes the rms difference about
+// 1-3% of the change, while a wrong update differs by the whole change. The layers' buffers are
+// the graph's tensors, and get_state/set_state give back what they took.
+bool check_trainer() {
+  const Model model = test::shipped_model("tiny-gpt");
+  Workload w;
+  w.batch = 2;
+  w.seq = 32;
+  AdamWOptions options;
+  cuda::CudaTrainer gpu(model, w, options, 0);
+  cpu::CpuGraph cpu(model, w);
+  AdamW cpu_adam(model.param_count(), options);
+  gpu.initialize(9);
+  cpu.initialize_parameters(9);
+  const std::vector<float> initial(cpu.parameters().begin(), cpu.parameters().end());
+  bool ok = gpu.parameter_count() == static_cast<std::int64_t>(cpu.parameters().size());
+  for (std::size_t l = 0; l < cpu.layer_count(); ++l) {
+    const std::vector<cuda::DeviceSpan> buffers = gpu.layer_buffers(l, false);
+    const std::vector<std::span<float>> tensors = cpu.layer_parameters(l);
+    ok &= buffers.size() == tensors.size();
+    for (std::size_t t = 0; ok && t < tensors.size(); ++t)
+      ok &= buffers[t].elements == static_cast<std::int64_t>(tensors[t].size());
+  }
+  std::vector<cuda::LayerTimes> times(gpu.layer_count());
+  cuda::LayerTimes update;
+  double worst_loss = 0;
+  for (std::uint64_t step = 0; step < 3; ++step) {
+    const test::Batch batch = test::text_batch(w.batch, w.seq, cpu.graph().vocab_size);
+    gpu.set_batch(batch.ids, batch.targets, step);
+    cpu.set_batch(batch.ids, batch.targets);
+    cpu.set_dropout_seed(step);
+    gpu.begin();
+    for (std::size_t l = 0; l < gpu.layer_count(); ++l) gpu.forward(l);
+    for (std::size_t l = gpu.layer_count(); l-- > 0;) ok &= gpu.backward(l) != nullptr;
+    gpu.step();
+    const double gpu_loss = gpu.finish(times, update);
+    const double cpu_loss = cpu.forward_backward();
+    cpu_adam.step(cpu.parameters(), cpu.gradients());
+    worst_loss = std::max(worst_loss, std::abs(gpu_loss - cpu_loss) / std::abs(cpu_loss));
+    for (const cuda::LayerTimes& t : times) ok &= t.forward_s > 0 && t.backward_s >= 0 && t.backward_start_s >= t.forward_start_s;
+    ok &= update.forward_s > 0;
+  }
+  const auto n = static_cast<std::size_t>(gpu.parameter_count());
+  std::vector<float> p(n), m(n), v(n);
+  std::int64_t adam_step = 0;
+  gpu.get_state(p.data(), m.data(), v.data(), adam_step);
+  double change = 0, difference = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    change += std::pow(static_cast<double>(cpu.parameters()[i]) - initial[i], 2);
+    difference += std::pow(static_cast<double>(p[i]) - cpu.parameters()[i], 2);
+  }
+  change = std::sqrt(change / static_cast<double>(n));
+  difference = std::sqrt(difference / static_cast<double>(n));
+  ok &= adam_step == 3 && worst_loss <= kStepFp32.loss_relative && change > 0 && difference <= 0.05 * change;
+  // A round trip through set_state: the state read back is the state written.
+  std::vector<float> q(p);
+  q[0] += 1.0f;
+  gpu.set_state(q.data(), m.data(), v.data(), 7);
+  std::vector<float> p2(n), m2(n), v2(n);
+  gpu.get_state(p2.data(), m2.data(), v2.data(), adam_step);
+  ok &= p2 == q && m2 == m && v2 == v && adam_step == 7;
+  std::printf("%s  CudaTrainer tiny-gpt fp32, 3 steps: loss relative error %.3g (tolerance %g), parameters' rms "
+              "difference %.3g of a change of %.3g (tolerance 5%%), buffers, timing events and state round trip\n",
+              ok ? "ok  " : "FAIL", worst_loss, kStepFp32.loss_relative, difference, change);
+  return ok;
+}
+
 }  // namespace
 
 int main() {
@@ -352,6 +478,8 @@ int main() {
     }
     failures += !check_graph(test::small_gpt2_dropout(), graph_workload, Dtype::kFp32, kStepFp32, context);
     failures += !check_graph_too_large();
+    failures += !check_adamw(context);
+    failures += !check_trainer();
     failures += !check_profiler(Dtype::kFp32);
     failures += !check_profiler(Dtype::kBf16);
     std::printf("%s: %d failing case%s\n", failures == 0 ? "PASS" : "FAIL", failures, failures == 1 ? "" : "s");
