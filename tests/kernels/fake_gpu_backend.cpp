@@ -118,34 +118,37 @@ int train_begin(void* state, AbiStatus* status) {
     fake(state).graph.zero_gradients();
   });
 }
+// Runs `pass` and notes when it started and how long it took, in seconds after the origin.
+template <class Pass>
+void timed(FakeTrainer& t, double& start_s, double& duration_s, Pass&& pass) {
+  start_s = since(t.origin);
+  pass();
+  duration_s = since(t.origin) - start_s;
+}
 int train_forward(void* state, std::size_t layer, AbiStatus* status) {
   return guarded(status, [&] {
     FakeTrainer& t = fake(state);
-    const double start_s = since(t.origin);
-    t.graph.forward(layer);
-    t.times.at(layer).forward_start_s = start_s;
-    t.times[layer].forward_s = since(t.origin) - start_s;
+    GpuIterationTimes& at = t.times.at(layer);
+    timed(t, at.forward_start_s, at.forward_s, [&] { t.graph.forward(layer); });
   });
 }
 int train_backward(void* state, std::size_t layer, void** ready_event, AbiStatus* status) {
   return guarded(status, [&] {
     FakeTrainer& t = fake(state);
-    const double start_s = since(t.origin);
-    t.graph.backward(layer);
-    t.times.at(layer).backward_start_s = start_s;
-    t.times[layer].backward_s = since(t.origin) - start_s;
+    GpuIterationTimes& at = t.times.at(layer);
+    timed(t, at.backward_start_s, at.backward_s, [&] { t.graph.backward(layer); });
     *ready_event = nullptr;  // computed on return; the MPI table takes no event
   });
 }
 int train_step(void* state, AbiStatus* status) {
   return guarded(status, [&] {
     FakeTrainer& t = fake(state);
-    const double start_s = since(t.origin);
-    std::vector<std::vector<float>> kept;
-    for (const std::span<float> tensor : t.frozen) kept.emplace_back(tensor.begin(), tensor.end());
-    t.optimizer.step(t.graph.parameters(), t.graph.gradients());
-    for (std::size_t i = 0; i < kept.size(); ++i) std::copy(kept[i].begin(), kept[i].end(), t.frozen[i].begin());
-    t.update = {start_s, since(t.origin) - start_s, 0, 0};
+    timed(t, t.update.forward_start_s, t.update.forward_s, [&] {
+      std::vector<std::vector<float>> kept;
+      for (const std::span<float> tensor : t.frozen) kept.emplace_back(tensor.begin(), tensor.end());
+      t.optimizer.step(t.graph.parameters(), t.graph.gradients());
+      for (std::size_t i = 0; i < kept.size(); ++i) std::copy(kept[i].begin(), kept[i].end(), t.frozen[i].begin());
+    });
   });
 }
 int train_finish(void* state, double* loss, GpuIterationTimes* times, std::size_t layers, GpuIterationTimes* update,
