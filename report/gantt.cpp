@@ -16,6 +16,9 @@ namespace {
 constexpr double kGanttWidth = 1100, kGanttLabelWidth = 120, kGanttRight = 30, kGanttTop = 66;
 constexpr double kLaneHeight = 14, kRowGap = 10;
 constexpr double kRowHeight = 2 * kLaneHeight + kRowGap;
+// Rows drawn at most: a period of 10,000 iterations would be a picture nobody reads, and hundreds
+// of MB; the whole-period bar still shows every iteration.
+constexpr int kMostGanttRows = 100;
 
 const char* block_fill(const GanttBlock& block, int index_in_lane) {
   switch (block.kind) {
@@ -95,7 +98,8 @@ std::string gantt_svg(const GanttChart& chart) {
   const double plot_width = kGanttWidth - kGanttLabelWidth - kGanttRight;
   const auto px = [&](double seconds) { return kGanttLabelWidth + seconds / axis_end * plot_width; };
   const auto c = [](double value) { return svg_coordinate(value); };
-  const double rows_bottom = kGanttTop + h_count * kRowHeight;
+  const int rows = std::min(h_count, kMostGanttRows);
+  const double rows_bottom = kGanttTop + rows * kRowHeight;
   const double period_top = rows_bottom + 56;  // the whole-period bar
   const double legend_top = period_top + 2 * kLaneHeight + 40;
   const double height = legend_top + 30;
@@ -118,7 +122,10 @@ std::string gantt_svg(const GanttChart& chart) {
         << "</text>\n";
   svg << "<text class=\"axis-label\" x=\"" << c(kGanttLabelWidth + plot_width / 2) << "\" y=\"" << c(rows_bottom + 30)
       << "\" text-anchor=\"middle\" font-size=\"12\">time in the iteration (s)</text>\n";
-  for (int h = 0; h < h_count; ++h) {
+  if (rows < h_count)
+    svg << "<text x=\"" << c(kGanttLabelWidth + plot_width) << "\" y=\"38\" text-anchor=\"end\" font-size=\"11\">"
+        << "iterations " << rows << " to " << h_count - 1 << " not drawn</text>\n";
+  for (int h = 0; h < rows; ++h) {
     const double top = kGanttTop + h * kRowHeight;
     svg << "<text x=\"6\" y=\"" << c(top + kLaneHeight - 2) << "\" font-size=\"11\">h = " << h << "  "
         << tick_label(chart.iteration_s[h]) << " s</text>\n<text x=\"6\" y=\"" << c(top + 2 * kLaneHeight - 2)
@@ -127,6 +134,7 @@ std::string gantt_svg(const GanttChart& chart) {
   const auto write_lane = [&](const std::vector<GanttBlock>& lane, double lane_offset) {
     int index = 0, previous_h = -1;
     for (const GanttBlock& block : lane) {
+      if (block.iteration >= rows) break;  // blocks come iteration by iteration
       if (block.iteration != previous_h) index = 0, previous_h = block.iteration;
       const double top = kGanttTop + block.iteration * kRowHeight + lane_offset;
       const std::string label = xml_escape(block.label);

@@ -52,7 +52,7 @@ GanttChart gantt_chart(const BackpropTimes& times, const PeriodTiming& timing, d
                        std::string title);
 
 /// The chart as one SVG document (no XML declaration; inlinable in HTML): an iteration row of two
-/// lanes per h on a shared time axis (s from the iteration's start), a dashed line at the lower
+/// lanes per h (the first 100 iterations; a note says which are not drawn) on a shared time axis (s from the iteration's start), a dashed line at the lower
 /// bound's mean iteration (lower_bound_s / H), and below them the whole period as one bar (each
 /// iteration's compute and wait) with the lower bound marked on it. Every block is a `<rect
 /// class="block">` with data-kind, data-iteration, data-label, data-start-s and data-end-s (exact

@@ -10,6 +10,7 @@
 #include <limits>
 #include <map>
 #include <sstream>
+#include <tuple>
 
 namespace syncplan::report {
 
@@ -95,11 +96,13 @@ void check_plot(const LinePlot& plot) {
       if (series.x.size() != series.y.size())
         throw FieldError("series", "series '" + series.name + "': x has " + std::to_string(series.x.size()) +
                                        " values, y has " + std::to_string(series.y.size()));
-      if (plot.log_x)
-        for (const double x : series.x)
-          if (std::isfinite(x) && x <= 0)
-            throw FieldError("series", "series '" + series.name + "': x = " + tick_label(x) +
-                                           " on a log axis (every x must be > 0)");
+      for (const auto& [log_scale, values, axis] : {std::tuple{plot.log_x, &series.x, "x"},
+                                                    std::tuple{plot.log_y, &series.y, "y"}})
+        if (log_scale)
+          for (const double value : *values)
+            if (std::isfinite(value) && value <= 0)
+              throw FieldError("series", "series '" + series.name + "': " + axis + " = " + tick_label(value) +
+                                             " on a log axis (every " + axis + " must be > 0)");
     }
 }
 
@@ -115,7 +118,7 @@ void write_panel(std::ostringstream& svg, const LinePlot& plot, const PlotPanel&
       }
   std::vector<double> x_ticks, y_ticks;
   const AxisRange x_axis = axis_over(x_low, x_high, plot.log_x, false, x_ticks);
-  const AxisRange y_axis = axis_over(y_low, y_high, false, plot.y_from_zero, y_ticks);
+  const AxisRange y_axis = axis_over(y_low, y_high, plot.log_y, plot.y_from_zero && !plot.log_y, y_ticks);
   const double width = kPanelWidth - kAreaLeft - kAreaRight, height = kPanelHeight - kAreaTop - kAreaBottom;
   const double x0 = left + kAreaLeft, y0 = top + kAreaTop;
   const auto px = [&](double x) { return x0 + x_axis.fraction(x) * width; };
@@ -169,6 +172,35 @@ void write_panel(std::ostringstream& svg, const LinePlot& plot, const PlotPanel&
 }
 
 }  // namespace
+
+void set_plot_points(LinePlot& plot, const std::vector<PlotPoint>& points) {
+  plot.panels.clear();
+  std::map<std::string, std::size_t> panel_index;
+  std::map<std::pair<std::string, std::string>, std::size_t> series_index;
+  for (const PlotPoint& point : points) {
+    const auto [panel_it, new_panel] = panel_index.emplace(point.panel, plot.panels.size());
+    if (new_panel) plot.panels.push_back({point.panel, {}});
+    PlotPanel& panel = plot.panels[panel_it->second];
+    const auto [series_it, new_series] = series_index.emplace(std::pair{point.panel, point.series}, panel.series.size());
+    if (new_series) panel.series.push_back({point.series, {}, {}});
+    PlotSeries& series = panel.series[series_it->second];
+    for (const double x : series.x)
+      if (x == point.x)
+        throw FieldError("points", "points: panel '" + point.panel + "', series '" + point.series + "' has two points at x = " +
+                                       tick_label(point.x));
+    series.x.push_back(point.x);
+    series.y.push_back(point.y);
+  }
+  for (PlotPanel& panel : plot.panels)
+    for (PlotSeries& series : panel.series) {
+      std::vector<std::size_t> order(series.x.size());
+      for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+      std::sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return series.x[a] < series.x[b]; });
+      PlotSeries sorted{series.name, {}, {}};
+      for (const std::size_t i : order) sorted.x.push_back(series.x[i]), sorted.y.push_back(series.y[i]);
+      series = std::move(sorted);
+    }
+}
 
 std::vector<double> axis_ticks(double low, double high, bool log_scale) {
   std::vector<double> ticks;

@@ -93,7 +93,7 @@ TEST_CASE("axis ticks: nice linear steps and powers of ten", "[report]") {
 }
 
 TEST_CASE("line plot: one series group per line, gaps at missing points, legend, escaping", "[report]") {
-  LinePlot plot{"speedup <&> test", "workers", "throughput (samples/s)", true, true, 3, {}};
+  LinePlot plot{.title = "speedup <&> test", .x_label = "workers", .y_label = "throughput (samples/s)", .log_x = true};
   const double nan = std::nan("");
   plot.panels.push_back({"1 Gbit/s", {{"ssgd", {8, 64, 512}, {10, 20, 30}}, {"dp", {8, 64, 512}, {12, nan, 40}}}});
   plot.panels.push_back({"10 Gbit/s", {{"ssgd", {8, 64, 512}, {11, 21, 31}}, {"dp", {8, 64, 512}, {13, 23, 43}}}});
@@ -119,6 +119,32 @@ TEST_CASE("line plot: one series group per line, gaps at missing points, legend,
     bad.panels.clear();
     CHECK_THROWS_WITH(line_plot_svg(bad), Catch::StartsWith("panels:"));
   }
+}
+
+TEST_CASE("plot points: grouped by panel and series, sorted by x, on log-log axes", "[report]") {
+  // Rows as a sweep writes them, out of order: 2 bandwidths x 2 strategies x 2 worker counts.
+  const std::vector<PlotPoint> points = {{"10 Gbit/s", "dp", 64, 30},  {"1 Gbit/s", "ssgd", 64, 2},
+                                         {"10 Gbit/s", "dp", 8, 20},   {"1 Gbit/s", "ssgd", 8, 1},
+                                         {"10 Gbit/s", "ssgd", 8, 10}, {"1 Gbit/s", "dp", 8, 5},
+                                         {"10 Gbit/s", "ssgd", 64, 15}, {"1 Gbit/s", "dp", 64, std::nan("")}};
+  LinePlot plot{.title = "t", .x_label = "workers", .y_label = "samples/s", .log_x = true, .log_y = true};
+  set_plot_points(plot, points);
+  REQUIRE(plot.panels.size() == 2);
+  CHECK(plot.panels[0].title == "10 Gbit/s");  // first seen first
+  REQUIRE(plot.panels[0].series.size() == 2);
+  CHECK(plot.panels[0].series[0].name == "dp");
+  CHECK(plot.panels[0].series[0].x == std::vector<double>{8, 64});
+  CHECK(plot.panels[0].series[0].y == std::vector<double>{20, 30});
+  CHECK(std::isnan(plot.panels[1].series[1].y[1]));  // 1 Gbit/s dp at 64: the failed point
+  const std::string svg = line_plot_svg(plot);
+  CHECK(count_of(svg, "class=\"series\"") == 4);
+  // y from 1 to 30 on a log axis: ticks 1, 10, 100.
+  CHECK(svg.find(">100</text>") != std::string::npos);
+  std::vector<PlotPoint> twice = points;
+  twice.push_back({"1 Gbit/s", "ssgd", 8, 3});
+  CHECK_THROWS_WITH(set_plot_points(plot, twice), Catch::Contains("two points at x = 8"));
+  plot.panels[0].series[0].y[0] = 0;
+  CHECK_THROWS_WITH(line_plot_svg(plot), Catch::Contains("y = 0 on a log axis"));
 }
 
 TEST_CASE("gantt chart: blocks equal the period model's times, derived by hand", "[report]") {
@@ -193,6 +219,23 @@ TEST_CASE("gantt chart of a fused plan on the profile: one block per bucket", "[
   REQUIRE(page.model.buckets);
   CHECK(page.chart.link.size() == allreduce_count(*page.model.buckets));
   CHECK(page.chart.period_s == Approx(outcome.timing.period_s).epsilon(1e-12));
+}
+
+TEST_CASE("gantt svg of a long period: 100 rows drawn, every iteration in the period bar", "[report]") {
+  // H = 150 with S-SGD's every-layer-every-iteration (wfbp): 150 iterations, 3 syncs each.
+  PlanPageRequest request = tiny_request();
+  Plan plan = tiny_plan();
+  plan.period = 150;
+  for (LayerSchedule& layer : plan.layers) {
+    layer.sync_iterations.clear();
+    for (int h = 0; h < 150; ++h) layer.sync_iterations.push_back(h);
+  }
+  request.simulate.plan = plan;
+  const PlanPage page = make_plan_page(request);
+  CHECK(page.chart.link.size() == 450);
+  CHECK(count_of(page.gantt, "data-kind=\"sync\"") == 300);  // 100 rows x 3 all-reduces
+  CHECK(count_of(page.gantt, "class=\"period-iteration\"") == 150);
+  CHECK(page.gantt.find("iterations 100 to 149 not drawn") != std::string::npos);
 }
 
 TEST_CASE("html page: escaped text, inline figures, checks", "[report]") {

@@ -17,8 +17,8 @@ int main(int argc, char** argv) {
   }
   const std::string folder = argv[1];
   const std::vector<double> workers = {8, 64, 512, 4096, 100000};
-  LinePlot plot{"Throughput against workers (sample rows)", "workers (log scale)", "throughput (samples/s)", true, true,
-                2, {}};
+  LinePlot plot{.title = "Throughput against workers (sample rows)", .x_label = "workers (log scale)",
+                .y_label = "throughput (samples/s)", .log_x = true, .columns = 2};
   for (const double gbps : {1.0, 10.0}) {
     PlotPanel panel{std::to_string(static_cast<int>(gbps)) + " Gbit/s", {}};
     for (const auto& [name, efficiency] : {std::pair{"ssgd", 0.3}, std::pair{"flsgd", 0.7}, std::pair{"dp", 0.9}}) {
