@@ -18,7 +18,7 @@ CollectivePhase phase_from_rings(const Topology& topology, const char* name, con
   phase.name = name;
   phase.latency_s = latency_s;
   phase.bottleneck_link = ring.bottleneck_link;
-  if (ring.bottleneck_link >= 0) phase.bottleneck_link_Bps = topology.link(ring.bottleneck_link).bandwidth_Bps;
+  if (ring.bottleneck_link >= 0) phase.bottleneck_link_Bps = topology.link_bandwidth_Bps(ring.bottleneck_link);
   const double per_hop = ring.steps * ring.chunk_fraction;  // bytes per hop per byte of ring data
   phase.bottleneck_bytes_per_byte = per_hop * ring.bottleneck_load;
   for (LinkRange range : ring.link_loads) {

@@ -36,6 +36,11 @@ DirectedLink Topology::link(int id) const {
           inter_node_.latency_s()};
 }
 
+double Topology::link_bandwidth_Bps(int id) const {
+  SYNCPLAN_CHECK(id >= 0 && id < link_count());
+  return id < 2 * workers_ ? intra_node_.bandwidth_Bps() : inter_node_.bandwidth_Bps();
+}
+
 Path Topology::path(int from, int to) const {
   SYNCPLAN_CHECK(from >= 0 && from < workers_ && to >= 0 && to < workers_);
   Path result;
@@ -61,7 +66,7 @@ void choose_bottleneck(RingPhase& phase, const Topology& topology) {
   double slowest = std::numeric_limits<double>::infinity();
   int lowest = std::numeric_limits<int>::max();
   for (const LinkRange& range : phase.link_loads) {
-    const double share = topology.link(range.first).bandwidth_Bps / range.load;
+    const double share = topology.link_bandwidth_Bps(range.first) / range.load;
     if (share < slowest || (share == slowest && range.first < lowest)) {
       slowest = share;
       lowest = range.first;

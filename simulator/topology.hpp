@@ -69,6 +69,8 @@ class Topology {
   int link_count() const;
   /// Directed link `id` (0..link_count()-1), its name made on demand. Throws InternalError on a bad id.
   DirectedLink link(int id) const;
+  /// link(id).bandwidth_Bps without making the name (bytes per second).
+  double link_bandwidth_Bps(int id) const;
 
   /// The path from worker `from` to worker `to` (empty when equal). Throws InternalError on a bad id.
   Path path(int from, int to) const;

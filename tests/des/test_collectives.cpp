@@ -161,6 +161,7 @@ TEST_CASE("topology: paths, links and their latency", "[collectives]") {
       INFO(link.name);
       REQUIRE(link.bandwidth_Bps == near(inter ? 1e9 : 1e10));
       REQUIRE(link.latency_s == near(inter ? 1e-5 : 1e-6));
+      REQUIRE(topology.link_bandwidth_Bps(id) == link.bandwidth_Bps);
     }
   }
 }
