@@ -2,7 +2,8 @@
 # `syncplan simulate --cluster` at 100,000 workers (issue 13, docs/des.md section 5): identical
 # workers run as one representative in little memory and equal the period model on the same
 # all-reduce times; a straggler makes every worker simulated, and what would not fit in memory is
-# refused up front (exit 2, with the estimate). Registered by tests/cli/CMakeLists.txt.
+# refused up front (exit 2, with the estimate); on 1 worker it says that the all-reduce costs
+# nothing. Registered by tests/cli/CMakeLists.txt.
 #
 # usage: cli_scale.sh SYNCPLAN PYTHON WORKDIR PROFILE
 #   PROFILE  tests/cli/data/tiny_profile.json
@@ -64,6 +65,17 @@ cat refused.txt
 [[ ! -e refused.json ]] || { echo "FAIL: refused.json was written"; exit 1; }
 grep -q "needs about .* GiB) of memory for 100000 simulated worker(s) x 100000 iterations" refused.txt &&
   grep -q "available" refused.txt || { echo "FAIL: the refusal does not give the estimate and what is available"; exit 1; }
+
+# One worker: the all-reduce is over a group of one; simulate says that it costs nothing, and the
+# iteration is the compute alone: F + B + U = 0.6 + 3 + 0.3 ms = 3.9 ms.
+cat > one.json <<'JSON'
+{"format": "syncplan.cluster/v1", "workers": 1, "intra_node": {"bandwidth_Gbps": 100, "latency_us": 10}}
+JSON
+"$syncplan" simulate --profile "$profile" --cluster one.json --strategy wfbp --period 1 | tee one.txt
+grep -q "1 worker: an all-reduce over a group of one costs nothing" one.txt ||
+  { echo "FAIL: simulate on 1 worker does not say that the all-reduce costs nothing"; exit 1; }
+grep -q "total_s 0.003900 .*exposed_comm_s 0.000000 .*comm_busy_s 0.000000" one.txt ||
+  { echo "FAIL: simulate on 1 worker: expected total_s 0.003900 with nothing exposed or running"; exit 1; }
 
 IDENTICAL_KIB="$identical_kib" WRITTEN_KIB="$written_kib" STRAGGLER_KIB="$straggler_kib" "$python" - "$profile" <<'PY'
 import json, os, re, sys
