@@ -62,7 +62,9 @@ struct DesResult {
   double total_s = 0;                       ///< end of the last iteration (s)
   double comm_busy_s = 0;                   ///< time at least one all-reduce is running (s)
   std::vector<double> worker_overlap_s;     ///< per simulated worker: all-reduce time during its compute (s)
-  std::vector<std::pair<std::string, double>> link_bytes;  ///< bytes carried per directed link (unused links left out)
+  /// Bytes carried per directed link, in link id order (unused links left out; empty when
+  /// DesOptions::link_bytes is false).
+  std::vector<std::pair<std::string, double>> link_bytes;
   std::vector<DesTraceEvent> trace;         ///< for the first `trace_workers` simulated workers
   std::size_t events = 0;                   ///< events processed
 

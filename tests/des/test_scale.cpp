@@ -213,6 +213,22 @@ TEST_CASE("scale: 100,000 identical workers cost one representative, at every st
   REQUIRE(with_links.link_bytes.back().second == near(1.99998e7));
 }
 
+TEST_CASE("scale: the cap, 2^24 workers, keeps link ids and ring counts exact", "[des][scale]") {
+  // 16,777,216 workers of 8 per node: 2^21 nodes, 2 x 2^24 + 2 x 2^21 = 37,748,736 directed links (< 2^31).
+  const Cluster cluster = cluster_of(cluster_document(16777216, 8, 3600, 5, 100, 10, "ring"));
+  const Topology topology(cluster);
+  REQUIRE(topology.link_count() == 37748736);
+  REQUIRE(topology.link(37748735).name == "node2097151<->core (down)");
+  // T_ring = 2 (2^24 - 1) x 1e-5 + 2 (2^24 - 1)/2^24 x 1e6 / 1.25e10
+  //        = 335.5443 + 1.6e-4 x (1 - 2^-24) = 335.5443 + 1.5999999046325685e-4 s.
+  const AllreduceModel model(cluster, topology);
+  REQUIRE(model.phases().front().latency_s == near(2.0 * 16777215 * 1e-5));
+  REQUIRE(model.time_s(kBytes) == near(335.5443 + 1.5999999046325685e-4));
+  // One past the cap is refused, naming the field.
+  REQUIRE_THROWS_WITH(cluster_of(cluster_document(16777217, 1, 8, 1, 8, 1)),
+                      Contains("field 'workers'") && Contains("16777216"));
+}
+
 TEST_CASE("scale: a straggler among 100,000 workers simulates each; what does not fit is refused first",
           "[des][scale]") {
   Json document = cluster_document(100000, 8, 3600, 5, 100, 10, "ring");
