@@ -1,7 +1,9 @@
 // bench_simulator: the discrete-event simulator at scale (issue 3). Target: 1,024 workers with
 // jitter, 125 layers, 10 periods of H = 10, under 2 s and 2 GB peak (peak_rss_MB) on 2 cores.
 // BM_des_scaling runs growing workers x layers x iterations and fits the time (expected O(N));
-// BM_des_identical_* show that identical workers cost one representative.
+// BM_des_identical_* show that identical workers cost one representative; BM_des_point_100000workers
+// times a whole point at 100,000 identical workers (topology, all-reduce model, program, run), as a
+// what-if sweep runs it, with and without the result's bytes per link (docs/des.md section 5).
 #include "planner/strategy_table.hpp"
 #include "simulator/des/engine.hpp"
 
@@ -90,8 +92,34 @@ void BM_des_scaling(benchmark::State& state) {
 
 void BM_des_identical_1024workers(benchmark::State& state) { run(state, 1024, 125, 10, false); }
 // The same cluster shape with 8 workers: also one representative, so it should cost about the same
-// as 1,024 identical workers (only building the topology grows with the worker count).
+// as 1,024 identical workers (nothing grows with the worker count).
 void BM_des_identical_8workers(benchmark::State& state) { run(state, 8, 125, 10, false); }
+
+// Arg = 1: fill the result's link_bytes (225,000 entries at 100,000 workers of 8 per node); 0: not.
+void BM_des_point_100000workers(benchmark::State& state) {
+  constexpr int kPeriod = 10;
+  const Profile profile = synthetic_profile(125);
+  const Cluster cluster = synthetic_cluster(100000, false);
+  const DesLayers layers = des_layers(profile, "synthetic", SyncTimeSource::kModel);
+  DesOptions options;
+  options.iterations = kPeriod;
+  options.sync_time = SyncTimeSource::kModel;
+  options.link_bytes = state.range(0) != 0;
+  std::size_t links = 0;
+  int simulated = 0;
+  for (auto _ : state) {
+    const Topology topology(cluster);
+    const AllreduceModel model(cluster, topology);
+    const DesStrategyContext context{layers, model, SyncTimeSource::kModel};
+    const SyncProgram program = find_strategy("dp")->des_program(context, backprop_times_for_des(context), kPeriod);
+    const DesResult result = run_des(layers, cluster, topology, model, program, options);
+    links = result.link_bytes.size();
+    simulated = result.simulated_workers;
+  }
+  state.counters["simulated_workers"] = simulated;
+  state.counters["link_bytes_entries"] = static_cast<double>(links);
+  state.counters["peak_rss_MB"] = peak_rss_MB();
+}
 
 }  // namespace
 
@@ -99,5 +127,7 @@ BENCHMARK(BM_des_1024workers_jitter)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_des_scaling)->Args({256, 125, 5})->Args({512, 125, 5})->Args({512, 250, 5})->Args({512, 250, 10})->Unit(benchmark::kMillisecond)->Complexity(benchmark::oN);
 BENCHMARK(BM_des_identical_1024workers)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_des_identical_8workers)->Unit(benchmark::kMillisecond);
+// Without link_bytes first: peak_rss_MB is the process's peak so far.
+BENCHMARK(BM_des_point_100000workers)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_MAIN();

@@ -61,7 +61,7 @@ struct Cluster {
   bool identical_workers() const;
 };
 
-/// Parses a syncplan.cluster/v1 document. Unknown keys, wrong types, workers outside 1..65,536,
+/// Parses a syncplan.cluster/v1 document. Unknown keys, wrong types, workers outside 1..16,777,216 (limits::kMaxWorkers),
 /// workers not divisible by workers_per_node, a bandwidth, latency, slowdown factor or jitter sigma
 /// outside the limits of core/limits.hpp, a slowdown list of the wrong length, an unknown algorithm
 /// or distribution throw InputError naming `origin` and the field.

@@ -14,10 +14,15 @@ namespace syncplan::limits {
 
 // ---- counts --------------------------------------------------------------------------------------
 
-/// Workers of a cluster, a link fit, a profile or an nccl-tests log: at most 2^16 = 65,536. The
-/// largest data-parallel jobs published run on tens of thousands of GPUs; the topology and the
-/// DES's per-worker state cost O(workers) to build.
-inline constexpr std::int64_t kMaxWorkers = std::int64_t{1} << 16;
+/// Workers of a cluster, a link fit, a profile, a DES result or an nccl-tests log: at most 2^24 =
+/// 16,777,216, about 170 times the 100,000-GPU jobs a what-if study asks about. Nothing stores
+/// per-worker state for identical workers (docs/des.md section 5: the topology is arithmetic, the
+/// DES runs one representative), so the bound is where the arithmetic stops being exact: worker
+/// and directed-link ids are `int` (2 links per worker and 2 per node: at most 2^26 < 2^31),
+/// worker x iteration counts (2^24 x 10^5 < 2^41) and the ring's 2(p-1) latency steps stay exact
+/// integers in a double (below 2^53). Runs that do simulate every
+/// worker (stragglers, jitter) are bounded by memory instead (des_memory_bytes, docs/des.md).
+inline constexpr std::int64_t kMaxWorkers = std::int64_t{1} << 24;
 
 /// The period H of a plan, a schedule or --period: at most 10,000. Every iteration of a period is
 /// stored and timed; local SGD periods in practice are below 1,000.

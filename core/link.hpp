@@ -77,7 +77,7 @@ double allreduce_busbw_GBps(double algbw_GBps, int workers);
 LinkSample allreduce_sample(std::int64_t size_bytes, double time_s, int workers);
 
 /// Parses a syncplan.link/v1 document. Unknown keys, wrong types, a collective other than
-/// "allreduce", workers < 1 (or > 65,536), negative or non-finite numbers, times over
+/// "allreduce", workers < 1 (or > 16,777,216), negative or non-finite numbers, times over
 /// kLongestCollective_s, r_squared above 1 and an empty sample list throw InputError naming
 /// `origin` and the field (and the sample index).
 LinkFit link_from_json(const Json& document, const std::string& origin);

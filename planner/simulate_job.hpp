@@ -29,6 +29,10 @@ struct SimulateRequest {
   int comm_streams = 1;            ///< communication streams per worker (1..64)
   double bucket_cap_bytes = kDdpBucketCapMiB * units::kBytesPerMiB;  ///< ddp's bucket cap (bytes, > 0)
   int trace_workers = 0;           ///< record the timelines of this many workers (0: no trace)
+  /// Report bytes per directed link (DesOptions::link_bytes): 2 links per worker and 2 per node,
+  /// the only part of a run of identical workers that grows with the worker count (about 45 MB
+  /// at 100,000 workers, docs/des.md section 5). false: the result's link_bytes is empty.
+  bool link_bytes = true;
 };
 
 /// The period model's answer.

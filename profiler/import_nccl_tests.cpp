@@ -388,7 +388,9 @@ void read_json_ranks(const Json& document, ParsedLog& log) {
                           (it == config->end() ? std::string("missing") : "expected a whole number >= 1, got " + it->dump());
       return;
     }
-    per_process *= std::min(*value, kMaxRanks);
+    // Capped again after the product, so that the product with the device count (below) stays far
+    // from overflowing: (2^24 + 1) x a JSON array's length.
+    per_process = std::min(per_process * std::min(*value, kMaxRanks), kMaxRanks + 1);
     factors += (factors.empty() ? "" : " x ") + std::string(key) + " " + std::to_string(*value);
   }
   const auto devices = config->find("devices");

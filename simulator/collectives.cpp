@@ -13,14 +13,18 @@ int ceil_log2(int p) {
   return levels;
 }
 
-CollectivePhase phase_from_rings(const char* name, const RingPhase& ring, double latency_s) {
+CollectivePhase phase_from_rings(const Topology& topology, const char* name, const RingPhase& ring, double latency_s) {
   CollectivePhase phase;
   phase.name = name;
   phase.latency_s = latency_s;
   phase.bottleneck_link = ring.bottleneck_link;
+  if (ring.bottleneck_link >= 0) phase.bottleneck_link_Bps = topology.link_bandwidth_Bps(ring.bottleneck_link);
   const double per_hop = ring.steps * ring.chunk_fraction;  // bytes per hop per byte of ring data
   phase.bottleneck_bytes_per_byte = per_hop * ring.bottleneck_load;
-  for (const auto& [link, load] : ring.link_loads) phase.link_bytes_per_byte.emplace_back(link, per_hop * load);
+  for (LinkRange range : ring.link_loads) {
+    range.load *= per_hop;
+    phase.link_bytes_per_byte.push_back(range);
+  }
   return phase;
 }
 
@@ -37,44 +41,36 @@ double tree_allreduce_s(double bytes, int workers, double alpha_s, double bandwi
 }
 
 AllreduceModel::AllreduceModel(const Cluster& cluster, const Topology& topology) {
-  for (const DirectedLink& link : topology.links()) link_bandwidth_Bps_.push_back(link.bandwidth_Bps);
   const int p = cluster.workers;
   if (p > 1) {
-    std::vector<int> all(p);
-    for (int w = 0; w < p; ++w) all[w] = w;
     switch (cluster.allreduce) {
       case AllreduceAlgorithm::kRing: {
-        const RingPhase ring = topology.ring_phase({all}, 2);
-        phases_.push_back(phase_from_rings("all-reduce (ring)", ring, ring.steps * ring.latency_s));
+        const RingPhase ring = topology.ring_phase(RingFamily::kAllWorkers, 2);
+        phases_.push_back(phase_from_rings(topology, "all-reduce (ring)", ring, ring.steps * ring.latency_s));
         break;
       }
       case AllreduceAlgorithm::kTree: {
-        const RingPhase ring = topology.ring_phase({all}, 2);
-        phases_.push_back(phase_from_rings("all-reduce (tree)", ring, 2.0 * ceil_log2(p) * ring.latency_s));
+        const RingPhase ring = topology.ring_phase(RingFamily::kAllWorkers, 2);
+        phases_.push_back(phase_from_rings(topology, "all-reduce (tree)", ring, 2.0 * ceil_log2(p) * ring.latency_s));
         break;
       }
       case AllreduceAlgorithm::kHierarchical: {
         const int q = cluster.workers_per_node, m = cluster.nodes();
-        std::vector<std::vector<int>> node_rings(m), rank_rings(q);
-        for (int w = 0; w < p; ++w) {
-          node_rings[w / q].push_back(w);
-          rank_rings[w % q].push_back(w);
-        }
         if (q > 1) {
-          const RingPhase intra = topology.ring_phase(node_rings, 1);
-          phases_.push_back(phase_from_rings("reduce-scatter (intra-node)", intra, intra.steps * intra.latency_s));
+          const RingPhase intra = topology.ring_phase(RingFamily::kInsideNodes, 1);
+          phases_.push_back(phase_from_rings(topology, "reduce-scatter (intra-node)", intra, intra.steps * intra.latency_s));
         }
         if (m > 1) {
           // Each of the q rings carries n/q bytes: scale its per-byte volume by 1/q.
-          const RingPhase ring = topology.ring_phase(rank_rings, 2);
-          CollectivePhase inter = phase_from_rings("all-reduce (inter-node)", ring, ring.steps * ring.latency_s);
+          const RingPhase ring = topology.ring_phase(RingFamily::kAcrossNodes, 2);
+          CollectivePhase inter = phase_from_rings(topology, "all-reduce (inter-node)", ring, ring.steps * ring.latency_s);
           inter.bottleneck_bytes_per_byte /= q;
-          for (auto& [link, per_byte] : inter.link_bytes_per_byte) per_byte /= q;
+          for (LinkRange& range : inter.link_bytes_per_byte) range.load /= q;
           phases_.push_back(inter);
         }
         if (q > 1) {
-          const RingPhase intra = topology.ring_phase(node_rings, 1);
-          phases_.push_back(phase_from_rings("all-gather (intra-node)", intra, intra.steps * intra.latency_s));
+          const RingPhase intra = topology.ring_phase(RingFamily::kInsideNodes, 1);
+          phases_.push_back(phase_from_rings(topology, "all-gather (intra-node)", intra, intra.steps * intra.latency_s));
         }
         break;
       }
@@ -83,7 +79,7 @@ AllreduceModel::AllreduceModel(const Cluster& cluster, const Topology& topology)
   double slowest = -1;
   for (const CollectivePhase& phase : phases_) {
     if (phase.bottleneck_link < 0) continue;
-    const double seconds_per_byte = phase.bottleneck_bytes_per_byte / link_bandwidth_Bps_[phase.bottleneck_link];
+    const double seconds_per_byte = phase.bottleneck_bytes_per_byte / phase.bottleneck_link_Bps;
     if (seconds_per_byte > slowest) {
       slowest = seconds_per_byte;
       measured_link_ = phase.bottleneck_link;
@@ -96,7 +92,7 @@ double AllreduceModel::time_s(double bytes) const {
   for (const CollectivePhase& phase : phases_) {
     total += phase.latency_s;
     if (phase.bottleneck_link >= 0)
-      total += bytes * phase.bottleneck_bytes_per_byte / link_bandwidth_Bps_[phase.bottleneck_link];
+      total += bytes * phase.bottleneck_bytes_per_byte / phase.bottleneck_link_Bps;
   }
   return total;
 }

@@ -14,12 +14,16 @@ struct CollectivePhase {
   const char* name = "";               ///< "all-reduce", "reduce-scatter", ...
   double latency_s = 0;                ///< alpha terms of the whole phase (s)
   int bottleneck_link = -1;            ///< directed link id of the topology (-1: nothing moves)
+  double bottleneck_link_Bps = 0;      ///< that link's bandwidth (bytes per second)
   double bottleneck_bytes_per_byte = 0;///< bytes crossing that link per byte all-reduced
-  std::vector<std::pair<int, double>> link_bytes_per_byte;  ///< every link crossed, bytes per byte all-reduced
+  std::vector<LinkRange> link_bytes_per_byte;  ///< every link crossed; `load`: bytes per byte all-reduced
 };
 
 /// The all-reduce of a cluster (its `allreduce` algorithm over all its workers), precomputed so
-/// that the time of n bytes is O(phases).
+/// that the time of n bytes is O(phases). Building it is O(1) in the worker count (the phases'
+/// ring families in closed form, Topology::ring_phase(RingFamily, ...)). Over one worker (p = 1)
+/// it has no phases and every all-reduce costs 0 s; the hierarchical one skips the intra-node
+/// phases when q = 1 and the inter-node one with a single node (a group of one moves nothing).
 class AllreduceModel {
  public:
   /// Builds the phases for `cluster` on `topology` (the same cluster's graph).
@@ -38,7 +42,6 @@ class AllreduceModel {
 
  private:
   std::vector<CollectivePhase> phases_;
-  std::vector<double> link_bandwidth_Bps_;
   int measured_link_ = -1;
 };
 

@@ -78,6 +78,8 @@ SyncTimes choose_sync_times(Profile profile, const std::string& origin, SyncTime
   } else {
     choice.source = SyncTimeSource::kModel;
     choice.text = "the cost model of " + inputs.cluster_origin + " on param_bytes";
+    // A group of one moves nothing (docs/collectives.md section 3): say so rather than print zeros.
+    if (workers == 1) choice.text += " (1 worker: an all-reduce over a group of one costs nothing, 0 s)";
   }
   if (choice.link) {
     choice.alpha_s = choice.link->startup_s();

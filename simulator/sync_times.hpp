@@ -70,7 +70,9 @@ struct SyncTimes {
   /// sizes), else the cluster's all-reduce time of 0 bytes.
   std::optional<double> alpha_s;
   std::string alpha_text;        ///< where alpha came from, for printouts
-  std::string text;              ///< where the times came from, for printouts
+  /// Where the times came from, for printouts; under a cluster's cost model with 1 worker it says
+  /// that every all-reduce costs nothing (a group of one).
+  std::string text;
   std::string cluster_origin;    ///< the cluster's file (inputs.cluster_origin)
   std::string link_origin;       ///< the link fit's file (inputs.link_origin)
 };

@@ -1,12 +1,8 @@
-// The cluster graph (Boost.Graph), paths between workers, and ring-phase bottlenecks
-// (docs/collectives.md sections 1-2).
+// The cluster's two-level tree by arithmetic: link ids and names, paths between workers, and the
+// loads and bottleneck of ring phases (docs/collectives.md sections 1-2).
 #include "simulator/topology.hpp"
 
 #include "core/errors.hpp"
-
-#include <boost/graph/adjacency_list.hpp>
-#include <boost/graph/breadth_first_search.hpp>
-#include <boost/graph/visitors.hpp>
 
 #include <algorithm>
 #include <limits>
@@ -20,85 +16,68 @@ double RingPhase::time_s(double bytes) const {
   return steps * latency_s + transfer;
 }
 
-namespace {
-struct CableProperties {
-  int up_link = -1;    // directed link child -> parent
-  int down_link = -1;  // directed link parent -> child
-  double latency_s = 0;
-};
-using Graph = boost::adjacency_list<boost::vecS, boost::vecS, boost::undirectedS, boost::no_property,
-                                    CableProperties>;
-}  // namespace
+Topology::Topology(const Cluster& cluster)
+    : workers_(cluster.workers), workers_per_node_(cluster.workers_per_node), nodes_(cluster.nodes()),
+      intra_node_(cluster.intra_node), inter_node_(cluster.inter_node) {
+  SYNCPLAN_CHECK(workers_ >= 1 && workers_per_node_ >= 1 && workers_ % workers_per_node_ == 0);
+}
 
-Topology::Topology(const Cluster& cluster) : workers_(cluster.workers) {
-  const int nodes = cluster.nodes();
-  const int switch0 = workers_;
-  const int core = nodes > 1 ? workers_ + nodes : -1;
-  Graph graph(workers_ + nodes + (nodes > 1 ? 1 : 0));
-  const auto add_cable = [&](int child, int parent, const LinkSpec& spec, const std::string& name) {
-    CableProperties cable;
-    cable.up_link = static_cast<int>(links_.size());
-    links_.push_back({name + " (up)", spec.bandwidth_Bps(), spec.latency_s()});
-    cable.down_link = static_cast<int>(links_.size());
-    links_.push_back({name + " (down)", spec.bandwidth_Bps(), spec.latency_s()});
-    cable.latency_s = spec.latency_s();
-    boost::add_edge(child, parent, cable, graph);
-  };
-  for (int w = 0; w < workers_; ++w)
-    add_cable(w, switch0 + w / cluster.workers_per_node, cluster.intra_node,
-              "worker" + std::to_string(w) + "<->node" + std::to_string(w / cluster.workers_per_node));
-  if (nodes > 1)
-    for (int n = 0; n < nodes; ++n)
-      add_cable(switch0 + n, core, cluster.inter_node, "node" + std::to_string(n) + "<->core");
+int Topology::link_count() const { return 2 * workers_ + (nodes_ > 1 ? 2 * nodes_ : 0); }
 
-  // Breadth-first search from the root gives every vertex its parent: paths are then unique.
-  const int root = nodes > 1 ? core : switch0;
-  const auto vertex_count = boost::num_vertices(graph);
-  std::vector<Graph::vertex_descriptor> predecessor(vertex_count);
-  std::vector<int> distance(vertex_count, 0);
-  predecessor[root] = root;
-  boost::breadth_first_search(
-      graph, boost::vertex(root, graph),
-      boost::visitor(boost::make_bfs_visitor(
-          std::make_pair(boost::record_predecessors(predecessor.data(), boost::on_tree_edge()),
-                         boost::record_distances(distance.data(), boost::on_tree_edge())))));
-  parent_.assign(vertex_count, -1);
-  parent_link_up_.assign(vertex_count, -1);
-  parent_link_down_.assign(vertex_count, -1);
-  parent_latency_s_.assign(vertex_count, 0);
-  depth_ = distance;
-  for (std::size_t v = 0; v < vertex_count; ++v) {
-    if (static_cast<int>(v) == root) continue;
-    const auto [edge, found] = boost::edge(v, predecessor[v], graph);
-    SYNCPLAN_CHECK(found);
-    const CableProperties& cable = graph[edge];
-    parent_[v] = static_cast<int>(predecessor[v]);
-    // Cables were added child-first, so "up" is always towards the root.
-    parent_link_up_[v] = cable.up_link;
-    parent_link_down_[v] = cable.down_link;
-    parent_latency_s_[v] = cable.latency_s;
+DirectedLink Topology::link(int id) const {
+  SYNCPLAN_CHECK(id >= 0 && id < link_count());
+  const char* direction = id % 2 == 0 ? " (up)" : " (down)";
+  if (id < 2 * workers_) {
+    const int worker = id / 2;
+    return {"worker" + std::to_string(worker) + "<->node" + std::to_string(worker / workers_per_node_) + direction,
+            intra_node_.bandwidth_Bps(), intra_node_.latency_s()};
   }
+  return {"node" + std::to_string((id - 2 * workers_) / 2) + "<->core" + direction, inter_node_.bandwidth_Bps(),
+          inter_node_.latency_s()};
+}
+
+double Topology::link_bandwidth_Bps(int id) const {
+  SYNCPLAN_CHECK(id >= 0 && id < link_count());
+  return id < 2 * workers_ ? intra_node_.bandwidth_Bps() : inter_node_.bandwidth_Bps();
 }
 
 Path Topology::path(int from, int to) const {
   SYNCPLAN_CHECK(from >= 0 && from < workers_ && to >= 0 && to < workers_);
   Path result;
-  std::vector<int> down;
-  int a = from, b = to;
-  while (a != b) {
-    if (depth_[a] >= depth_[b]) {
-      result.links.push_back(parent_link_up_[a]);
-      result.latency_s = std::max(result.latency_s, parent_latency_s_[a]);
-      a = parent_[a];
-    } else {
-      down.push_back(parent_link_down_[b]);
-      result.latency_s = std::max(result.latency_s, parent_latency_s_[b]);
-      b = parent_[b];
-    }
+  if (from == to) return result;
+  // Up from the sender to its node's switch; across the core when the nodes differ; down to `to`.
+  result.links.push_back(2 * from);
+  result.latency_s = intra_node_.latency_s();
+  const int from_node = from / workers_per_node_, to_node = to / workers_per_node_;
+  if (from_node != to_node) {
+    result.links.push_back(2 * workers_ + 2 * from_node);
+    result.links.push_back(2 * workers_ + 2 * to_node + 1);
+    result.latency_s = std::max(result.latency_s, inter_node_.latency_s());
   }
-  result.links.insert(result.links.end(), down.rbegin(), down.rend());
+  result.links.push_back(2 * to + 1);
   return result;
 }
+
+namespace {
+
+// The bottleneck of a phase over `loads` (disjoint ranges): the smallest B / load, the lowest link
+// id on a tie (as walking the ids in order finds it).
+void choose_bottleneck(RingPhase& phase, const Topology& topology) {
+  double slowest = std::numeric_limits<double>::infinity();
+  int lowest = std::numeric_limits<int>::max();
+  for (const LinkRange& range : phase.link_loads) {
+    const double share = topology.link_bandwidth_Bps(range.first) / range.load;
+    if (share < slowest || (share == slowest && range.first < lowest)) {
+      slowest = share;
+      lowest = range.first;
+      phase.bottleneck_link = range.first;
+      phase.bottleneck_Bps = share;
+      phase.bottleneck_load = range.load;
+    }
+  }
+}
+
+}  // namespace
 
 RingPhase Topology::ring_phase(const std::vector<std::vector<int>>& rings, int passes) const {
   RingPhase phase;
@@ -115,17 +94,40 @@ RingPhase Topology::ring_phase(const std::vector<std::vector<int>>& rings, int p
       for (const int link : hop.links) loads[link] += 1;
     }
   }
-  double slowest = std::numeric_limits<double>::infinity();
-  for (const auto& [link, load] : loads) {
-    phase.link_loads.emplace_back(link, load);
-    const double share = links_[link].bandwidth_Bps / load;
-    if (share < slowest) {
-      slowest = share;
-      phase.bottleneck_link = link;
-      phase.bottleneck_Bps = share;
-      phase.bottleneck_load = load;
-    }
+  for (const auto& [link, load] : loads) phase.link_loads.push_back({link, 1, 1, load});
+  choose_bottleneck(phase, *this);
+  return phase;
+}
+
+RingPhase Topology::ring_phase(RingFamily family, int passes) const {
+  // Ring size k and the load of each node's links to the core (0: the rings stay inside nodes).
+  // Every worker sends one hop and receives one in each family, so its two links carry load 1.
+  int k = workers_;
+  double node_load = nodes_ > 1 ? 1 : 0;  // kAllWorkers: one hop leaves and one enters each node
+  switch (family) {
+    case RingFamily::kAllWorkers: break;
+    case RingFamily::kInsideNodes:
+      k = workers_per_node_;
+      node_load = 0;
+      break;
+    case RingFamily::kAcrossNodes:
+      // q rings of m workers, each with one hop out of and one into every node.
+      k = nodes_;
+      node_load = workers_per_node_;
+      break;
   }
+  RingPhase phase;
+  if (k < 2) return phase;
+  phase.steps = passes * (k - 1);
+  phase.chunk_fraction = 1.0 / k;
+  phase.latency_s = intra_node_.latency_s();
+  phase.link_loads = {{0, workers_, 2, 1.0}, {1, workers_, 2, 1.0}};
+  if (node_load > 0) {
+    phase.latency_s = std::max(phase.latency_s, inter_node_.latency_s());
+    phase.link_loads.push_back({2 * workers_, nodes_, 2, node_load});
+    phase.link_loads.push_back({2 * workers_ + 1, nodes_, 2, node_load});
+  }
+  choose_bottleneck(phase, *this);
   return phase;
 }
 

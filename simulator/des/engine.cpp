@@ -81,6 +81,10 @@ using Payload = std::variant<IterationStart, CollectiveReady, PhaseLatencyDone, 
 // each with their records (docs/des.md section 5).
 constexpr double kTraceJsonBytesPerEvent = 1600;
 
+// The heap block of one directed link's name ("worker99999<->node12499 (down)": up to 32
+// characters at 2^24 workers, in a 48-byte allocation with its header).
+constexpr double kLinkNameBytes = 48;
+
 // ---- state -------------------------------------------------------------------------------------
 struct Collective {
   int iteration = 0;
@@ -137,8 +141,12 @@ struct Worker {
   double backward_end_s = 0;
   double update_end_s = 0;
   double previous_end_s = 0;
-  std::mt19937_64 random;
 };
+
+// True when compute times draw jitter factors. Only then does each simulated worker get its own
+// random stream (2.5 kB of std::mt19937_64 state, kept apart from Worker so that stragglers
+// without jitter do not pay for it).
+bool has_jitter(const Cluster& cluster) { return cluster.jitter && cluster.jitter->sigma > 0; }
 
 struct Transfer {
   int collective = 0;
@@ -163,12 +171,26 @@ class Engine {
         model_(model) {
     simulated_ = cluster.identical_workers() ? 1 : cluster.workers;
     workers_.resize(simulated_);
-    for (int w = 0; w < simulated_; ++w)
-      workers_[w].random.seed(splitmix64((cluster.jitter ? cluster.jitter->seed : 0) * 0x100000001B3ull + w));
-    for (const DirectedLink& link : topology_.links()) links_.push_back(LinkState{link.bandwidth_Bps, 0, {}});
+    if (has_jitter(cluster)) {
+      random_.resize(simulated_);
+      for (int w = 0; w < simulated_; ++w) random_[w].seed(splitmix64(cluster.jitter->seed * 0x100000001B3ull + w));
+    }
+    // Transfers only ever run on a phase's bottleneck link: one state per such link (not per link
+    // of the topology, which has 2 per worker), then the measured resource.
+    for (const CollectivePhase& phase : model.phases()) {
+      int resource = -1;
+      if (phase.bottleneck_link >= 0) {
+        const auto known = std::find(bottleneck_links_.begin(), bottleneck_links_.end(), phase.bottleneck_link);
+        resource = static_cast<int>(known - bottleneck_links_.begin());
+        if (known == bottleneck_links_.end()) {
+          bottleneck_links_.push_back(phase.bottleneck_link);
+          links_.push_back(LinkState{phase.bottleneck_link_Bps, 0, {}});
+        }
+      }
+      phase_resource_.push_back(resource);
+    }
     measured_link_ = static_cast<int>(links_.size());
     links_.push_back(LinkState{1.0, 0, {}});  // measured all-reduces: "bytes" are seconds at rate 1
-    link_bytes_.assign(topology_.links().size(), 0.0);
     iterations_.resize(options.iterations);
     streams_.resize(options.comm_streams);
     stream_busy_.assign(options.comm_streams, false);
@@ -205,24 +227,33 @@ class Engine {
       previous = iteration_end_s_[i];
     }
     result_.total_s = previous;
-    for (const CollectivePhase& phase : model_.phases())
-      for (const auto& [link, per_byte] : phase.link_bytes_per_byte) link_bytes_[link] += allreduced_bytes_ * per_byte;
-    for (std::size_t link = 0; link < link_bytes_.size(); ++link)
-      if (link_bytes_[link] > 0) result_.link_bytes.emplace_back(topology_.links()[link].name, link_bytes_[link]);
+    if (options_.link_bytes) add_link_bytes();
     return std::move(result_);
   }
 
  private:
   static constexpr int kFinished = -2;
 
+  // Bytes per directed link (docs/des.md section 4): the all-reduced total times each link's bytes
+  // per byte, in link id order. The one step that is O(links) = O(workers).
+  void add_link_bytes() {
+    if (allreduced_bytes_ <= 0) return;
+    std::vector<double> link_bytes(topology_.link_count(), 0.0);
+    for (const CollectivePhase& phase : model_.phases())
+      for (const LinkRange& range : phase.link_bytes_per_byte)
+        for (int i = 0; i < range.count; ++i) link_bytes[range.first + i * range.stride] += allreduced_bytes_ * range.load;
+    for (std::size_t link = 0; link < link_bytes.size(); ++link)
+      if (link_bytes[link] > 0) result_.link_bytes.emplace_back(topology_.link(static_cast<int>(link)).name, link_bytes[link]);
+  }
+
   // A compute duration of `worker`: the profile's time, its slowdown, and a jitter factor
   // (docs/des.md: lognormal with mean 1, or normal 1 + sigma z cut at 0).
   double compute_s(int worker, double seconds) {
     if (seconds <= 0) return 0;
     double factor = cluster_.slowdown(simulated_ == 1 ? 0 : worker);
-    if (cluster_.jitter && cluster_.jitter->sigma > 0) {
+    if (has_jitter(cluster_)) {
       const double sigma = cluster_.jitter->sigma;
-      const double z = normal_(workers_[worker].random);
+      const double z = normal_(random_[worker]);
       factor *= cluster_.jitter->distribution == JitterSpec::Distribution::kLognormal
                     ? std::exp(sigma * z - 0.5 * sigma * sigma)
                     : std::max(0.0, 1.0 + sigma * z);
@@ -389,7 +420,7 @@ class Engine {
     double amount = collective.measured_s;
     if (options_.sync_time == SyncTimeSource::kModel) {
       const CollectivePhase& phase = model_.phases()[collective.phase];
-      link = phase.bottleneck_link;
+      link = phase_resource_[collective.phase];
       amount = link < 0 ? 0.0 : collective.bytes * phase.bottleneck_bytes_per_byte;
     }
     if (amount <= 0) return next_phase(id);
@@ -467,12 +498,14 @@ class Engine {
   double now_ = 0;
   EventQueue<Payload> queue_;
   std::vector<Worker> workers_;
+  std::vector<std::mt19937_64> random_;  // per simulated worker, with jitter only
   std::vector<IterationState> iterations_;
   std::vector<Collective> collectives_;
   std::vector<Transfer> transfers_;
   std::vector<LinkState> links_;
   int measured_link_ = 0;
-  std::vector<double> link_bytes_;
+  std::vector<int> bottleneck_links_;  // topology link id of each links_ entry but the measured one
+  std::vector<int> phase_resource_;    // per model phase: its links_ entry (-1: nothing moves)
   double allreduced_bytes_ = 0;
   std::vector<double> member_sync_s_;  // scratch: the measured times of one bucket's layers
   std::vector<std::deque<int>> streams_;
@@ -509,8 +542,18 @@ double des_memory_bytes(const DesLayers& layers, const Cluster& cluster, const A
   // transfer per phase (transfers are kept to the end).
   const double per_collective =
       kGrowth * (sizeof(Collective) + sizeof(int) + sizeof(Interval) + phases * sizeof(Transfer)) + sizeof(int);
+  // Per simulated worker besides its iterations: its state (and random stream, with jitter), its
+  // iteration-time vector, exposed communication and overlap.
+  const double per_worker = sizeof(Worker) + sizeof(std::vector<double>) + 2 * sizeof(double) +
+                            (has_jitter(cluster) ? sizeof(std::mt19937_64) : 0);
   double bytes = simulated * iterations * per_worker_iteration + iterations * per_iteration +
-                 collectives * per_collective + simulated * sizeof(Worker);
+                 collectives * per_collective + simulated * per_worker;
+  if (options.link_bytes) {
+    // The result's bytes per directed link (2 per worker and 2 per node, whether or not workers
+    // are identical): a count per link while summing, then a name and a count per used link.
+    const double links = 2.0 * cluster.workers + (cluster.nodes() > 1 ? 2.0 * cluster.nodes() : 0.0);
+    bytes += links * (sizeof(double) + kGrowth * sizeof(std::pair<std::string, double>) + kLinkNameBytes);
+  }
   const double traced = std::min<double>(std::max(options.trace_workers, 0), simulated);
   if (traced > 0) {
     // Per traced worker and iteration: a forward and a backward event per layer, the update and

@@ -34,6 +34,10 @@ struct DesOptions {
   /// The memory the run may allocate (bytes): run_des refuses a run whose des_memory_bytes
   /// estimate is larger. Unset: the host's available memory (core/host_memory.hpp).
   std::optional<double> memory_limit_bytes;
+  /// Fill DesResult::link_bytes (one entry per directed link used: 2 per worker and 2 per node,
+  /// the one part of a run of identical workers that grows with the worker count; docs/des.md
+  /// section 5). false: leave it empty (a sweep that reads no per-link bytes).
+  bool link_bytes = true;
 };
 
 /// One recorded timeline event (Chrome trace "X" event), microseconds in the trace writer.
@@ -58,7 +62,9 @@ struct DesResult {
   double total_s = 0;                       ///< end of the last iteration (s)
   double comm_busy_s = 0;                   ///< time at least one all-reduce is running (s)
   std::vector<double> worker_overlap_s;     ///< per simulated worker: all-reduce time during its compute (s)
-  std::vector<std::pair<std::string, double>> link_bytes;  ///< bytes carried per directed link (unused links left out)
+  /// Bytes carried per directed link, in link id order (unused links left out; empty when
+  /// DesOptions::link_bytes is false).
+  std::vector<std::pair<std::string, double>> link_bytes;
   std::vector<DesTraceEvent> trace;         ///< for the first `trace_workers` simulated workers
   std::size_t events = 0;                   ///< events processed
 
@@ -71,10 +77,12 @@ struct DesResult {
 
 /// An estimate of the memory one run allocates (bytes), from the simulated workers (1 when they
 /// are identical), the iterations, the collectives the program issues in them, the all-reduce's
-/// phases and, with a trace, the traced workers' events (about 1.6 kB each once written as JSON,
-/// measured; docs/des.md section 5). Vectors grown by push_back are counted at twice their size (the
-/// worst case of doubling), so the estimate bounds the peak from above but for the topology and
-/// the event queue, which are O(workers) and O(pending events).
+/// phases, the result's bytes per directed link (options.link_bytes: 2 links per worker and 2 per
+/// node, about 100 bytes each) and, with a trace, the traced workers' events (about 1.6 kB each
+/// once written as JSON, measured; docs/des.md section 5). Vectors grown by push_back are counted
+/// at twice their size (the worst case of doubling), so the estimate bounds the peak from above
+/// but for the event queue, which holds O(simulated workers + collectives in flight) events.
+/// The topology and the all-reduce model cost O(1) whatever the worker count.
 double des_memory_bytes(const DesLayers& layers, const Cluster& cluster, const AllreduceModel& model,
                         const SyncProgram& program, const DesOptions& options);
 

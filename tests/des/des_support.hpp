@@ -34,6 +34,13 @@ inline Json cluster_document(int workers, int per_node, double intra_Gbps, doubl
 
 inline Cluster cluster_of(const Json& document) { return cluster_from_json(document, "cluster.json"); }
 
+/// The cost model's time of one all-reduce of `bytes` on the cluster `document` (s).
+inline double model_time_s(const Json& document, double bytes) {
+  const Cluster cluster = cluster_of(document);
+  const Topology topology(cluster);
+  return AllreduceModel(cluster, topology).time_s(bytes);
+}
+
 /// Layers in backprop order (index 0 = output-most), named "j0", "j1", ... with the forward time
 /// F and update time U on the input-most layer (so F and U are exactly the values given).
 /// `sync_s` or `param_bytes` may be empty (unknown: NaN).

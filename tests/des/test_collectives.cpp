@@ -11,15 +11,10 @@ namespace {
 
 using des_test::cluster_document;
 using des_test::cluster_of;
+using des_test::model_time_s;
 using des_test::near;
 
 constexpr double kBytes = 1e6;
-
-double model_time_s(const Json& document, double bytes) {
-  const Cluster cluster = cluster_of(document);
-  const Topology topology(cluster);
-  return AllreduceModel(cluster, topology).time_s(bytes);
-}
 
 }  // namespace
 
@@ -113,7 +108,7 @@ TEST_CASE("collectives: a flat ring across 2 nodes is bottlenecked by the inter-
   const CollectivePhase& phase = model.phases().front();
   // The slowest link is a node's link to the core, at 1e9 bytes/s with load 1.
   REQUIRE(phase.bottleneck_link >= 0);
-  const DirectedLink& bottleneck = topology.links()[phase.bottleneck_link];
+  const DirectedLink bottleneck = topology.link(phase.bottleneck_link);
   REQUIRE_THAT(bottleneck.name, Catch::Matchers::Contains("<->core"));
   REQUIRE(bottleneck.bandwidth_Bps == near(1e9));
   REQUIRE(model.measured_link() == phase.bottleneck_link);
@@ -131,11 +126,11 @@ TEST_CASE("topology: paths, links and their latency", "[collectives]") {
   const Topology topology(cluster);
   const auto names = [&](const Path& path) {
     std::vector<std::string> out;
-    for (const int link : path.links) out.push_back(topology.links()[link].name);
+    for (const int link : path.links) out.push_back(topology.link(link).name);
     return out;
   };
   // Full duplex cables: 4 worker cables and 2 node cables, two directions each.
-  REQUIRE(topology.links().size() == 12);
+  REQUIRE(topology.link_count() == 12);
   SECTION("same node: up to the node switch, down to the other worker") {
     const Path path = topology.path(0, 1);
     REQUIRE(names(path) == std::vector<std::string>{"worker0<->node0 (up)", "worker1<->node0 (down)"});
@@ -160,11 +155,13 @@ TEST_CASE("topology: paths, links and their latency", "[collectives]") {
     REQUIRE(topology.path(3, 3).latency_s == 0);
   }
   SECTION("bandwidths of the link kinds") {
-    for (const DirectedLink& link : topology.links()) {
+    for (int id = 0; id < topology.link_count(); ++id) {
+      const DirectedLink link = topology.link(id);
       const bool inter = link.name.find("core") != std::string::npos;
       INFO(link.name);
       REQUIRE(link.bandwidth_Bps == near(inter ? 1e9 : 1e10));
       REQUIRE(link.latency_s == near(inter ? 1e-5 : 1e-6));
+      REQUIRE(topology.link_bandwidth_Bps(id) == link.bandwidth_Bps);
     }
   }
 }
@@ -180,7 +177,7 @@ TEST_CASE("topology: concurrent rings share a link (hierarchical inter-node phas
   REQUIRE(phase.chunk_fraction == near(0.5));
   REQUIRE(phase.bottleneck_load == 4);
   REQUIRE(phase.bottleneck_Bps == near(2.5e8));
-  REQUIRE_THAT(topology.links()[phase.bottleneck_link].name, Catch::Matchers::Contains("<->core"));
+  REQUIRE_THAT(topology.link(phase.bottleneck_link).name, Catch::Matchers::Contains("<->core"));
   REQUIRE(phase.latency_s == near(1e-5));
   // time for 1e6 bytes per ring: 2 * 1e-5 + 2 * 0.5e6 / 2.5e8 = 2e-5 + 4e-3.
   REQUIRE(phase.time_s(kBytes) == near(4.02e-3));

@@ -253,14 +253,14 @@ TEST_CASE("the -J file's config: a bad rank field is named; --workers overrides 
     REQUIRE(imported.warnings.size() == 1);
     CHECK_THAT(imported.warnings[0], Contains(bad.expected) && Contains("using --workers 16"));
   }
-  // An empty device list, and more ranks than --workers allows (65,536).
+  // An empty device list, and more ranks than --workers allows (2^24 = 16,777,216).
   const auto devices = text.find("\"devices\":[");
   const std::string no_devices = text.substr(0, devices) + "\"devices\":[]}" + text.substr(text.find("]},\"results\"") + 2);
   CHECK_THROWS_WITH(import_nccl_tests(write_log("no_devices.json", no_devices), {}),
                     Contains("field 'config.devices': expected a non-empty array") && Contains("got []"));
   const std::string huge = std::regex_replace(text, std::regex("\"nthreads\":1,"), "\"nthreads\":1000000000000,");
   CHECK_THROWS_WITH(import_nccl_tests(write_log("huge.json", huge), {}),
-                    Contains("nthreads 1000000000000 x ngpus 8 x 2 processes is more than 65536 ranks"));
+                    Contains("nthreads 1000000000000 x ngpus 8 x 2 processes is more than 16777216 ranks"));
 }
 
 TEST_CASE("text rows with a negative or fractional size are errors, not chatter", "[nccl-tests]") {

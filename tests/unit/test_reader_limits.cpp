@@ -193,8 +193,8 @@ TEST_CASE("limits: profile times, worker counts and sizes share the table", "[js
   CHECK(profile_from_json(profile_with("", R"(, "sync_s": 86400)"), "p.json").layers[0].sync_s == 86400);
   CHECK_THAT(error_of([&] { profile_from_json(profile_with("", R"(, "forward_s": 1e300)"), "p.json"); }),
              Contains("p.json: layer 'fc': field 'forward_s': at most 86400, got 1"));
-  CHECK_THAT(error_of([&] { profile_from_json(profile_with(R"(, "workers": 65537)", ""), "p.json"); }),
-             Contains("p.json: field 'workers': at most 65536, got 65537"));
+  CHECK_THAT(error_of([&] { profile_from_json(profile_with(R"(, "workers": 16777217)", ""), "p.json"); }),
+             Contains("p.json: field 'workers': at most 16777216, got 16777217"));
   // 2^50 bytes is the limit (1 PiB): 2^50 + 1 is refused.
   CHECK_THAT(error_of([&] { profile_from_json(profile_with("", R"(, "param_bytes": 1125899906842625)"), "p.json"); }),
              Contains("field 'param_bytes': at most 1125899906842624"));
@@ -204,7 +204,7 @@ TEST_CASE("limits: profile times, worker counts and sizes share the table", "[js
                link_from_json(document, "l.json");
              }),
              Contains("l.json: samples[0]: field 'size_bytes': at most 1125899906842624"));
-  CHECK(limits::kMaxWorkers == 65536);
+  CHECK(limits::kMaxWorkers == 16777216);
   CHECK(kMaxPeriod == limits::kMaxPeriod);
   CHECK(kLongestCollective_s == limits::kLongestTime_s);
 }
