@@ -39,6 +39,7 @@ struct WhatifPrepared {
   std::map<std::int64_t, Profile> profiles;  // by per-worker batch (0: batch unknown)
   std::vector<WhatifSetting> settings;
   int points = 0;
+  std::optional<std::int64_t> seq;  // tokens per sample, when known
 };
 
 template <class T>
@@ -182,6 +183,12 @@ std::string setting_text(const WhatifRequest& request, int workers, double bandw
 WhatifPrepared prepare_whatif(const WhatifRequest& request) {
   validate_whatif_values(request);
   WhatifPrepared prepared;
+  prepared.seq = request.seq;
+  if (request.model && !prepared.seq) {
+    // The sequence length make_model_profile profiles at (its default: the context, at most 1024).
+    const std::int64_t context = read_model_spec_file(request.model->spec_path.string()).max_position_embeddings;
+    prepared.seq = request.model->seq > 0 ? request.model->seq : std::min(context, kDefaultProfileSeq);
+  }
   const int strategy_count = static_cast<int>(request.strategies.size());
   for (const int workers : request.workers) {
     const std::optional<std::int64_t> batch = batch_at(request, workers);
@@ -218,7 +225,8 @@ double bytes_per_period(const DesOutcome& des) {
 
 class SettingRunner {
  public:
-  SettingRunner(const WhatifRequest& request, const WhatifSetting& setting) : request_(request), setting_(setting) {}
+  SettingRunner(const WhatifRequest& request, const WhatifSetting& setting, std::optional<std::int64_t> seq)
+      : request_(request), setting_(setting), seq_(seq) {}
 
   // The rows of the setting's points, in strategy order.
   std::vector<WhatifRow> rows() {
@@ -338,7 +346,7 @@ class SettingRunner {
     row.iteration_s = document.total_s / iterations;
     if (row.batch_per_worker) {
       row.samples_per_s = static_cast<double>(row.workers) * static_cast<double>(*row.batch_per_worker) / *row.iteration_s;
-      if (request_.seq) row.tokens_per_s = *row.samples_per_s * static_cast<double>(*request_.seq);
+      if (seq_) row.tokens_per_s = *row.samples_per_s * static_cast<double>(*seq_);
     }
     row.exposed_comm_s = document.exposed_comm_s / iterations * *row.period;
     row.bytes_per_worker = bytes_per_period(run.des);
@@ -351,6 +359,7 @@ class SettingRunner {
 
   const WhatifRequest& request_;
   const WhatifSetting& setting_;
+  const std::optional<std::int64_t> seq_;
   std::optional<SyncTimes> sync_;
   int period_ = 0;
   std::vector<std::pair<std::string, PointRun>> runs_;
@@ -489,12 +498,7 @@ WhatifOutcome run_whatif_job(const WhatifRequest& request, const WhatifRun& run)
   outcome.cluster_origin = request.cluster_origin;
   outcome.scaling = request.scaling;
   outcome.global_batch = request.global_batch;
-  outcome.seq = request.seq;
-  if (request.model && !outcome.seq) {
-    // The sequence length make_model_profile profiles at (its default: the context, at most 1024).
-    const std::int64_t context = read_model_spec_file(request.model->spec_path.string()).max_position_embeddings;
-    outcome.seq = request.model->seq > 0 ? request.model->seq : std::min(context, kDefaultProfileSeq);
-  }
+  outcome.seq = prepared.seq;
 
   // This rank's settings: setting i on rank i mod R.
   const int ranks = run.mpi ? run.mpi->size() : 1;
@@ -517,7 +521,7 @@ WhatifOutcome run_whatif_job(const WhatifRequest& request, const WhatifRun& run)
       if (k >= mine.size()) return;
       const WhatifSetting& setting = prepared.settings[mine[k]];
       try {
-        std::vector<WhatifRow> rows = SettingRunner(request, setting).rows();
+        std::vector<WhatifRow> rows = SettingRunner(request, setting, prepared.seq).rows();
         for (WhatifRow& row : rows) outcome.rows[row.index] = std::move(row);  // distinct indices per thread
       } catch (...) {
         std::lock_guard lock(mutex);

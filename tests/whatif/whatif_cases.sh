@@ -31,7 +31,8 @@ case "$case_name" in
     # --oversubscribe; a hang is ended by timeout and fails the case.
     mpi() { timeout -k 5 240 "$mpiexec" --allow-run-as-root --oversubscribe -np "$1" "$syncplan" "${small[@]}" --jobs 1 --csv "$2"; }
     mpi 1 np1.csv
-    mpi 2 np2.csv
+    mpi 2 np2.csv | tee np2.txt
+    grep -q "on 2 ranks" np2.txt || { echo "FAIL: mpirun -np 2 did not run on 2 ranks"; exit 1; }
     for other in two_jobs.csv np1.csv np2.csv; do
       cmp one.csv "$other" || { echo "FAIL: $other differs from one.csv (one process, --jobs 1)"; diff one.csv "$other" | head; exit 1; }
     done
