@@ -25,7 +25,9 @@ case "$case_name" in
     [[ -n "$mpiexec" ]] || { echo "skip: no mpirun"; exit 77; }
     small=(whatif "${model[@]}" --cluster "$base" --workers 8,16,64 --bandwidth-Gbps 1,10 --period 4,auto
            --strategies ssgd,flsgd,dreamddp,search --search-rounds 3)
-    "$syncplan" "${small[@]}" --jobs 1 --csv one.csv
+    # stderr is not a terminal here: no progress bar, nothing on stderr at all.
+    "$syncplan" "${small[@]}" --jobs 1 --csv one.csv 2>one.err
+    [[ ! -s one.err ]] || { echo "FAIL: stderr is not a terminal but got:"; cat one.err; exit 1; }
     "$syncplan" "${small[@]}" --jobs 2 --csv two_jobs.csv
     # Open MPI refuses root without --allow-run-as-root, and more ranks than cores without
     # --oversubscribe; a hang is ended by timeout and fails the case.
