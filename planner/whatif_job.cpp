@@ -8,6 +8,7 @@
 #include "model/model_spec.hpp"
 #include "planner/plan_job.hpp"
 #include "planner/simulate_job.hpp"
+#include "simulator/layer_times.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -85,6 +86,13 @@ const Profile& profile_at(const WhatifRequest& request, WhatifPrepared& prepared
     profile = scaled_compute(*request.profile, static_cast<double>(*batch) / static_cast<double>(*request.batch));
   } else {
     profile = *request.profile;
+  }
+  // Every point charges the cluster's cost model on param_bytes: a profile without them (e.g.
+  // DreamDDP's time files imported) would fail at every point, so it is bad input up front.
+  try {
+    des_layers(profile, request.origin, SyncTimeSource::kModel);
+  } catch (const InputError& e) {
+    throw InputError(std::string(e.what()) + "; whatif takes every point's all-reduce times from its cluster");
   }
   return prepared.profiles.emplace(key, std::move(profile)).first->second;
 }

@@ -56,6 +56,11 @@ Cluster cluster_file_for(const std::string& base_path, const WhatifRow& row) {
   document["workers"] = row.workers;
   document["inter_node"]["bandwidth_Gbps"] = row.bandwidth_Gbps;
   document["inter_node"]["latency_us"] = row.latency_us;
+  if (row.straggler != 1) {
+    document["compute_slowdown"] = std::vector<double>(static_cast<std::size_t>(row.workers), 1.0);
+    document["compute_slowdown"][0] = row.straggler;
+  }
+  if (row.jitter_sigma > 0) document["jitter"] = {{"distribution", "lognormal"}, {"sigma", row.jitter_sigma}, {"seed", 1}};
   return cluster_from_json(document, "point.json");
 }
 
@@ -185,7 +190,7 @@ TEST_CASE("whatif: bytes per worker per period follow the strategy's syncs", "[w
   REQUIRE(*outcome.rows[1].speedup_vs_flsgd == 1.0);
 }
 
-TEST_CASE("whatif: strong scaling splits the global batch; the profile is made at the per-worker batch", "[whatif]") {
+TEST_CASE("whatif: strong scaling splits the global batch, the profile made at the per-worker batch", "[whatif]") {
   WhatifRequest request = gpt2_request(kBase);
   request.scaling = WhatifScaling::kStrong;
   request.global_batch = 64;
@@ -202,6 +207,29 @@ TEST_CASE("whatif: strong scaling splits the global batch; the profile is made a
   REQUIRE(close(*outcome.rows[1].samples_per_s, 64 / *outcome.rows[1].iteration_s));
   const std::string csv = whatif_csv(outcome);
   REQUIRE(csv.find(",strong,") != std::string::npos);
+}
+
+TEST_CASE("whatif: a straggler and jitter equal a cluster file with compute_slowdown and jitter", "[whatif]") {
+  WhatifRequest request = gpt2_request(kBase);
+  request.workers = {8, 16};
+  request.bandwidth_Gbps = {10};
+  request.periods = {4};
+  request.strategies = {"ssgd", "ddp", "dp"};
+  request.straggler = 1.5;
+  request.jitter_sigma = 0.1;
+  const WhatifOutcome outcome = run_whatif_job(request);
+  REQUIRE(outcome.failed() == 0);
+  for (const WhatifRow& row : outcome.rows) {
+    CAPTURE(row.index, row.strategy);
+    REQUIRE(row.straggler == 1.5);
+    REQUIRE(row.jitter_sigma == 0.1);
+    REQUIRE(close(*row.period_s, single_run(request, row, row.strategy, 4).period_s));
+  }
+  // The straggler slows every synchronous iteration: ssgd is slower than without it.
+  WhatifRequest plain = request;
+  plain.straggler.reset();
+  plain.jitter_sigma.reset();
+  REQUIRE(*outcome.rows[0].period_s > *run_whatif_job(plain).rows[0].period_s);
 }
 
 TEST_CASE("whatif: bad requests are refused before any point, naming the value", "[whatif]") {

@@ -4,9 +4,14 @@
 #                      (or `plan` then `simulate --plan`) on the same profile, to 1e-9 relative
 #   jobs_and_ranks     the same CSV, byte for byte, with --jobs 1 and 2, and under mpirun -np 1 and 2
 #                      (skipped, exit 77, without mpirun)
-# usage: whatif_cases.sh CASE SYNCPLAN PYTHON WORKDIR CLUSTERS_DIR [MPIEXEC]
+#   progress           on a terminal (util-linux `script` gives one) stderr shows the progress bar:
+#                      points done, rate, time left (skipped, exit 77, without `script`)
+#   real_profile       the reference GPT-2 profile (DreamDDP's time files beside the checkout, which
+#                      have no param_bytes) is refused up front: exit 2 naming the layer and the field,
+#                      nothing written (skipped, exit 77, without ../shared/data)
+# usage: whatif_cases.sh CASE SYNCPLAN PYTHON WORKDIR CLUSTERS_DIR [MPIEXEC] [SHARED_DATA_DIR]
 set -euo pipefail
-case_name="$1" syncplan="$2" python="$3" workdir="$4" clusters="$5" mpiexec="${6:-}"
+case_name="$1" syncplan="$2" python="$3" workdir="$4" clusters="$5" mpiexec="${6:-}" shared="${7:-}"
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 rm -rf "$workdir" && mkdir -p "$workdir" && cd "$workdir"
 base="$clusters/32nodes-8gpu-100gbps.json"
@@ -41,6 +46,23 @@ case "$case_name" in
     rows=$(($(wc -l <one.csv) - 1))
     [[ $rows -eq 48 ]] || { echo "FAIL: $rows rows, expected 3 x 2 x 2 x 4 = 48"; exit 1; }
     echo "ok: the same $rows rows with --jobs 1 and 2, mpirun -np 1 and 2"
+    ;;
+  progress)
+    command -v script >/dev/null || { echo "skip: no script(1) to give the command a terminal"; exit 77; }
+    script -qec "'$syncplan' whatif --model gpt2 --cluster '$base' --workers 8,16 --period 4 --strategies ssgd,dp \
+      --jobs 1 --csv p.csv" /dev/null >terminal.txt
+    cat terminal.txt
+    grep -q "4/4 points, .* points/s, .* s left" terminal.txt || { echo "FAIL: no progress bar on the terminal"; exit 1; }
+    [[ $(wc -l <p.csv) -eq 5 ]] || { echo "FAIL: p.csv does not hold 4 rows"; exit 1; }
+    ;;
+  real_profile)
+    reference="$shared/dreamddp/gpt2-8workers-10gbit"
+    [[ -f "$reference/bp.json" ]] || { echo "skip: no reference data at $reference"; exit 77; }
+    "$syncplan" import dreamddp --bp "$reference/bp.json" --comm "$reference/comm.json" --model gpt2 \
+      --tied lm_head=transformer.wte -o gpt2-dreamddp.json
+    bash "$here/../cli/expect_error.sh" --workdir "$workdir/refused" --expect "param_bytes" --expect "layer '" \
+      --absent out.csv -- "$syncplan" whatif --profile "$workdir/gpt2-dreamddp.json" --cluster "$base" \
+      --workers 8,64 --period 10 --strategies ssgd,dreamddp --csv out.csv
     ;;
   *) echo "unknown case $case_name" >&2; exit 1 ;;
 esac
