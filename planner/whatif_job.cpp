@@ -298,7 +298,14 @@ class SettingRunner {
     PlanRequest plan = plan_request("dp");
     plan.period.reset();
     plan.max_overhead = request_.max_overhead;
-    period_ = run_plan_job(plan).period;
+    try {
+      period_ = run_plan_job(plan).period;
+    } catch (const FieldError& e) {
+      if (e.field() != "max_overhead") throw;
+      // "period auto: no period H up to 1000 keeps the wait within 5.00% of compute ...": the row's
+      // message names the list element, not the plan request's field.
+      throw InputError(e.renamed("period auto"));
+    }
   }
 
   PlanRequest plan_request(const std::string& algorithm) const {
