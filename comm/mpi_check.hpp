@@ -5,9 +5,18 @@
 
 #include <mpi.h>
 
+#include <functional>
 #include <string>
 
 namespace syncplan {
+/// Tests `request` (MPI_Test) until it completes, calling `between` (when set) and sleeping
+/// `sleep_us` microseconds between tests, so that a stopped rank cannot hold this one forever and
+/// a polling rank leaves its core to the others. Throws CommTimeout::step(what, deadline_s) once
+/// `deadline_s` seconds (> 0; infinity waits as long as it takes) have passed since the call (the
+/// request stays in flight: the caller ends the rank), LibraryError when MPI_Test fails.
+void wait_request_within(MPI_Request& request, const std::string& what, double deadline_s,
+                         const std::function<void()>& between = {}, int sleep_us = 50);
+
 /// Duplicates MPI_COMM_WORLD into *comm with MPI_Comm_idup, tested every 50 us, so that a stopped
 /// rank cannot hold this rank forever (MPI_Comm_dup would; MPI-3.0 section 6.4.2), then sets
 /// MPI_ERRORS_RETURN on it. Collective. Throws CommTimeout naming `what` once `deadline_s`

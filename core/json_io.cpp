@@ -88,9 +88,21 @@ std::string strip_nlohmann_prefix(std::string message) {
   if (bracket != std::string::npos) message = message.substr(bracket + 2);
   const std::string parse_error = "parse error at ";
   if (message.rfind(parse_error, 0) == 0) message = message.substr(parse_error.size());
-  for (char& ch : message)
-    if (ch == '\n' || ch == '\r') ch = ' ';
-  return message;
+  // One printable line: nlohmann/json quotes the bytes it last read as they are, so a binary or
+  // non-UTF-8 file would put raw bytes on the terminal; they are written as \xNN instead.
+  std::string line;
+  for (const char ch : message) {
+    const auto byte = static_cast<unsigned char>(ch);
+    if (ch == '\n' || ch == '\r') {
+      line += ' ';
+    } else if (byte < 0x20 || byte >= 0x7f) {
+      static constexpr char kHex[] = "0123456789abcdef";
+      line += {'\\', 'x', kHex[byte >> 4], kHex[byte & 15]};
+    } else {
+      line += ch;
+    }
+  }
+  return line;
 }
 
 }  // namespace

@@ -8,30 +8,8 @@
 
 #include <algorithm>
 #include <array>
-#include <chrono>
-#include <thread>
 
 namespace syncplan {
-
-namespace {
-
-// Tests `request` until it completes, or throws CommTimeout once `deadline_s` seconds passed.
-// Sleeps 50 us between tests: these collectives carry a few bytes, and the polling rank should
-// leave its core to the others on a shared machine.
-void wait_within(MPI_Request& request, const std::string& what, double deadline_s, const WhileWaiting& poll) {
-  const auto start = std::chrono::steady_clock::now();
-  for (;;) {
-    int done = 0;
-    SYNCPLAN_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
-    if (done) return;
-    if (std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > deadline_s)
-      throw CommTimeout::step(what, deadline_s);  // the request stays in flight: the caller aborts
-    if (poll) poll();
-    std::this_thread::sleep_for(std::chrono::microseconds(50));
-  }
-}
-
-}  // namespace
 
 void agree_on_error(const MpiSession& mpi, const std::optional<std::string>& error, const std::string& what,
                     double deadline_s, const WhileWaiting& poll) {
@@ -39,12 +17,12 @@ void agree_on_error(const MpiSession& mpi, const std::optional<std::string>& err
   int failing = error ? mpi.rank() : mpi.size();
   MPI_Request request = MPI_REQUEST_NULL;
   SYNCPLAN_MPI_CHECK(MPI_Iallreduce(MPI_IN_PLACE, &failing, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD, &request));
-  wait_within(request, what, deadline_s, poll);
+  wait_request_within(request, what, deadline_s, poll);
   if (failing == mpi.size()) return;
   std::array<char, kAgreedMessageBytes> text{};
   if (mpi.rank() == failing) std::copy_n(error->data(), std::min(error->size(), text.size() - 1), text.data());
   SYNCPLAN_MPI_CHECK(MPI_Ibcast(text.data(), kAgreedMessageBytes, MPI_CHAR, failing, MPI_COMM_WORLD, &request));
-  wait_within(request, what, deadline_s, poll);
+  wait_request_within(request, what, deadline_s, poll);
   text.back() = '\0';
   throw InputError(text.data());
 }
@@ -65,7 +43,7 @@ std::int64_t broadcast_within(const MpiSession& mpi, std::int64_t value, int roo
   SYNCPLAN_CHECK(deadline_s > 0 && root >= 0 && root < mpi.size());
   MPI_Request request = MPI_REQUEST_NULL;
   SYNCPLAN_MPI_CHECK(MPI_Ibcast(&value, 1, MPI_INT64_T, root, MPI_COMM_WORLD, &request));
-  wait_within(request, what, deadline_s, poll);
+  wait_request_within(request, what, deadline_s, poll);
   return value;
 }
 
@@ -76,7 +54,7 @@ std::vector<std::int64_t> allgather_within(const MpiSession& mpi, const std::vec
   MPI_Request request = MPI_REQUEST_NULL;
   SYNCPLAN_MPI_CHECK(MPI_Iallgather(mine.data(), static_cast<int>(mine.size()), MPI_INT64_T, all.data(),
                                     static_cast<int>(mine.size()), MPI_INT64_T, MPI_COMM_WORLD, &request));
-  wait_within(request, what, deadline_s, poll);
+  wait_request_within(request, what, deadline_s, poll);
   return all;
 }
 

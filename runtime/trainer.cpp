@@ -19,14 +19,12 @@
 #include <mpi.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <exception>
 #include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
-#include <thread>
 
 namespace syncplan {
 
@@ -44,24 +42,15 @@ constexpr int kCheckpointsKept = 2;
 
 // ---- gathering to rank 0, with a deadline -------------------------------------------------------
 
-// Tests `request` until it completes or `deadline_s` has passed; false on expiry. MPI's blocking
-// collectives would wait forever for a stopped rank (issue 12): everything after the barrier that
-// starts the clock polls with a deadline.
-bool test_until(MPI_Request& request, double deadline_s) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(deadline_s);
-  int done = 0;
-  while (true) {
-    SYNCPLAN_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
-    if (done) return true;
-    if (std::chrono::steady_clock::now() >= until) return false;
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-  }
-}
-
+// Waits for `request` with a deadline (wait_request_within, polled every 200 us): MPI's blocking
+// collectives would wait forever for a stopped rank (issue 12), so everything after the barrier
+// that starts the clock polls with a deadline.
 void wait_or_throw(MPI_Request& request, double deadline_s, int rank, const char* what) {
-  if (!test_until(request, deadline_s))
-    throw RunTimeout("rank " + std::to_string(rank) + ": " + what + " did not complete within its deadline of " +
-                     number_text(deadline_s) + " s (a rank died or hung)");
+  try {
+    wait_request_within(request, what, deadline_s, {}, 200);
+  } catch (const CommTimeout& e) {
+    throw RunTimeout("rank " + std::to_string(rank) + ": " + e.what());
+  }
 }
 
 // Every rank's `text` on rank 0 (in rank order), nothing on the others.

@@ -42,6 +42,8 @@ int run_on_every_rank(const MpiSession& mpi, const std::function<int()>& job);
 
 /// Registers `syncplan compare` (tools/cmd_compare.cpp).
 void add_compare_command(CLI::App& app, Action& action);
+/// Registers `syncplan report` (tools/cmd_report.cpp).
+void add_report_command(CLI::App& app, Action& action);
 /// Registers `syncplan whatif` (tools/cmd_whatif.cpp).
 void add_whatif_command(CLI::App& app, Action& action);
 

@@ -8,6 +8,7 @@ packages=(
   openmpi-bin libopenmpi-dev  # profile-link's CPU backend and its mpirun tests (docs/link.md)
   python3-torch  # tools/torch_profile.py and its tests (docs/torch.md)
   clang libclang-rt-14-dev  # the libFuzzer harnesses: clang++, libFuzzer, ASan, UBSan (docs/fuzzing.md)
+  chromium python3-pil  # the headless rendering test of report pages (docs/report.md)
 )
 
 missing=()

@@ -310,6 +310,19 @@ TEST_CASE("json: invalid JSON text names the origin and the position", "[json]")
                       Contains("bad.json") && Contains("line 1"));
 }
 
+TEST_CASE("json: a parse error shows bytes that are not printable ASCII as \\xNN", "[json]") {
+  // 0x9f is not valid UTF-8 on its own: nlohmann/json quotes it in "last read: ..."; the message
+  // must carry it as the four characters \x9f, and no byte outside 0x20..0x7e.
+  try {
+    parse_json_text(std::string("{\"a\": \"\x9f\"}"), "binary.json");
+    FAIL("no error");
+  } catch (const InputError& e) {
+    const std::string message = e.what();
+    CHECK_THAT(message, Contains("binary.json") && Contains("\\x9f"));
+    for (const char ch : message) CHECK((static_cast<unsigned char>(ch) >= 0x20 && static_cast<unsigned char>(ch) < 0x7f));
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Plans
 
