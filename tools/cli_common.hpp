@@ -44,6 +44,8 @@ int run_on_every_rank(const MpiSession& mpi, const std::function<int()>& job);
 void add_compare_command(CLI::App& app, Action& action);
 /// Registers `syncplan report` (tools/cmd_report.cpp).
 void add_report_command(CLI::App& app, Action& action);
+/// Registers `syncplan whatif` (tools/cmd_whatif.cpp).
+void add_whatif_command(CLI::App& app, Action& action);
 
 /// An option and the path given to it, e.g. {"-o", "plan.json"}; an empty path is "not given".
 struct NamedPath {

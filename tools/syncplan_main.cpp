@@ -141,6 +141,7 @@ int main(int argc, char** argv) {
   syncplan::cli::add_run_command(app, action);
   syncplan::cli::add_compare_command(app, action);
   syncplan::cli::add_report_command(app, action);
+  syncplan::cli::add_whatif_command(app, action);
   try {
     if (const std::string unknown = unknown_command_message(app, argc, argv); !unknown.empty())
       throw CLI::ExtrasError(unknown, CLI::ExitCodes::ExtrasError);

@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# `syncplan whatif` end to end (docs/whatif.md). Cases:
+#   equal_single_runs  a few points per strategy equal `syncplan simulate --cluster POINT.json`
+#                      (or `plan` then `simulate --plan`) on the same profile, to 1e-9 relative
+#   jobs_and_ranks     the same CSV, byte for byte, with --jobs 1 and 2, and under mpirun -np 1 and 2
+#                      (skipped, exit 77, without mpirun)
+#   progress           on a terminal (util-linux `script` gives one) stderr shows the progress bar:
+#                      points done, rate, time left (skipped, exit 77, without `script`)
+#   real_profile       the reference GPT-2 profile (DreamDDP's time files beside the checkout, which
+#                      have no param_bytes) is refused up front: exit 2 naming the layer and the field,
+#                      nothing written (skipped, exit 77, without ../shared/data)
+# usage: whatif_cases.sh CASE SYNCPLAN PYTHON WORKDIR CLUSTERS_DIR [MPIEXEC] [SHARED_DATA_DIR]
+set -euo pipefail
+case_name="$1" syncplan="$2" python="$3" workdir="$4" clusters="$5" mpiexec="${6:-}" shared="${7:-}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+rm -rf "$workdir" && mkdir -p "$workdir" && cd "$workdir"
+base="$clusters/32nodes-8gpu-100gbps.json"
+# GPT-2 small estimated on an H100 (roofline, bf16): the profile `whatif --model gpt2` makes.
+model=(--model gpt2 --batch 8 --seq 1024)
+sweep=(whatif "${model[@]}" --cluster "$base" --workers 8,64 --bandwidth-Gbps 10,100 --period 4,auto
+       --strategies ssgd,wfbp,ddp,mgwfbp,flsgd,plsgd-even,dreamddp,dp,search,best --search-rounds 3)
+
+case "$case_name" in
+  equal_single_runs)
+    "$syncplan" "${sweep[@]}" --jobs 2 --csv sweep.csv --json sweep.json
+    "$syncplan" profile "${model[@]}" --device estimate -o gpt2.json >/dev/null
+    "$python" "$here/check_single_runs.py" "$syncplan" sweep.csv sweep.json gpt2.json "$base"
+    ;;
+  jobs_and_ranks)
+    [[ -n "$mpiexec" ]] || { echo "skip: no mpirun"; exit 77; }
+    small=(whatif "${model[@]}" --cluster "$base" --workers 8,16,64 --bandwidth-Gbps 1,10 --period 4,auto
+           --strategies ssgd,flsgd,dreamddp,search --search-rounds 3)
+    # stderr is not a terminal here: no progress bar, nothing on stderr at all.
+    "$syncplan" "${small[@]}" --jobs 1 --csv one.csv 2>one.err
+    [[ ! -s one.err ]] || { echo "FAIL: stderr is not a terminal but got:"; cat one.err; exit 1; }
+    "$syncplan" "${small[@]}" --jobs 2 --csv two_jobs.csv
+    # Open MPI refuses root without --allow-run-as-root, and more ranks than cores without
+    # --oversubscribe; a hang is ended by timeout and fails the case.
+    mpi() { timeout -k 5 240 "$mpiexec" --allow-run-as-root --oversubscribe -np "$1" "$syncplan" "${small[@]}" --jobs 1 --csv "$2"; }
+    mpi 1 np1.csv
+    mpi 2 np2.csv | tee np2.txt
+    grep -q "on 2 ranks" np2.txt || { echo "FAIL: mpirun -np 2 did not run on 2 ranks"; exit 1; }
+    for other in two_jobs.csv np1.csv np2.csv; do
+      cmp one.csv "$other" || { echo "FAIL: $other differs from one.csv (one process, --jobs 1)"; diff one.csv "$other" | head; exit 1; }
+    done
+    rows=$(($(wc -l <one.csv) - 1))
+    [[ $rows -eq 48 ]] || { echo "FAIL: $rows rows, expected 3 x 2 x 2 x 4 = 48"; exit 1; }
+    echo "ok: the same $rows rows with --jobs 1 and 2, mpirun -np 1 and 2"
+    ;;
+  progress)
+    command -v script >/dev/null || { echo "skip: no script(1) to give the command a terminal"; exit 77; }
+    script -qec "'$syncplan' whatif --model gpt2 --cluster '$base' --workers 8,16 --period 4 --strategies ssgd,dp \
+      --jobs 1 --csv p.csv" /dev/null >terminal.txt
+    cat terminal.txt
+    grep -q "4/4 points, .* points/s, .* s left" terminal.txt || { echo "FAIL: no progress bar on the terminal"; exit 1; }
+    [[ $(wc -l <p.csv) -eq 5 ]] || { echo "FAIL: p.csv does not hold 4 rows"; exit 1; }
+    ;;
+  real_profile)
+    reference="$shared/dreamddp/gpt2-8workers-10gbit"
+    [[ -f "$reference/bp.json" ]] || { echo "skip: no reference data at $reference"; exit 77; }
+    "$syncplan" import dreamddp --bp "$reference/bp.json" --comm "$reference/comm.json" --model gpt2 \
+      --tied lm_head=transformer.wte -o gpt2-dreamddp.json
+    bash "$here/../cli/expect_error.sh" --workdir "$workdir/refused" --expect "param_bytes" --expect "layer '" \
+      --absent out.csv -- "$syncplan" whatif --profile "$workdir/gpt2-dreamddp.json" --cluster "$base" \
+      --workers 8,64 --period 10 --strategies ssgd,dreamddp --csv out.csv
+    ;;
+  *) echo "unknown case $case_name" >&2; exit 1 ;;
+esac

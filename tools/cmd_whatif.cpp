@@ -1,0 +1,255 @@
+// `syncplan whatif`: parse the lists to sweep, run the what-if job (planner/whatif_job.hpp) on this
+// process's threads and the MPI job's ranks, show progress on a terminal, write the CSV and JSON.
+#include "core/cluster.hpp"
+#include "core/errors.hpp"
+#include "core/json_io.hpp"
+#include "planner/whatif_job.hpp"
+#include "tools/cli_common.hpp"
+#include "tools/model_profile.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <memory>
+#include <thread>
+
+namespace syncplan::cli {
+
+namespace {
+
+struct WhatifOptions {
+  std::string profile_path, cluster_path, csv_path, json_path;
+  std::string model, dtype = "bf16", gpu;
+  long long batch = 0, seq = 0;  // 0: not given
+  std::string workers, bandwidth, latency, periods, strategies;  // comma-separated; empty: not given
+  double jitter_sigma = 0, straggler = 1;
+  bool jitter_given = false, straggler_given = false;
+  std::string scaling = "weak";
+  long long global_batch = 0;
+  bool global_batch_given = false;
+  double max_overhead = kWhatifDefaultMaxOverhead;
+  bool fill_bubbles = false, fuse_buckets = false;
+  double time_limit_s = kWhatifSearchLimit_s;
+  int rounds = 30;
+  std::string seed_text = "1";
+  long long iterations = 0;
+  bool iterations_given = false;
+  long long jobs = 0;  // 0: every core
+};
+
+// The request's fields and the flags that set them.
+constexpr std::initializer_list<FieldFlag> kWhatifFlags = {
+    {"workers", "--workers"},          {"bandwidth_Gbps", "--bandwidth-Gbps"}, {"latency_us", "--latency-us"},
+    {"periods", "--period"},           {"strategies", "--strategies"},         {"jitter_sigma", "--jitter-sigma"},
+    {"straggler", "--straggler"},      {"global_batch", "--global-batch"},     {"batch", "--batch"},
+    {"max_overhead", "--max-overhead"}, {"iterations", "--iterations"},        {"search.rounds", "--search-rounds"},
+    {"search.time_limit_s", "--time-limit-s"}};
+
+// A comma-separated list's elements; an empty list or element is an error naming the flag.
+std::vector<std::string> split_list(const std::string& text, const std::string& flag) {
+  std::vector<std::string> elements;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    const std::string element = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (element.empty()) throw InputError(flag + ": empty element in '" + text + "' (give values separated by commas)");
+    elements.push_back(element);
+    if (comma == std::string::npos) return elements;
+    start = comma + 1;
+  }
+}
+
+// A whole decimal number in [1, 10^9] (workers, periods), or an error quoting the element.
+int whole_element(const std::string& element, const std::string& flag, const std::string& list) {
+  if (element.size() > 9 || element.find_first_not_of("0123456789") != std::string::npos || element[0] == '0')
+    throw InputError(flag + ": '" + element + "' in '" + list + "' is not a whole number >= 1");
+  return std::stoi(element);
+}
+
+// A finite decimal number (bandwidths, latencies), or an error quoting the element.
+double number_element(const std::string& element, const std::string& flag, const std::string& list) {
+  char* end = nullptr;
+  const double value = std::strtod(element.c_str(), &end);
+  if (end != element.c_str() + element.size() || !std::isfinite(value) || element.find_first_of("xXpP") != std::string::npos)
+    throw InputError(flag + ": '" + element + "' in '" + list + "' is not a number");
+  return value;
+}
+
+// Prints "points done, rate, time left" over one line of the terminal.
+class ProgressBar {
+ public:
+  void operator()(int done, int total) {
+    const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double rate = elapsed > 0 ? done / elapsed : 0;
+    constexpr int kWidth = 30;
+    const int filled = total > 0 ? done * kWidth / total : kWidth;
+    std::string bar(static_cast<std::size_t>(filled), '#');
+    bar.resize(kWidth, ' ');
+    const double left = rate > 0 ? (total - done) / rate : 0;
+    std::fprintf(stderr, "\r[%s] %d/%d points, %.1f points/s, %.0f s left ", bar.c_str(), done, total, rate, left);
+    if (done == total) std::fputc('\n', stderr);
+    std::fflush(stderr);
+  }
+
+ private:
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+WhatifRequest whatif_request(const WhatifOptions& options) {
+  if (options.profile_path.empty() == options.model.empty())
+    throw InputError("whatif: give either --profile PROFILE.json or --model NAME");
+  if (options.strategies.empty()) throw InputError("--strategies: required (e.g. ssgd,wfbp,flsgd,dreamddp,best)");
+  if (options.periods.empty()) throw InputError("--period: required (e.g. 5,10,auto)");
+  if (options.seed_text.empty() || options.seed_text.size() > 19 ||
+      options.seed_text.find_first_not_of("0123456789") != std::string::npos)
+    throw InputError("--seed: expected a whole number from 0 to 10^19 - 1, got '" + options.seed_text + "'");
+  check_output_paths({{"--csv", options.csv_path}, {"--json", options.json_path}},
+                     {{"--profile", options.profile_path}, {"--cluster", options.cluster_path}});
+  WhatifRequest request;
+  request.base = read_cluster_file(options.cluster_path);
+  request.cluster_origin = options.cluster_path;
+  for (const std::string& e : split_list(options.workers.empty() ? std::to_string(request.base.workers) : options.workers, "--workers"))
+    request.workers.push_back(whole_element(e, "--workers", options.workers));
+  const std::string bandwidth = options.bandwidth.empty() ? format_exact(request.base.inter_node.bandwidth_Gbps) : options.bandwidth;
+  for (const std::string& e : split_list(bandwidth, "--bandwidth-Gbps"))
+    request.bandwidth_Gbps.push_back(number_element(e, "--bandwidth-Gbps", bandwidth));
+  const std::string latency = options.latency.empty() ? format_exact(request.base.inter_node.latency_us) : options.latency;
+  for (const std::string& e : split_list(latency, "--latency-us"))
+    request.latency_us.push_back(number_element(e, "--latency-us", latency));
+  for (const std::string& e : split_list(options.periods, "--period"))
+    request.periods.push_back(e == "auto" ? std::nullopt : std::optional<int>(whole_element(e, "--period", options.periods)));
+  request.strategies = split_list(options.strategies, "--strategies");
+  if (options.jitter_given) request.jitter_sigma = options.jitter_sigma;
+  if (options.straggler_given) request.straggler = options.straggler;
+  request.scaling = options.scaling == "strong" ? WhatifScaling::kStrong : WhatifScaling::kWeak;
+  if (options.global_batch_given) request.global_batch = options.global_batch;
+  request.max_overhead = options.max_overhead;
+  request.fill_bubbles = options.fill_bubbles;
+  request.fuse_buckets = options.fuse_buckets;
+  request.search.time_limit_s = options.time_limit_s;
+  request.search.rounds = options.rounds;
+  request.search.seed = std::stoull(options.seed_text);
+  if (options.iterations_given) request.iterations = static_cast<int>(options.iterations);
+  if (options.seq > 0) request.seq = options.seq;
+  if (!options.model.empty()) {
+    ModelProfileRequest model;
+    model.spec_path = model_spec_path(options.model);
+    model.gpu_catalog_path = data_dir() / "gpus.json";
+    model.device = "estimate";
+    model.dtype = options.dtype;
+    model.gpu = options.gpu.empty() ? kDefaultEstimateGpu : options.gpu;
+    model.batch = options.batch > 0 ? options.batch : 8;
+    model.seq = options.seq;
+    request.model = model;
+    request.origin = "--model " + options.model;
+  } else {
+    request.profile = read_profile_file(options.profile_path);
+    request.origin = options.profile_path;
+    if (options.batch > 0) request.batch = options.batch;
+  }
+  return request;
+}
+
+int whatif(const MpiSession& mpi, const WhatifOptions& options) {
+  const WhatifRequest request = whatif_request(options);
+  const int points = with_flags(kWhatifFlags, [&] { return validate_whatif_request(request); });
+  WhatifRun run;
+  run.jobs = options.jobs > 0 ? static_cast<int>(options.jobs)
+                              : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  run.mpi = &mpi;
+  ProgressBar bar;
+  if (mpi.is_root() && isatty(STDERR_FILENO)) run.progress = [&bar](int done, int total) { bar(done, total); };
+  const WhatifOutcome outcome = with_flags(kWhatifFlags, [&] { return run_whatif_job(request, run); });
+  if (!mpi.is_root()) return 0;
+
+  OutputFiles outputs;
+  if (!options.csv_path.empty()) outputs.add(options.csv_path, whatif_csv(outcome));
+  if (!options.json_path.empty()) outputs.add_json(options.json_path, whatif_to_json(outcome));
+  outputs.commit();
+  // The CSV on stdout when no file is named; the summary then goes to stderr, else to stdout.
+  const bool to_files = !options.csv_path.empty() || !options.json_path.empty();
+  if (!to_files) std::cout << whatif_csv(outcome);
+  std::ostream& out = to_files ? std::cout : std::cerr;
+  out << "whatif: " << count_text(points, "point") << " (" << to_string(request.scaling) << " scaling) on "
+      << count_text(mpi.size(), "rank") << ", " << outcome.failed() << " failed\n";
+  for (const WhatifRow& row : outcome.rows)
+    if (row.status != "ok") out << "  point " << row.index << " (" << row.strategy << "): " << row.error << '\n';
+  if (!options.csv_path.empty()) out << "csv written to " << options.csv_path << '\n';
+  if (!options.json_path.empty()) out << "json written to " << options.json_path << '\n';
+  return 0;
+}
+
+}  // namespace
+
+void add_whatif_command(CLI::App& app, Action& action) {
+  auto options = std::make_shared<WhatifOptions>();
+  CLI::App* whatif_app = app.add_subcommand(
+      "whatif", "Sweep worker counts, inter-node bandwidths, latencies, periods and strategies; plan each point "
+                "when its strategy is a plan and time it on the discrete-event simulator (docs/whatif.md); "
+                "under mpirun the points are divided among the ranks");
+  whatif_app->add_option("--profile", options->profile_path, "syncplan.profile/v1 file (or --model)");
+  CLI::Option* model = whatif_app->add_option("--model", options->model,
+      "instead of --profile: a model spec (name in data/models, e.g. gpt2, or a file), estimated (roofline)");
+  whatif_app->add_option("--batch", options->batch,
+      "samples per step and worker: with --model the estimate's (default: 8); with --profile the one it was "
+      "measured at (for samples/s and strong scaling)")->check(CLI::Range(1LL, 1LL << 20));
+  whatif_app->add_option("--seq", options->seq, "tokens per sample, for tokens/s (--model: the estimate's; default: "
+                         "the model's context, at most 1024)")->check(CLI::Range(1LL, 1LL << 24));
+  whatif_app->add_option("--dtype", options->dtype, "with --model: fp32 or bf16 (default: bf16)")
+      ->check(CLI::IsMember({"fp32", "bf16"}))->needs(model);
+  whatif_app->add_option("--gpu", options->gpu, "with --model: GPU name in data/gpus.json (default: H100-SXM)")->needs(model);
+  whatif_app->add_option("--cluster", options->cluster_path,
+      "syncplan.cluster/v1 file: the base of every point (its workers_per_node, intra-node link, all-reduce "
+      "algorithm)")->required();
+  whatif_app->add_option("--workers", options->workers,
+      "workers to sweep, comma-separated, each a multiple of the base's workers_per_node (default: the base's)");
+  whatif_app->add_option("--bandwidth-Gbps", options->bandwidth,
+      "inter-node bandwidths to sweep, Gbit/s per direction, comma-separated (default: the base's)");
+  whatif_app->add_option("--latency-us", options->latency,
+      "inter-node one-way latencies to sweep, microseconds, comma-separated (default: the base's)");
+  whatif_app->add_option("--period", options->periods,
+      "periods H to sweep, comma-separated, each 1..10000 or 'auto': the smallest H whose dp plan waits at most "
+      "--max-overhead of compute");
+  whatif_app->add_option("--strategies", options->strategies,
+      "strategies to sweep, comma-separated: " + strategy_names_text(StrategyUse::kDes));
+  CLI::Option* jitter = whatif_app->add_option("--jitter-sigma", options->jitter_sigma,
+      "lognormal compute jitter of every worker, 0..2 (default: the base's)");
+  CLI::Option* straggler = whatif_app->add_option("--straggler", options->straggler,
+      "worker 0's compute slowdown factor, 1e-3..1e3 (default: the base's)");
+  whatif_app->add_option("--scaling", options->scaling,
+      "weak (fixed per-worker batch, default) or strong (--global-batch split evenly among the workers)")
+      ->check(CLI::IsMember({"weak", "strong"}));
+  CLI::Option* global_batch = whatif_app->add_option("--global-batch", options->global_batch,
+      "with --scaling strong: samples per step over all workers");
+  whatif_app->add_option("--max-overhead", options->max_overhead,
+      "with --period auto: the largest planned wait as a fraction of compute (default: 0.05)");
+  whatif_app->add_flag("--fill-bubbles", options->fill_bubbles, "plans: add extra syncs in idle link time (as plan)");
+  whatif_app->add_flag("--fuse-buckets", options->fuse_buckets,
+      "plans: fuse each iteration's syncs into buckets with the point's all-reduce start-up time (as plan)");
+  whatif_app->add_option("--time-limit-s", options->time_limit_s,
+      "plans: each point's search time limit in (0, 86400] s (default: 600, so that rounds, not time, end it)");
+  whatif_app->add_option("--search-rounds", options->rounds, "plans: search perturbation rounds, >= 0 (default: 30)");
+  whatif_app->add_option("--seed", options->seed_text, "plans: search random seed (default: 1)");
+  CLI::Option* iterations = whatif_app->add_option("--iterations", options->iterations,
+      "iterations simulated per point, 1..100000 (default: one period)");
+  whatif_app->add_option("--jobs", options->jobs, "threads per process (default: every core)")
+      ->check(CLI::Range(1LL, 4096LL));
+  whatif_app->add_option("--csv", options->csv_path, "write the rows as CSV (docs/whatif.md; default: to stdout)");
+  whatif_app->add_option("--json", options->json_path, "write the rows as syncplan.whatif/v1 JSON (docs/formats.md)");
+  whatif_app->callback([&action, options, jitter, straggler, global_batch, iterations] {
+    options->jitter_given = jitter->count() > 0;
+    options->straggler_given = straggler->count() > 0;
+    options->global_batch_given = global_batch->count() > 0;
+    options->iterations_given = iterations->count() > 0;
+    action = [options] {
+      const MpiSession mpi;
+      return run_on_every_rank(mpi, [&] { return whatif(mpi, *options); });
+    };
+  });
+}
+
+}  // namespace syncplan::cli
