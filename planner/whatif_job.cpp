@@ -331,6 +331,7 @@ class SettingRunner {
     simulate.sync = *sync_;
     simulate.origin = request_.origin;
     simulate.iterations = request_.iterations;
+    simulate.link_bytes = false;  // the rows read no per-link bytes: a point costs no memory per worker
     const Strategy& strategy = strategy_for(name, StrategyUse::kDes);
     if (strategy.plannable()) {
       run.plan = run_plan_job(plan_request(name));

@@ -4,6 +4,7 @@
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
 #include "planner/whatif_job.hpp"
+#include "report/whatif_page.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/model_profile.hpp"
 
@@ -22,7 +23,8 @@ namespace syncplan::cli {
 namespace {
 
 struct WhatifOptions {
-  std::string profile_path, cluster_path, csv_path, json_path;
+  std::string profile_path, cluster_path, csv_path, json_path, plot_path, html_path;
+  std::string plot_metric = "throughput";
   std::string model, dtype = "bf16", gpu;
   long long batch = 0, seq = 0;  // 0: not given
   std::string workers, bandwidth, latency, periods, strategies;  // comma-separated; empty: not given
@@ -47,7 +49,7 @@ constexpr std::initializer_list<FieldFlag> kWhatifFlags = {
     {"periods", "--period"},           {"strategies", "--strategies"},         {"jitter_sigma", "--jitter-sigma"},
     {"straggler", "--straggler"},      {"global_batch", "--global-batch"},     {"batch", "--batch"},
     {"max_overhead", "--max-overhead"}, {"iterations", "--iterations"},        {"search.rounds", "--search-rounds"},
-    {"search.time_limit_s", "--time-limit-s"}};
+    {"search.time_limit_s", "--time-limit-s"}, {"plot_metric", "--plot-metric"}};
 
 // A comma-separated list's elements; an empty list or element is an error naming the flag.
 std::vector<std::string> split_list(const std::string& text, const std::string& flag) {
@@ -107,7 +109,8 @@ WhatifRequest whatif_request(const WhatifOptions& options) {
   if (options.seed_text.empty() || options.seed_text.size() > 19 ||
       options.seed_text.find_first_not_of("0123456789") != std::string::npos)
     throw InputError("--seed: expected a whole number from 0 to 10^19 - 1, got '" + options.seed_text + "'");
-  check_output_paths({{"--csv", options.csv_path}, {"--json", options.json_path}},
+  check_output_paths({{"--csv", options.csv_path}, {"--json", options.json_path}, {"--plot", options.plot_path},
+                      {"--html", options.html_path}},
                      {{"--profile", options.profile_path}, {"--cluster", options.cluster_path}});
   WhatifRequest request;
   request.base = read_cluster_file(options.cluster_path);
@@ -156,6 +159,7 @@ WhatifRequest whatif_request(const WhatifOptions& options) {
 
 int whatif(const MpiSession& mpi, const WhatifOptions& options) {
   const WhatifRequest request = whatif_request(options);
+  const report::WhatifMetric metric = with_flags(kWhatifFlags, [&] { return report::whatif_metric(options.plot_metric); });
   const int points = with_flags(kWhatifFlags, [&] { return validate_whatif_request(request); });
   WhatifRun run;
   run.jobs = options.jobs > 0 ? static_cast<int>(options.jobs)
@@ -169,9 +173,15 @@ int whatif(const MpiSession& mpi, const WhatifOptions& options) {
   OutputFiles outputs;
   if (!options.csv_path.empty()) outputs.add(options.csv_path, whatif_csv(outcome));
   if (!options.json_path.empty()) outputs.add_json(options.json_path, whatif_to_json(outcome));
+  if (!options.plot_path.empty() || !options.html_path.empty()) {
+    const std::string plot = report::line_plot_svg(report::whatif_plot(outcome, metric));
+    if (!options.plot_path.empty()) outputs.add(options.plot_path, plot);
+    if (!options.html_path.empty()) outputs.add(options.html_path, report::html_page(report::whatif_page(outcome, plot)));
+  }
   outputs.commit();
   // The CSV on stdout when no file is named; the summary then goes to stderr, else to stdout.
-  const bool to_files = !options.csv_path.empty() || !options.json_path.empty();
+  const bool to_files = !options.csv_path.empty() || !options.json_path.empty() || !options.plot_path.empty() ||
+                        !options.html_path.empty();
   if (!to_files) std::cout << whatif_csv(outcome);
   std::ostream& out = to_files ? std::cout : std::cerr;
   out << "whatif: " << count_text(points, "point") << " (" << to_string(request.scaling) << " scaling) on "
@@ -180,6 +190,8 @@ int whatif(const MpiSession& mpi, const WhatifOptions& options) {
     if (row.status != "ok") out << "  point " << row.index << " (" << row.strategy << "): " << row.error << '\n';
   if (!options.csv_path.empty()) out << "csv written to " << options.csv_path << '\n';
   if (!options.json_path.empty()) out << "json written to " << options.json_path << '\n';
+  if (!options.plot_path.empty()) out << "plot written to " << options.plot_path << '\n';
+  if (!options.html_path.empty()) out << "page written to " << options.html_path << '\n';
   return 0;
 }
 
@@ -240,6 +252,12 @@ void add_whatif_command(CLI::App& app, Action& action) {
       ->check(CLI::Range(1LL, 4096LL));
   whatif_app->add_option("--csv", options->csv_path, "write the rows as CSV (docs/whatif.md; default: to stdout)");
   whatif_app->add_option("--json", options->json_path, "write the rows as syncplan.whatif/v1 JSON (docs/formats.md)");
+  whatif_app->add_option("--plot", options->plot_path,
+                         "write an SVG plot: --plot-metric against workers (log axis), one panel per bandwidth, one "
+                         "line per strategy (docs/report.md)");
+  whatif_app->add_option("--plot-metric", options->plot_metric, "throughput (samples/s) or speedup (over ssgd) "
+                         "(default: throughput)");
+  whatif_app->add_option("--html", options->html_path, "write a self-contained HTML page: the plot and every row");
   whatif_app->callback([&action, options, jitter, straggler, global_batch, iterations] {
     options->jitter_given = jitter->count() > 0;
     options->straggler_given = straggler->count() > 0;

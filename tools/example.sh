@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The main job: builds syncplan, profiles GPT-2 (on a GPU when the build has one, else the roofline
 # estimate, said so), plans a period of H = 10 iterations for the 8-worker 10 Gbit/s cluster in
-# data/clusters/, and checks that the discrete-event simulator reproduces the plan. Then, when the
+# data/clusters/, and checks that the discrete-event simulator reproduces the plan; then the
+# README's gallery (tools/gallery.sh: what-if plots and a Gantt chart). Then, when the
 # reference data is beside the checkout (../shared/data, never copied here), the same on DreamDDP's
 # measured GPT-2 profile. Outputs go to out/.
 set -euo pipefail
@@ -20,6 +21,10 @@ run build/bin/syncplan plan --model gpt2 --cluster "$cluster" --period 10 --fill
   -o out/gpt2-plan-H10.json --profile-out out/gpt2-profile.json --report out/gpt2-report-H10.json
 run build/bin/syncplan simulate --profile out/gpt2-profile.json --cluster "$cluster" --plan out/gpt2-plan-H10.json \
   --trace out/gpt2-plan-H10.trace.json
+
+# The README's gallery: what-if sweeps of GPT-2 and Llama-2-7B with their plots, and the plan's
+# Gantt chart (the files of docs/gallery/, made again into out/gallery).
+run tools/gallery.sh out/gallery build/bin/syncplan
 
 data=${SYNCPLAN_SHARED_DATA:-../shared/data}/dreamddp/gpt2-8workers-10gbit
 if [[ ! -d "$data" ]]; then

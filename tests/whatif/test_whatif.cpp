@@ -265,8 +265,8 @@ TEST_CASE("whatif: bad requests are refused before any point, naming the value",
   bad.global_batch = 100;
   refused(bad, "global_batch", "among 8 workers");
   bad = request;
-  bad.workers = {131072};
-  refused(bad, "workers", "131072");
+  bad.workers = {16777224};  // 2^24 + 8: a multiple of the node size above the cluster cap of 2^24 workers
+  refused(bad, "workers", "16777224");
 }
 
 TEST_CASE("whatif: a point that fails is reported in its row, the others run", "[whatif]") {
