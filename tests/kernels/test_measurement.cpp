@@ -49,7 +49,8 @@ TEST_CASE("summary: medians, step spread and FLOP/s, and the ceiling check namin
   // transformer.drop (p = 0, no kernel): 0.
   for (const ModelLayer& layer : model.layers) {
     const bool idle = layer.name == "transformer.drop";
-    m.layers.push_back(idle ? LayerSamples{{0, 0, 0}, {0, 0, 0}} : LayerSamples{{1e-3, 2e-3, 3e-3}, {2e-3, 2e-3, 2e-3}});
+    m.layers.push_back(idle ? LayerSamples{{0, 0, 0}, {0, 0, 0}, {}}
+                            : LayerSamples{{1e-3, 2e-3, 3e-3}, {2e-3, 2e-3, 2e-3}, {}});
   }
   const MeasurementSummary summary = summarize_measurement(model, w, m);
   // wte, wpe, drop, h.0.ln_1, attn.c_attn, attn.attn_dropout, attn.c_proj, attn.resid_dropout, ln_2, mlp.c_fc

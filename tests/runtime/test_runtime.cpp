@@ -385,7 +385,12 @@ TEST_CASE("a bucket that never completes ends the wait with SyncTimeout naming r
     CHECK_THAT(e.what(), Catch::Contains("rank 0: iteration 0:") && Catch::Contains("'" + first + "'") &&
                              Catch::Contains("deadline of 0.2 s"));
   }
-  CHECK_THROWS_AS(Executor(strategy_schedule(model, "wfbp", 1), comm, store.buffers(), clock, ExecutorOptions{0, {}, 0}),
+  CHECK_THROWS_AS(Executor(strategy_schedule(model, "wfbp", 1), comm, store.buffers(), clock,
+                           [] {
+                             ExecutorOptions zero_deadline;
+                             zero_deadline.timeout_s = 0;
+                             return zero_deadline;
+                           }()),
                   FieldError);
 }
 
