@@ -13,7 +13,7 @@
 #   --dry-run   check the tools and headers, then print every step's command; runs and writes nothing
 #
 # Nothing is downloaded: the build needs the Debian packages of tools/install-deps.sh (headers of
-# nlohmann-json, CLI11, Catch2 v2, Eigen 3, Boost, and Open MPI); the first step lists what is missing.
+# nlohmann-json, CLI11, Catch2 v2, Eigen 3, and Open MPI); the first step lists what is missing.
 # SYNCPLAN_DEPS_PREFIX (folders separated by ':') names extra install prefixes to search for them;
 # .gpu-deps/syncplan-deps.tar.gz (made by tools/gpu-deps.sh, carried to the machine) is used too.
 # GPU_CHECK_BUILD names the build folder (default: build-gpu in the repository).
@@ -214,7 +214,7 @@ EOF
   fi
   # header : the Debian package that provides it
   for pair in "nlohmann/json.hpp:nlohmann-json3-dev" "CLI/CLI.hpp:libcli11-dev" "catch2/catch.hpp:catch2 (v2)" \
-              "Eigen/Core:libeigen3-dev" "boost/graph/adjacency_list.hpp:libboost-graph-dev" \
+              "Eigen/Core:libeigen3-dev" \
               "mpi.h:libopenmpi-dev" "nccl.h:libnccl-dev (or NCCL in the CUDA toolkit)" \
               "cublas_v2.h:the CUDA toolkit's cuBLAS"; do
     header="${pair%%:*}" package="${pair#*:}"

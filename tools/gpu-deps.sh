@@ -3,7 +3,7 @@
 # session to carry there (the device tool's `carry`, docs/profiler.md section 7), where
 # tools/gpu-check.sh unpacks and uses it: run on a Debian machine with tools/install-deps.sh's
 # packages. It holds the header-only libraries with their CMake package files (nlohmann-json,
-# CLI11, Catch2 v2, Eigen 3, and the Boost headers syncplan includes) and Open MPI's runtime,
+# CLI11, Catch2 v2 and Eigen 3) and Open MPI's runtime,
 # headers and compiler wrappers, with the shared libraries they need beyond glibc (gpu-check.sh
 # uses only those the machine lacks). Nothing is downloaded: the files are the installed packages'.
 #
@@ -45,12 +45,6 @@ copy /usr/include/catch2 /usr/lib/cmake/Catch2
 # Catch2's CMake targets name its main's static library, which must exist even when unused.
 while read -r library; do copy "$library"; done < <(dpkg -L catch2 | grep '\.a$')
 copy /usr/include/eigen3 /usr/share/eigen3/cmake
-boost_cmake="/usr/lib/$arch/cmake"
-copy "$boost_cmake"/Boost-1.* "$boost_cmake"/BoostDetectToolset-1.*.cmake "$boost_cmake"/boost_headers-1.*
-# Boost: the headers syncplan's sources include, with everything they include (g++ -M).
-grep -rl --include='*.cpp' --include='*.hpp' '#include <boost/' "$repo"/{core,model,comm,profiler,simulator,planner,runtime,tools} 2>/dev/null |
-  while read -r source; do g++ -std=c++20 -M -I"$repo" -I/usr/include/eigen3 "$source" 2>/dev/null || true; done |
-  tr -s ' ' '\n' | grep '^/usr/include/boost/' | sort -u | while read -r header; do copy "$header"; done
 
 # --- Open MPI (Debian's build: relocated with OPAL_PREFIX; PMIx with PMIX_INSTALL_PREFIX) ----------
 mpi_packages=(libopenmpi3 libopenmpi-dev openmpi-bin openmpi-common)
