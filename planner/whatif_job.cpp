@@ -48,6 +48,15 @@ void require_nonempty(const std::vector<T>& list, const char* field) {
   if (list.empty()) throw FieldError(field, std::string(field) + ": the list is empty (give at least one value)");
 }
 
+// A value given twice would make two identical points (and two points at one place of a plot).
+template <class T, class Text>
+void require_distinct(const std::vector<T>& list, const char* field, Text&& text) {
+  for (std::size_t i = 0; i < list.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (list[i] == list[j])
+        throw FieldError(field, std::string(field) + ": " + text(list[i]) + " is given twice (each value once)");
+}
+
 // `profile` with forward and backward times multiplied by `factor` (strong scaling of a measured
 // profile: compute proportional to the batch, docs/whatif.md); update_s and sync_s unchanged.
 Profile scaled_compute(Profile profile, double factor) {
@@ -127,6 +136,13 @@ void validate_whatif_values(const WhatifRequest& request) {
   require_nonempty(request.periods, "periods");
   require_nonempty(request.strategies, "strategies");
   if (!request.profile && !request.model) throw InternalError("whatif: neither a profile nor a model");
+  require_distinct(request.workers, "workers", [](int value) { return std::to_string(value); });
+  require_distinct(request.bandwidth_Gbps, "bandwidth_Gbps", [](double value) { return format_exact(value); });
+  require_distinct(request.latency_us, "latency_us", [](double value) { return format_exact(value); });
+  require_distinct(request.periods, "periods", [](const std::optional<int>& value) {
+    return value ? std::to_string(*value) : std::string("auto");
+  });
+  require_distinct(request.strategies, "strategies", [](const std::string& value) { return "'" + value + "'"; });
   const int per_node = request.base.workers_per_node;
   for (const int workers : request.workers) {
     if (workers < 1 || workers > limits::kMaxWorkers)

@@ -265,6 +265,18 @@ TEST_CASE("whatif: bad requests are refused before any point, naming the value",
   bad.global_batch = 100;
   refused(bad, "global_batch", "among 8 workers");
   bad = request;
+  bad.workers = {8, 64, 8};
+  refused(bad, "workers", "8 is given twice");
+  bad = request;
+  bad.periods = {std::nullopt, 10, std::nullopt};
+  refused(bad, "periods", "auto is given twice");
+  bad = request;
+  bad.strategies = {"ssgd", "ssgd"};
+  refused(bad, "strategies", "'ssgd' is given twice");
+  bad = request;
+  bad.bandwidth_Gbps = {10, 10};
+  refused(bad, "bandwidth_Gbps", "10 is given twice");
+  bad = request;
   bad.workers = {16777224};  // 2^24 + 8: a multiple of the node size above the cluster cap of 2^24 workers
   refused(bad, "workers", "16777224");
 }
