@@ -420,8 +420,7 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
       // On the CPU the executor's time in before_step and after_step; on a GPU the host runs ahead
       // of the device and waits there for the computation too, so the wait is the time the compute
       // stream was idle (docs/runtime.md section 10).
-      record.wait_s = device.name() == std::string("cpu") ? executed.wait_s
-                                                           : std::max(0.0, record.iteration_s - record.compute_s);
+      record.wait_s = device.asynchronous() ? std::max(0.0, record.iteration_s - record.compute_s) : executed.wait_s;
       for (const ExecutedBucket& bucket : executed.buckets) {
         std::vector<std::string>& names = record.buckets.emplace_back();
         // A GPU's bucket is launched (enqueued) before its layers' backward has run; it starts

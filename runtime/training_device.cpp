@@ -32,6 +32,7 @@ class CpuTrainingDevice final : public TrainingDevice {
   }
 
   const char* name() const override { return "cpu"; }
+  bool asynchronous() const override { return false; }
   std::size_t layer_count() const override { return graph_.layer_count(); }
   std::int64_t parameter_count() const override { return static_cast<std::int64_t>(graph_.parameters().size()); }
   void initialize(std::uint64_t seed) override { graph_.initialize_parameters(seed); }
@@ -119,6 +120,7 @@ class CudaTrainingDevice final : public TrainingDevice {
   CudaTrainingDevice& operator=(const CudaTrainingDevice&) = delete;
 
   const char* name() const override { return "cuda"; }
+  bool asynchronous() const override { return true; }
   std::size_t layer_count() const override { return layers_; }
   std::int64_t parameter_count() const override { return entry_.parameter_count(state_); }
   void initialize(std::uint64_t seed) override { call([&](AbiStatus* s) { entry_.initialize(state_, seed, s); }); }

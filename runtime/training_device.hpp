@@ -43,6 +43,9 @@ class TrainingDevice {
   virtual ~TrainingDevice() = default;
   /// "cpu" or "cuda".
   virtual const char* name() const = 0;
+  /// True when the calls only enqueue work (a GPU: the host runs ahead of the device and waits in
+  /// finish), false when each computes before it returns (the CPU).
+  virtual bool asynchronous() const = 0;
   virtual std::size_t layer_count() const = 0;
   /// Floats in the parameter arena (P).
   virtual std::int64_t parameter_count() const = 0;
