@@ -7,6 +7,8 @@
 #include <limits>
 #include <map>
 #include <set>
+#include <tuple>
+#include <utility>
 
 namespace syncplan {
 
@@ -83,7 +85,51 @@ PlanBuckets buckets_from_json(const Json& value, const std::string& where, const
   return buckets;
 }
 
+// `sync_delays` of a layer whose (unsorted) iterations are `iterations`: one whole number per
+// iteration, each d >= 0 with h + d <= period - 1 (no sync crosses the period's end).
+std::vector<int> read_sync_delays(const Json& value, const std::string& where, const std::vector<int>& iterations,
+                                  std::int64_t period) {
+  const std::string field = where + ": field 'sync_delays'";
+  if (!value.is_array()) throw InputError(field + ": expected an array, got " + json_type_name(value));
+  if (value.size() != iterations.size())
+    throw InputError(field + ": expected " + std::to_string(iterations.size()) +
+                     " entries (one per sync iteration), got " + std::to_string(value.size()));
+  std::vector<int> delays;
+  for (std::size_t i = 0; i < value.size(); ++i) {
+    const std::optional<std::int64_t> whole = integer_value(value[i]);
+    if (!whole || *whole < 0)
+      throw InputError(field + ": expected whole numbers >= 0, got " + json_type_name(value[i]) +
+                       (value[i].is_number() ? " " + value[i].dump() : ""));
+    if (iterations[i] + *whole > period - 1)
+      throw InputError(field + ": the sync of iteration " + std::to_string(iterations[i]) + " with delay " +
+                       std::to_string(*whole) + " would end after the period's last iteration " +
+                       std::to_string(period - 1));
+    delays.push_back(static_cast<int>(*whole));
+  }
+  return delays;
+}
+
+// Sorts a layer's sync iterations ascending, its delays (when any) with them.
+void sort_by_iteration(LayerSchedule& schedule) {
+  if (schedule.sync_delays.empty()) {
+    std::sort(schedule.sync_iterations.begin(), schedule.sync_iterations.end());
+    return;
+  }
+  std::vector<std::pair<int, int>> pairs;
+  for (std::size_t i = 0; i < schedule.sync_iterations.size(); ++i)
+    pairs.emplace_back(schedule.sync_iterations[i], schedule.sync_delays[i]);
+  std::sort(pairs.begin(), pairs.end());
+  for (std::size_t i = 0; i < pairs.size(); ++i) std::tie(schedule.sync_iterations[i], schedule.sync_delays[i]) = pairs[i];
+}
+
 }  // namespace
+
+int Plan::max_delay() const {
+  int most = 0;
+  for (const LayerSchedule& layer : layers)
+    for (const int d : layer.sync_delays) most = std::max(most, d);
+  return most;
+}
 
 Plan plan_from_json(const Json& document, const std::string& origin, const Profile& profile) {
   ObjectReader top(document, origin);
@@ -116,6 +162,7 @@ Plan plan_from_json(const Json& document, const std::string& origin, const Profi
     LayerSchedule schedule;
     schedule.name = reader.required_string("name");
     const Json& iterations = reader.required("sync_iterations");
+    const Json* delays = reader.optional("sync_delays", Null::kRejected);
     reader.reject_unknown_keys();
     if (!profile.find(schedule.name))
       throw InputError(where + ": not a layer of the profile");
@@ -136,7 +183,8 @@ Plan plan_from_json(const Json& document, const std::string& origin, const Profi
                          " is outside 0.." + std::to_string(period - 1));
       schedule.sync_iterations.push_back(static_cast<int>(h));
     }
-    std::sort(schedule.sync_iterations.begin(), schedule.sync_iterations.end());
+    if (delays) schedule.sync_delays = read_sync_delays(*delays, where, schedule.sync_iterations, period);
+    sort_by_iteration(schedule);
     if (std::adjacent_find(schedule.sync_iterations.begin(), schedule.sync_iterations.end()) !=
         schedule.sync_iterations.end())
       throw InputError(where + ": field 'sync_iterations': an iteration is listed twice");
@@ -148,6 +196,8 @@ Plan plan_from_json(const Json& document, const std::string& origin, const Profi
       throw InputError(origin + ": layer '" + layer.name + "': in the profile but missing from the plan");
     plan.layers.push_back(std::move(it->second));
   }
+  if (buckets && plan.max_delay() > 0)
+    throw InputError(origin + ": field 'buckets': a plan with sync_delays has no buckets (docs/time-model.md section 13)");
   if (buckets) plan.buckets = buckets_from_json(*buckets, origin + ": field 'buckets'", plan, profile);
   return plan;
 }
@@ -163,8 +213,13 @@ Json plan_to_json(const Plan& plan) {
   document["period"] = plan.period;
   document["algorithm"] = plan.algorithm;
   Json layers = Json::array();
-  for (const LayerSchedule& layer : plan.layers)
-    layers.push_back(Json{{"name", layer.name}, {"sync_iterations", layer.sync_iterations}});
+  for (const LayerSchedule& layer : plan.layers) {
+    Json item{{"name", layer.name}, {"sync_iterations", layer.sync_iterations}};
+    // Only a layer with a non-zero delay writes them: a plan without delays is the v1 of SPEC 4.
+    if (std::any_of(layer.sync_delays.begin(), layer.sync_delays.end(), [](int d) { return d > 0; }))
+      item["sync_delays"] = layer.sync_delays;
+    layers.push_back(std::move(item));
+  }
   document["layers"] = std::move(layers);
   if (plan.predicted) {
     Json predicted;

@@ -21,6 +21,13 @@ inline constexpr int kMaxPeriod = limits::kMaxPeriod;
 struct LayerSchedule {
   std::string name;                       ///< a layer of the profile
   std::vector<int> sync_iterations;       ///< ascending, unique, each in [0, period)
+  /// Delayed averaging (docs/time-model.md section 13): sync_delays[i] is the delay d of the sync in
+  /// iteration sync_iterations[i] (its correction is applied before the step of iteration
+  /// sync_iterations[i] + d <= period - 1). Empty: every delay is 0 (every plan before issue 14).
+  std::vector<int> sync_delays = {};
+
+  /// The delay of the i-th sync (0 when sync_delays is empty).
+  int delay(std::size_t i) const { return sync_delays.empty() ? 0 : sync_delays.at(i); }
 };
 
 /// What the simulator predicts for a plan on the profile it was planned on (SPEC section 4).
@@ -46,11 +53,16 @@ struct Plan {
   std::vector<LayerSchedule> layers;      ///< profile order
   std::optional<PlanPrediction> predicted;
   std::optional<PlanBuckets> buckets;     ///< absent: every layer is its own all-reduce
+
+  /// The largest delay of any sync (0: not a delayed-averaging plan).
+  int max_delay() const;
 };
 
 /// Parses a syncplan.plan/v1 document and checks it against `profile`: every profile layer
 /// exactly once (an unknown, missing or repeated layer is an error naming it), iterations in
-/// [0, period), at least one per layer, no iteration twice. Layers are returned in profile order.
+/// [0, period), at least one per layer, no iteration twice; `sync_delays`, when present, one whole
+/// number d >= 0 per sync iteration h with h + d <= period - 1, and no `buckets` with a delay.
+/// Layers are returned in profile order (sync_delays follow their iterations' sorting).
 /// `buckets`, when present, must have H entries naming profile layers that sync in that iteration,
 /// none twice in an iteration (the simulator checks the rest, buckets_from_plan).
 /// Throws InputError naming `origin`, the field and the layer.

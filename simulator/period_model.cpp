@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 namespace syncplan {
 
@@ -90,35 +91,69 @@ PeriodTiming time_assignment(const BackpropTimes& times, const Assignment& assig
 
 Assignment assignment_from_plan(const Plan& plan, const BackpropTimes& times, const std::string& origin) {
   SYNCPLAN_CHECK(plan.layers.size() == times.size());
-  Assignment assignment;
-  assignment.iterations.resize(plan.period);
+  // Per iteration, (backprop index, delay) pairs sorted by index.
+  std::vector<std::vector<std::pair<int, int>>> syncs(plan.period);
   for (std::size_t i = 0; i < plan.layers.size(); ++i)
-    for (const int h : plan.layers[i].sync_iterations)
-      assignment.iterations.at(h).push_back(static_cast<int>(times.backprop_index(i)));
-  for (auto& layers : assignment.iterations) std::sort(layers.begin(), layers.end());
+    for (std::size_t s = 0; s < plan.layers[i].sync_iterations.size(); ++s)
+      syncs.at(plan.layers[i].sync_iterations[s])
+          .emplace_back(static_cast<int>(times.backprop_index(i)), plan.layers[i].delay(s));
+  Assignment assignment;
+  const bool delayed = plan.max_delay() > 0;
+  for (auto& pairs : syncs) {
+    std::sort(pairs.begin(), pairs.end());
+    assignment.iterations.emplace_back();
+    if (delayed) assignment.delays.emplace_back();
+    for (const auto& [j, d] : pairs) {
+      assignment.iterations.back().push_back(j);
+      if (delayed) assignment.delays.back().push_back(d);
+    }
+  }
   for (std::size_t i = 0; i < plan.layers.size(); ++i) {
     const std::size_t j = times.backprop_index(i);
     if (times.carrier.empty() || times.carrier[j] == static_cast<int>(j)) continue;
     const std::size_t carrier_forward = times.size() - 1 - times.carrier[j];
-    if (plan.layers[i].sync_iterations != plan.layers[carrier_forward].sync_iterations)
-      throw InputError(origin + ": layer '" + plan.layers[i].name + "' shares its parameters with '" +
-                       plan.layers[carrier_forward].name + "' (tied_to) and must sync in the same iterations");
+    const LayerSchedule& layer = plan.layers[i];
+    const LayerSchedule& carrier = plan.layers[carrier_forward];
+    if (layer.sync_iterations != carrier.sync_iterations)
+      throw InputError(origin + ": layer '" + layer.name + "' shares its parameters with '" + carrier.name +
+                       "' (tied_to) and must sync in the same iterations");
+    for (std::size_t s = 0; s < layer.sync_iterations.size(); ++s)
+      if (layer.delay(s) != carrier.delay(s))
+        throw InputError(origin + ": layer '" + layer.name + "' shares its parameters with '" + carrier.name +
+                         "' (tied_to) and must sync with the same sync_delays");
   }
   return assignment;
 }
 
 void align_tied_layers(const BackpropTimes& times, Assignment& assignment) {
-  for (auto& layers : assignment.iterations) {
-    std::vector<int> aligned;
-    for (const int j : layers)
-      if (times.carrier.empty() || times.carrier[j] == j) aligned.push_back(j);
-    for (std::size_t j = 0; j < times.carrier.size(); ++j)
-      if (times.carrier[j] != static_cast<int>(j) &&
-          std::binary_search(layers.begin(), layers.end(), times.carrier[j]))
-        aligned.push_back(static_cast<int>(j));
+  for (int h = 0; h < assignment.period(); ++h) {
+    const std::vector<int>& layers = assignment.iterations[h];
+    // (layer, delay): a tied layer takes its carrier's delay.
+    std::vector<std::pair<int, int>> aligned;
+    for (std::size_t i = 0; i < layers.size(); ++i)
+      if (times.carrier.empty() || times.carrier[layers[i]] == layers[i]) aligned.emplace_back(layers[i], assignment.delay(h, i));
+    for (std::size_t j = 0; j < times.carrier.size(); ++j) {
+      if (times.carrier[j] == static_cast<int>(j)) continue;
+      const auto at = std::lower_bound(layers.begin(), layers.end(), times.carrier[j]);
+      if (at != layers.end() && *at == times.carrier[j])
+        aligned.emplace_back(static_cast<int>(j), assignment.delay(h, static_cast<std::size_t>(at - layers.begin())));
+    }
     std::sort(aligned.begin(), aligned.end());
-    layers = std::move(aligned);
+    std::vector<int> indices, delays;
+    for (const auto& [j, d] : aligned) {
+      indices.push_back(j);
+      delays.push_back(d);
+    }
+    assignment.iterations[h] = std::move(indices);
+    if (!assignment.delays.empty()) assignment.delays[h] = std::move(delays);
   }
+}
+
+bool Assignment::delayed() const {
+  for (const auto& row : delays)
+    for (const int d : row)
+      if (d > 0) return true;
+  return false;
 }
 
 Plan plan_from_assignment(const Assignment& assignment, const Profile& profile,
@@ -128,14 +163,18 @@ Plan plan_from_assignment(const Assignment& assignment, const Profile& profile,
   plan.model = profile.model;
   plan.period = assignment.period();
   plan.algorithm = algorithm;
-  std::vector<std::vector<int>> by_backprop(times.size());
+  std::vector<std::vector<int>> by_backprop(times.size()), delays_by_backprop(times.size());
+  const bool delayed = assignment.delayed();
   for (int h = 0; h < assignment.period(); ++h)
-    for (const int j : assignment.iterations[h]) by_backprop.at(j).push_back(h);
+    for (std::size_t i = 0; i < assignment.iterations[h].size(); ++i) {
+      by_backprop.at(assignment.iterations[h][i]).push_back(h);
+      if (delayed) delays_by_backprop.at(assignment.iterations[h][i]).push_back(assignment.delay(h, i));
+    }
   for (std::size_t i = 0; i < profile.layers.size(); ++i) {
     const std::size_t j = times.backprop_index(i);
-    const auto& iterations = by_backprop[times.carrier.empty() ? j : times.carrier[j]];
-    SYNCPLAN_CHECK(!iterations.empty());
-    plan.layers.push_back(LayerSchedule{profile.layers[i].name, iterations});
+    const std::size_t source = times.carrier.empty() ? j : times.carrier[j];
+    SYNCPLAN_CHECK(!by_backprop[source].empty());
+    plan.layers.push_back(LayerSchedule{profile.layers[i].name, by_backprop[source], delays_by_backprop[source]});
   }
   return plan;
 }

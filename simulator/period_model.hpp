@@ -65,7 +65,14 @@ BackpropTimes backprop_times(const Profile& profile, const std::string& origin);
 /// ascending. A layer may appear in several iterations.
 struct Assignment {
   std::vector<std::vector<int>> iterations;  ///< H entries (H = period)
+  /// Delayed averaging (docs/time-model.md section 13): empty (every delay 0), or H entries with
+  /// delays[h][i] the delay d of the sync of iterations[h][i] (h + d <= H - 1).
+  std::vector<std::vector<int>> delays = {};
   int period() const { return static_cast<int>(iterations.size()); }
+  /// The delay of the i-th sync of iteration h (0 when delays is empty).
+  int delay(int h, std::size_t i) const { return delays.empty() ? 0 : delays.at(h).at(i); }
+  /// Whether any sync has a non-zero delay.
+  bool delayed() const;
 };
 
 /// One all-reduce on the timeline, in seconds from the start of its iteration.

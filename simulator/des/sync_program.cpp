@@ -9,7 +9,8 @@ SyncProgram program_from_assignment(const Assignment& assignment) {
   SyncProgram program;
   program.iterations.resize(assignment.period());
   for (int h = 0; h < assignment.period(); ++h)
-    for (const int j : assignment.iterations[h]) program.iterations[h].push_back({{j}, IssuePoint::kGradientReady});
+    for (std::size_t i = 0; i < assignment.iterations[h].size(); ++i)
+      program.iterations[h].push_back({{assignment.iterations[h][i]}, IssuePoint::kGradientReady, assignment.delay(h, i)});
   return program;
 }
 

@@ -22,6 +22,9 @@ enum class IssuePoint {
 struct SyncOp {
   std::vector<int> layers;          ///< backprop indices, ascending (one layer, or a bucket)
   IssuePoint issue = IssuePoint::kGradientReady;
+  /// Delayed averaging (docs/time-model.md section 13): the op of iteration h must end before the
+  /// update of iteration h + delay, not h's (only kGradientReady ops; h + delay <= H - 1).
+  int delay = 0;
 };
 
 /// The all-reduces of each iteration of one period, in issue order. kGradientReady ops come first

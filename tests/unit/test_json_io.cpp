@@ -341,6 +341,60 @@ TEST_CASE("json: a valid plan is read in profile order", "[json]") {
   REQUIRE_FALSE(plan.predicted.has_value());
 }
 
+TEST_CASE("json: a delayed-averaging plan's sync_delays follow their iterations and round-trip", "[json]") {
+  // c syncs in iterations 2 and 0 with delays 0 and 2 (listed unsorted); sorted by iteration the
+  // delays must come along: iterations {0, 2}, delays {2, 0}. H = 3, so 0 + 2 <= 2 is the limit.
+  const Plan plan = read_plan_text(
+      R"([{"name": "c", "sync_iterations": [2, 0], "sync_delays": [0, 2]}, {"name": "a", "sync_iterations": [0]},
+          {"name": "b", "sync_iterations": [1], "sync_delays": [1]}])",
+      3);
+  REQUIRE(plan.layers[2].sync_iterations == std::vector<int>{0, 2});
+  REQUIRE(plan.layers[2].sync_delays == std::vector<int>{2, 0});
+  CHECK(plan.layers[0].sync_delays.empty());
+  CHECK(plan.layers[0].delay(0) == 0);
+  CHECK(plan.layers[1].delay(0) == 1);
+  CHECK(plan.max_delay() == 2);
+  // Written back: only layers with a non-zero delay carry the field; read again, the same plan.
+  const Json written = plan_to_json(plan);
+  CHECK_FALSE(written["layers"][0].contains("sync_delays"));
+  CHECK(written["layers"][2]["sync_delays"] == Json({2, 0}));
+  const Plan again = plan_from_json(written, "again.json", three_layer_profile());
+  CHECK(again.layers[2].sync_delays == plan.layers[2].sync_delays);
+  CHECK(again.layers[1].sync_delays == plan.layers[1].sync_delays);
+  // All-zero delays are a plan of SPEC 4's v1: nothing is written.
+  const Plan zeros = read_plan_text(
+      R"([{"name": "a", "sync_iterations": [0], "sync_delays": [0]}, {"name": "b", "sync_iterations": [1]},
+          {"name": "c", "sync_iterations": [1]}])");
+  CHECK(zeros.max_delay() == 0);
+  CHECK_FALSE(plan_to_json(zeros)["layers"][0].contains("sync_delays"));
+}
+
+TEST_CASE("json: bad sync_delays are refused naming the layer and the field", "[json]") {
+  const std::string b_and_c = R"({"name": "b", "sync_iterations": [0]},
+                                 {"name": "c", "sync_iterations": [1]})";
+  const auto refused = [&](const std::string& a, const std::string& words) {
+    const std::string layers = "[" + a + ", " + b_and_c + "]";
+    REQUIRE_THROWS_AS(read_plan_text(layers), InputError);
+    REQUIRE_THROWS_WITH(read_plan_text(layers), Contains("plan.json") && Contains("layer 'a'") &&
+                                                    Contains("'sync_delays'") && Contains(words));
+  };
+  SECTION("wrong length") { refused(R"({"name": "a", "sync_iterations": [0], "sync_delays": [1, 0]})", "expected 1 entries"); }
+  SECTION("negative") { refused(R"({"name": "a", "sync_iterations": [0], "sync_delays": [-1]})", "whole numbers >= 0"); }
+  SECTION("fractional") { refused(R"({"name": "a", "sync_iterations": [0], "sync_delays": [0.5]})", "whole numbers >= 0"); }
+  SECTION("not an array") { refused(R"({"name": "a", "sync_iterations": [0], "sync_delays": 1})", "expected an array"); }
+  // H = 2: a sync of iteration 1 cannot be delayed at all, one of iteration 0 by at most 1.
+  SECTION("past the period's end") {
+    refused(R"({"name": "a", "sync_iterations": [1], "sync_delays": [1]})", "after the period's last iteration 1");
+  }
+  SECTION("with buckets") {
+    Json document = plan_document(
+        R"([{"name": "a", "sync_iterations": [0], "sync_delays": [1]}, )" + b_and_c + "]");
+    document["buckets"] = Json{{"alpha_s", 0.0}, {"iterations", Json::array({Json::array(), Json::array()})}};
+    REQUIRE_THROWS_WITH(plan_from_json(document, "plan.json", three_layer_profile()),
+                        Contains("plan.json") && Contains("'buckets'") && Contains("sync_delays"));
+  }
+}
+
 TEST_CASE("json: plans that do not match the profile are rejected", "[json]") {
   const std::string b_and_c = R"({"name": "b", "sync_iterations": [0]},
                                  {"name": "c", "sync_iterations": [1]})";

@@ -329,6 +329,45 @@ TEST_CASE("tied parameters: synced once, by the group's latest-ready layer", "[p
                       Catch::Contains("split.json") && Catch::Contains("'j1'") && Catch::Contains("'j3'") && Catch::Contains("same iterations"));
 }
 
+TEST_CASE("delayed averaging: a plan's delays reach the assignment and come back, tied layers with their carrier", "[period][delayed]") {
+  // The tied profile above: forward j3, j2, j1; j1 tied to j3, so j3 (backprop index 2) carries
+  // the group's sync and j1 (index 0) follows it. H = 3: j3 syncs in 0 with delay 2, j2 in 1
+  // with delay 1 and in 2 with delay 0.
+  Profile profile = backprop_profile({1, 1, 1}, {2, 0.5, 2});
+  profile.layers[2].tied_to = "j3";
+  validate_profile(profile, "hand.json");
+  const BackpropTimes times = backprop_times(profile, "hand.json");
+  Plan plan;
+  plan.period = 3;
+  plan.layers = {{"j3", {0}, {2}}, {"j2", {1, 2}, {1, 0}}, {"j1", {0}, {2}}};
+  const Assignment assignment = assignment_from_plan(plan, times, "delayed.json");
+  REQUIRE(assignment.iterations == std::vector<std::vector<int>>{{0, 2}, {1}, {1}});
+  REQUIRE(assignment.delays == std::vector<std::vector<int>>{{2, 2}, {1}, {0}});
+  CHECK(assignment.delayed());
+  const Plan back = plan_from_assignment(assignment, profile, times, "hand");
+  CHECK(back.layers[0].sync_delays == std::vector<int>{2});
+  CHECK(back.layers[1].sync_delays == std::vector<int>{1, 0});
+  CHECK(back.layers[2].sync_delays == std::vector<int>{2});  // j1 takes j3's
+
+  // align_tied_layers moves j1 to j3's iteration with j3's delay.
+  Assignment loose;
+  loose.iterations = {{2}, {0, 1}, {}};
+  loose.delays = {{1}, {0, 0}, {}};
+  align_tied_layers(times, loose);
+  CHECK(loose.iterations == std::vector<std::vector<int>>{{0, 2}, {1}, {}});
+  CHECK(loose.delays == std::vector<std::vector<int>>{{1, 1}, {0}, {}});
+
+  // A tied layer with a delay of its own is refused, naming both layers.
+  Plan split = plan;
+  split.layers[2].sync_delays = {1};
+  REQUIRE_THROWS_WITH(assignment_from_plan(split, times, "split.json"),
+                      Catch::Contains("split.json") && Catch::Contains("'j1'") && Catch::Contains("'j3'") &&
+                          Catch::Contains("sync_delays"));
+  // A plan without delays gives an assignment without them (every plan before delayed averaging).
+  plan.layers = {{"j3", {0}}, {"j2", {1, 2}}, {"j1", {0}}};
+  CHECK(assignment_from_plan(plan, times).delays.empty());
+}
+
 TEST_CASE("tied parameters: bad ties name the layer", "[period][tied]") {
   Profile profile = backprop_profile({1, 1, 1}, {1, 1, 1});
   profile.layers[2].tied_to = "nothing";
