@@ -88,6 +88,10 @@ constexpr double kLinkNameBytes = 48;
 // ---- state -------------------------------------------------------------------------------------
 struct Collective {
   int iteration = 0;
+  // The iteration whose update waits for it: iteration + op->delay for the blocking issue points
+  // (docs/time-model.md section 13), -1 for kAfterUpdate ops and for delayed ones whose update lies
+  // beyond the run (a run that stops inside a period).
+  int update_iteration = -1;
   const SyncOp* op = nullptr;
   int stream = 0;
   int issued = 0;            // workers that issued it so far
@@ -102,7 +106,9 @@ struct Collective {
 struct IterationState {
   bool created = false;
   std::vector<int> collectives;
-  int blocking_left = 0;       // kGradientReady + kAfterBackward all-reduces not yet done
+  // kGradientReady + kAfterBackward all-reduces not yet done whose update_iteration is this one:
+  // this iteration's own without a delay and delayed ones of earlier iterations.
+  int blocking_left = 0;
   int after_update_left = 0;   // kAfterUpdate all-reduces not yet done
   int after_update_total = 0;
   std::vector<int> waiting_for_update;  // workers whose update waits for blocking_left == 0
@@ -264,9 +270,9 @@ class Engine {
   bool traced(int worker) const { return worker < options_.trace_workers; }
 
   void record(int worker, int stream, std::string name, const char* category, double start, double duration,
-              int iteration, std::vector<int> layers, double bytes) {
-    result_.trace.push_back(
-        DesTraceEvent{worker, stream, std::move(name), category, start, duration, iteration, std::move(layers), bytes});
+              int iteration, std::vector<int> layers, double bytes, int delay = 0) {
+    result_.trace.push_back(DesTraceEvent{worker, stream, std::move(name), category, start, duration, iteration,
+                                          std::move(layers), bytes, delay});
   }
 
   IterationState& iteration_state(int i) {
@@ -296,8 +302,15 @@ class Engine {
       collectives_.push_back(collective);
       streams_[collective.stream].push_back(id);
       state.collectives.push_back(id);
-      if (op.issue == IssuePoint::kAfterUpdate) ++state.after_update_total;
-      else ++state.blocking_left;
+      if (op.issue == IssuePoint::kAfterUpdate) {
+        ++state.after_update_total;
+      } else if (i + op.delay < options_.iterations) {
+        // A delayed sync (section 13) holds back the update of i + delay, whose state may not
+        // exist yet: only its count is kept there. Every worker reaches that update after starting
+        // iteration i, so the count is complete before any worker checks it.
+        collectives_[id].update_iteration = i + op.delay;
+        ++iterations_[i + op.delay].blocking_left;
+      }
     }
     state.after_update_left = state.after_update_total;
     return state;
@@ -474,16 +487,17 @@ class Engine {
       std::string name = "all-reduce " + layers_.names[bucket.front()];
       if (bucket.size() > 1) name += " .. " + layers_.names[bucket.back()] + " (" + std::to_string(bucket.size()) + " layers)";
       record(w, 1 + collective.stream, std::move(name), "allreduce", collective.start_s, now_ - collective.start_s,
-             collective.iteration, bucket, collective.bytes);
+             collective.iteration, bucket, collective.bytes, collective.op->delay);
     }
     stream_busy_[collective.stream] = false;
     IterationState& state = iterations_[collective.iteration];
     if (collective.op->issue == IssuePoint::kAfterUpdate) {
       if (--state.after_update_left == 0)
         for (const int w : std::exchange(state.waiting_for_next, {})) end_iteration(w, collective.iteration);
-    } else if (--state.blocking_left == 0) {
-      for (const int w : std::exchange(state.waiting_for_update, {}))
-        start_update(w, collective.iteration, std::max(now_, workers_[w].backward_end_s));
+    } else if (collective.update_iteration >= 0 && --iterations_[collective.update_iteration].blocking_left == 0) {
+      const int update = collective.update_iteration;
+      for (const int w : std::exchange(iterations_[update].waiting_for_update, {}))
+        start_update(w, update, std::max(now_, workers_[w].backward_end_s));
     }
     try_start_stream(collective.stream);
   }
@@ -517,6 +531,27 @@ class Engine {
   std::normal_distribution<double> normal_{0.0, 1.0};
   DesResult result_;
 };
+
+// Delays as docs/time-model.md section 13 allows them: d >= 0, only on ops issued when their
+// gradient is ready, and no sync past its period's last update (h + d <= H - 1). A plan's are
+// checked when it is read (core/plan.cpp), so a bad one here is a bug of the code that built the
+// program: InternalError, naming the iteration, the layer and the delay.
+void check_sync_delays(const SyncProgram& program, const DesLayers& layers) {
+  const int period = program.period();
+  for (int h = 0; h < period; ++h)
+    for (const SyncOp& op : program.iterations[h]) {
+      if (op.delay == 0) continue;
+      const std::string where = "sync program: iteration " + std::to_string(h) + " of " + std::to_string(period) +
+                                ", all-reduce of layer '" + layers.names[op.layers.back()] + "'";
+      if (op.delay < 0) throw InternalError(where + ": delay " + std::to_string(op.delay) + " is negative");
+      if (op.issue != IssuePoint::kGradientReady)
+        throw InternalError(where + ": delay " + std::to_string(op.delay) +
+                            " on an all-reduce not issued when its gradient is ready (only those may be delayed)");
+      if (h + op.delay > period - 1)
+        throw InternalError(where + ": delay " + std::to_string(op.delay) + " runs past the period (h + delay = " +
+                            std::to_string(h + op.delay) + " > H - 1 = " + std::to_string(period - 1) + ")");
+    }
+}
 
 }  // namespace
 
@@ -591,6 +626,7 @@ DesResult run_des(const DesLayers& layers, const Cluster& cluster, const Topolog
       SYNCPLAN_CHECK(!op.layers.empty());
       for (const int j : op.layers) SYNCPLAN_CHECK(j >= 0 && j < static_cast<int>(layers.size()));
     }
+  check_sync_delays(program, layers);
   const double needed_bytes = des_memory_bytes(layers, cluster, model, program, options);
   const double limit_bytes = options.memory_limit_bytes.value_or(available_memory_bytes());
   if (needed_bytes > limit_bytes) {
@@ -634,6 +670,7 @@ Json des_trace_json(const DesResult& result, const DesLayers& layers) {
     if (event.layers.size() == 1) args["layer"] = layers.names[event.layers.front()];
     else if (!event.layers.empty()) args["layers"] = std::move(names);
     if (!std::isnan(event.bytes) && event.stream > 0) args["bytes"] = event.bytes;
+    if (event.delay > 0) args["delay"] = event.delay;
     events.push_back(Json{{"name", event.name}, {"cat", event.category}, {"ph", "X"}, {"pid", event.worker},
                           {"tid", event.stream}, {"ts", units::seconds_to_us(event.start_s)},
                           {"dur", units::seconds_to_us(event.duration_s)}, {"args", std::move(args)}});

@@ -50,6 +50,10 @@ struct DesTraceEvent {
   int iteration = 0;
   std::vector<int> layers;  ///< backprop indices (all-reduces; the layer of compute events)
   double bytes = 0;         ///< all-reduced bytes (NaN when unknown)
+  /// All-reduces: the sync's delay d (docs/time-model.md section 13): it was issued in `iteration`
+  /// and the update of iteration + d waited for it, so with d > 0 its slice may run on into later
+  /// iterations. 0 for compute events and undelayed syncs.
+  int delay = 0;
 };
 
 /// What a run produced.
@@ -91,7 +95,13 @@ double des_memory_bytes(const DesLayers& layers, const Cluster& cluster, const A
 /// Throws FieldError naming the DesOptions field ("iterations", "comm_streams", "bucket_alpha_s")
 /// for options out of range, and InputError "the discrete-event simulation needs about N bytes
 /// (G GiB) ..., more than the M bytes (G GiB) available ..." when des_memory_bytes exceeds
-/// options.memory_limit_bytes, before allocating anything.
+/// options.memory_limit_bytes, before allocating anything. A SyncOp::delay d > 0 (delayed
+/// averaging, docs/time-model.md section 13) makes the update of iteration h + d, not h's, wait
+/// for the op of iteration h; a negative delay, one on an op that is not kGradientReady, or one
+/// with h + d > H - 1 throws InternalError "sync program: iteration h of H, all-reduce of layer
+/// 'NAME': ..." (plans are checked when read; only a program built in code can hold one). A run
+/// that stops inside a period simulates the delayed syncs whose update lies beyond its last
+/// iteration to their end, and no iteration waits for them (docs/des.md section 1).
 DesResult run_des(const DesLayers& layers, const Cluster& cluster, const Topology& topology,
                   const AllreduceModel& model, const SyncProgram& program, const DesOptions& options);
 
