@@ -2,13 +2,11 @@
 // hand-derived 2- and 3-layer cases, equality with an independent implementation of section 13's
 // timing rule on random delayed assignments, periods that repeat, stragglers and jitter, and the
 // checks of bad delays. Hand-derived times are binary fractions of a second so that sums are exact.
-#include "des_support.hpp"
-#include "equivalence.hpp"
+#include "delayed_reference.hpp"
 
 #include "simulator/des/sync_program.hpp"
 
 #include <algorithm>
-#include <numeric>
 #include <random>
 
 namespace syncplan {
@@ -16,37 +14,7 @@ namespace {
 
 using des_test::backprop_layers;
 using des_test::near;
-using des_test::relative_difference;
-
-// One period of section 13's timing rule for one worker, written from the doc alone (not from
-// simulator/period_model.cpp), on per-layer times in backprop order:
-//   start_(j,h) = max(A_h + B_j, end of the previous sync in (h, j) order),  end = start + c_j
-//   update_k = max(A_k + B_L, ends of the syncs with h + d = k),  T_(k+1) = update_k + U.
-// Returns iteration_k = T_(k+1) - T_k for k = 0..H-1.
-std::vector<double> section13_iterations(const std::vector<double>& backward_s, const std::vector<double>& sync_s,
-                                         double forward_s, double update_s, const Assignment& assignment) {
-  const int period = assignment.period();
-  std::vector<double> ready(backward_s.size());  // B_j
-  double sum = 0;
-  for (std::size_t j = 0; j < backward_s.size(); ++j) ready[j] = sum += backward_s[j];
-  std::vector<double> latest_end(period, 0.0);   // max end of the syncs applied before update_k
-  std::vector<double> iteration_s;
-  double start_of_iteration = 0, link_free = 0;
-  for (int h = 0; h < period; ++h) {
-    const double backprop_start = start_of_iteration + forward_s;  // A_h (no unattributed time here)
-    for (std::size_t i = 0; i < assignment.iterations[h].size(); ++i) {
-      const int j = assignment.iterations[h][i];
-      const double start = std::max(backprop_start + ready[j], link_free);
-      link_free = start + sync_s[j];
-      const int k = h + assignment.delay(h, i);
-      latest_end[k] = std::max(latest_end[k], link_free);
-    }
-    const double update = std::max(backprop_start + ready.back(), latest_end[h]);
-    iteration_s.push_back(update + update_s - start_of_iteration);
-    start_of_iteration = update + update_s;
-  }
-  return iteration_s;
-}
+using des_test::section13_iterations;
 
 // The all-reduce events of traced worker 0, in start order.
 std::vector<DesTraceEvent> allreduces(const DesResult& result) {
@@ -145,7 +113,7 @@ TEST_CASE("DES delayed: 3 layers, a delay of 2 and syncs queued behind it", "[de
   const std::vector<double> expected{5, 5.25, 5};
   // The reference implementation agrees with the derivation (so the random case below compares
   // the DES with something that is right on a case derived by hand).
-  REQUIRE(section13_iterations({1, 1, 2}, {1.25, 0.5, 4}, 0.5, 0.5, assignment) == expected);
+  REQUIRE(section13_iterations(layers, assignment) == expected);
   for (const int workers : {1, 8}) {
     INFO(workers << " identical worker(s)");
     const DesResult result = run_traced(layers, identical_cluster(workers), program, 3);
@@ -201,7 +169,6 @@ TEST_CASE("DES delayed: equals section 13's timing rule on random delayed assign
   // period is the same (no sync crosses a period boundary, so each period starts on an idle link).
   std::mt19937_64 random(20261201);
   std::uniform_real_distribution<double> backward(1e-4, 5e-3), sync(1e-5, 2e-2), small(0, 2e-3);
-  std::bernoulli_distribution syncs(0.6);
   const Cluster cluster = des_test::cluster_of(des_test::cluster_document(4, 2, 80, 1, 8, 10));
   int delayed_syncs = 0, waits = 0;
   for (const int count : {1, 2, 3, 5, 8}) {
@@ -212,50 +179,16 @@ TEST_CASE("DES delayed: equals section 13's timing rule on random delayed assign
           backward_s.push_back(backward(random));
           sync_s.push_back(sync(random));  // > 0: every sync issues an all-reduce
         }
-        const double forward_s = small(random), update_s = small(random);
-        Assignment assignment;
-        assignment.iterations.resize(period);
-        assignment.delays.resize(period);
-        for (int h = 0; h < period; ++h)
-          for (int j = 0; j < count; ++j) {
-            // Every layer at least once per period (in the last iteration when nowhere before).
-            const bool synced_before = std::any_of(assignment.iterations.begin(), assignment.iterations.begin() + h,
-                                                   [&](const std::vector<int>& layers) {
-                                                     return std::find(layers.begin(), layers.end(), j) != layers.end();
-                                                   });
-            if (!syncs(random) && (synced_before || h < period - 1)) continue;
-            const int delay = std::uniform_int_distribution<int>(0, period - 1 - h)(random);
-            assignment.iterations[h].push_back(j);
-            assignment.delays[h].push_back(delay);
-            delayed_syncs += delay > 0 ? 1 : 0;
-          }
+        DesLayers layers = backprop_layers(backward_s, sync_s, small(random), small(random));
+        if (repeat % 2 == 1) {  // the profile's unattributed compute: A_h = T_h + F' + u_B
+          layers.unattributed_forward_s = small(random);
+          layers.unattributed_backward_s = small(random);
+        }
+        const Assignment assignment = des_test::random_delayed_assignment(random, count, period, 0.6);
+        for (const auto& delays : assignment.delays)
+          delayed_syncs += static_cast<int>(std::count_if(delays.begin(), delays.end(), [](int d) { return d > 0; }));
         INFO(count << " layers, H = " << period << ", repeat " << repeat);
-        const std::vector<double> expected = section13_iterations(backward_s, sync_s, forward_s, update_s, assignment);
-        const DesLayers layers = backprop_layers(backward_s, sync_s, forward_s, update_s);
-        DesOptions options;
-        options.iterations = 3 * period;
-        options.trace_workers = 1;
-        const DesResult result = run_des(layers, cluster, program_from_assignment(assignment), options);
-        REQUIRE(result.simulated_workers == 1);
-        const double compute_s = forward_s + std::accumulate(backward_s.begin(), backward_s.end(), 0.0) + update_s;
-        double expected_period = 0, expected_wait = 0;
-        for (int h = 0; h < period; ++h) {
-          expected_period += expected[h];
-          expected_wait += expected[h] - compute_s;
-        }
-        waits += expected_wait > 1e-12 ? 1 : 0;
-        for (int i = 0; i < 3 * period; ++i) {
-          INFO("iteration " << i << ": DES " << result.iteration_s[i] << ", section 13 " << expected[i % period]);
-          REQUIRE(relative_difference(result.iteration_s[i], expected[i % period]) <= 1e-9);
-        }
-        REQUIRE(relative_difference(result.total_s, 3 * expected_period) <= 1e-9);
-        REQUIRE(std::fabs(result.exposed_comm_s() - 3 * expected_wait) <= 1e-9 * result.total_s);
-        // No all-reduce runs past the end of its period (the end of the period's last iteration).
-        for (const DesTraceEvent& event : allreduces(result)) {
-          const int last = (event.iteration / period + 1) * period;
-          const double period_end = std::accumulate(result.iteration_s.begin(), result.iteration_s.begin() + last, 0.0);
-          REQUIRE(event.start_s + event.duration_s <= period_end * (1 + 1e-12));
-        }
+        waits += des_test::check_delayed_equivalence(layers, cluster, assignment, 3) > 1e-12 ? 1 : 0;
       }
     }
   }

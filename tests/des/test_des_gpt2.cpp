@@ -1,6 +1,7 @@
 // The DES and the main job on DreamDDP's measured GPT-2 profile (SPEC section 6), through the
 // library API only. Built into test_des_gpt2 with the golden tests' runner, which exits 77
 // (skipped) when the reference data is absent.
+#include "delayed_reference.hpp"
 #include "des_support.hpp"
 #include "equivalence.hpp"
 #include "reference_data.hpp"
@@ -16,6 +17,24 @@ TEST_CASE("DES equals the period model on the shared GPT-2 profile", "[equivalen
   // The testbed's shape: 8 nodes of 1 GPU at 10 Gbit/s (data/clusters/8nodes-1gpu-10gbps.json).
   const Cluster cluster = des_test::cluster_of(des_test::cluster_document(8, 1, 3600, 5, 10, 50));
   for (const int period : {1, 5, 10}) des_test::check_equivalence(profile, cluster, period, 1);
+}
+
+TEST_CASE("DES of delayed plans equals section 13's rule on the shared GPT-2 profile", "[delayed]") {
+  // Seeded random delayed assignments of the 125 measured layers (docs/time-model.md section 13),
+  // timed by the DES on the testbed's 8 identical workers with the measured sync_s and by
+  // delayed_reference.hpp's independent reading of the rule, over 3 periods.
+  const DesLayers layers = des_layers(golden::gpt2_case().profile, "gpt2", SyncTimeSource::kMeasured);
+  const Cluster cluster = des_test::cluster_of(des_test::cluster_document(8, 1, 3600, 5, 10, 50));
+  std::mt19937_64 random(14);
+  double waits_s = 0;
+  for (const int period : {2, 5, 10})
+    for (const double probability : {0.1, 0.5}) {
+      INFO("H = " << period << ", sync probability " << probability);
+      const Assignment assignment =
+          des_test::random_delayed_assignment(random, static_cast<int>(layers.size()), period, probability);
+      waits_s += des_test::check_delayed_equivalence(layers, cluster, assignment, 3);
+    }
+  REQUIRE(waits_s > 0);  // some syncs are still waited for: the comparison covers the wait rule
 }
 
 TEST_CASE("main job on GPT-2: plan, then the DES of the 8-node cluster reproduces it", "[main_job]") {
