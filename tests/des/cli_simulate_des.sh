@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `syncplan simulate --cluster` end to end (docs/des.md 4): the result JSON (engine "des") against
-# hand-derived figures, and the Chrome trace's shape. Registered by tests/cli/CMakeLists.txt.
+# hand-derived figures, a delayed-averaging plan, and the Chrome trace's shape. Registered by tests/cli/CMakeLists.txt.
 #
 # usage: cli_simulate_des.sh SYNCPLAN PYTHON WORKDIR PROFILE CLUSTER
 #   PROFILE  tests/cli/data/tiny_profile.json; CLUSTER  data/clusters/8nodes-1gpu-10gbps.json
@@ -33,6 +33,21 @@ run simulate --profile "$profile" --cluster "$cluster" --strategy wfbp --period 
   --iterations 3 -o partial.json
 # The period model on the same strategy: engine "period-model", period_s 12.8e-3 s as above.
 run simulate --profile "$profile" --strategy wfbp --period 2 -o period_model.json
+# A delayed-averaging plan (docs/time-model.md section 13), H = 2: head syncs in iteration 0 with
+# delay 1, hidden and embed in iteration 1. Measured times, iteration compute 0.6 + 3 + 0.3 = 3.9 ms.
+# Iteration 0: head 1.6 -> 4.6 ms (applied before update 1); update_0 = 3.6, T_1 = 3.9.
+# Iteration 1: A_1 = 4.5; hidden ready 6.5 -> 7.5, embed ready 7.5 -> 8.0 (the link is idle again
+#   since 4.6); update_1 = max(A_1 + B_L = 7.5, 4.6, 8.0) = 8.0, wait 0.5; T_2 = 8.3.
+#   iteration_s = [3.9, 4.4] ms, exposed 0.5 ms (without the delay: update_0 = 4.6, T_1 = 4.9,
+#   then hidden 7.5 -> 8.5, embed 8.5 -> 9.0, T_2 = 9.3 ms).
+# head's all-reduce slice spans the iteration boundary at 3.9 ms: ts 1600 us, dur 3000 us, delay 1.
+cat > delayed_plan.json <<'JSON'
+{"format": "syncplan.plan/v1", "model": "tiny", "period": 2, "algorithm": "search",
+ "layers": [{"name": "embed", "sync_iterations": [1]}, {"name": "hidden", "sync_iterations": [1]},
+            {"name": "head", "sync_iterations": [0], "sync_delays": [1]}]}
+JSON
+run simulate --profile "$profile" --cluster "$cluster" --plan delayed_plan.json --sync-time measured \
+  --trace delayed_trace.json -o delayed.json
 
 "$python" - <<'PY'
 import json, math, sys
@@ -100,5 +115,22 @@ if allreduces != 6:
 if len(events) != 6 + 2 * 7:
     fail(f"trace.json: {len(events)} X events, expected 20")
 print("ok trace.json: 20 events, no overlap")
+
+delayed = json.load(open("delayed.json"))
+close("delayed total_s", delayed["total_s"], 8.3e-3)
+for i, expected in enumerate([3.9e-3, 4.4e-3]):
+    close(f"delayed iteration_s[{i}]", delayed["iteration_s"][i], expected)
+close("delayed exposed_comm_s", delayed["exposed_comm_s"], 0.5e-3)
+slices = [e for e in json.load(open("delayed_trace.json"))["traceEvents"] if e.get("cat") == "allreduce"]
+head = [e for e in slices if e["args"].get("layer") == "head"]
+if len(slices) != 3 or len(head) != 1:
+    fail(f"delayed_trace.json: {len(slices)} all-reduces ({len(head)} of head), expected 3 (1)")
+close("delayed head ts (us)", head[0]["ts"], 1600)
+close("delayed head dur (us)", head[0]["dur"], 3000)
+if head[0]["args"].get("delay") != 1 or head[0]["args"].get("iteration") != 0:
+    fail(f"delayed_trace.json: head's args {head[0]['args']!r}, expected iteration 0, delay 1")
+if any("delay" in e["args"] for e in slices if e is not head[0]):
+    fail("delayed_trace.json: an undelayed all-reduce carries args.delay")
+print("ok delayed plan: iterations, exposed time and the trace's delayed slice")
 PY
 echo "ok: simulate --cluster"
