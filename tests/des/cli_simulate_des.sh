@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `syncplan simulate --cluster` end to end (docs/des.md 4): the result JSON (engine "des") against
-# hand-derived figures, a delayed-averaging plan, and the Chrome trace's shape. Registered by tests/cli/CMakeLists.txt.
+# hand-derived figures, a delayed-averaging plan, and the Chrome trace's shape. Registered by
+# tests/cli/CMakeLists.txt.
 #
 # usage: cli_simulate_des.sh SYNCPLAN PYTHON WORKDIR PROFILE CLUSTER
 #   PROFILE  tests/cli/data/tiny_profile.json; CLUSTER  data/clusters/8nodes-1gpu-10gbps.json
