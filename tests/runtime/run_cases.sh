@@ -13,7 +13,7 @@
 #               continue this run (another plan, rank count or seed, no complete checkpoint, a
 #               step at --iterations): exit 2, the message once, nothing written, no hang
 #   delayed     a delayed-averaging plan (sync_delays, docs/time-model.md section 13) on 2 ranks:
-#               the checkpoints' parameters equal an independent reference that trains both
+#               the checkpoints' parameters (steps 8, 12, 20, 24) equal an independent reference that trains both
 #               replicas in one process ($DELAYED_REFERENCE, delayed_reference.cpp) bit for bit;
 #               the log's sync_delays and applied and the trace's delayed all-reduces are what the
 #               plan says, some all-reduce runs on past its iteration's step (an emulated slow
@@ -225,6 +225,7 @@ json.dump(plan, open("unfused.json", "w"))'
     "$DELAYED_REFERENCE" delayed.json "$text" 4 32 3 0.003 ck 20 24
     # Stopped after the checkpoint of step 12 and resumed to 24: the same files as the run above.
     mpi 2 run --plan delayed.json "${common[@]}" --iterations 12 --checkpoint resumed --checkpoint-every 4 >/dev/null
+    "$DELAYED_REFERENCE" delayed.json "$text" 4 32 3 0.003 resumed 8 12
     mpi 2 run --plan delayed.json "${common[@]}" --iterations 24 --checkpoint resumed --checkpoint-every 4 \
       --resume resumed --log resumed.jsonl >/dev/null
     same_ranks ck resumed 24
