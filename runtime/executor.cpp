@@ -97,7 +97,7 @@ Executor::Executor(Schedule schedule, Communicator& comm, const LayerBuffers& bu
   if (const auto flying = schedule_.in_flight_at(period_position()))
     throw FieldError("first_iteration", "first_iteration: " + std::to_string(iteration_) + " is period position " +
                                             std::to_string(period_position()) + ", where the delayed sync of bucket '" +
-                                            names_[flying->first][flying->second] + "' started in iteration " +
+                                            names_[flying->first][flying->second] + "' started in the period's iteration " +
                                             std::to_string(flying->first) + " is still in flight");
 }
 

@@ -132,7 +132,7 @@ void check_delayed_run(const TrainRequest& request, const Schedule& schedule) {
       throw FieldError("checkpoint_every",
                        "checkpoint_every: " + std::to_string(request.checkpoint_every) + " saves a step at period position " +
                            std::to_string(position) + " of " + std::to_string(period) + ", where the sync of '" +
-                           schedule.layer_names[bucket.layers.front()] + "' started in iteration " +
+                           schedule.layer_names[bucket.layers.front()] + "' started in the period's iteration " +
                            std::to_string(flying->first) + " with delay " + std::to_string(bucket.delay) +
                            " is in flight: with this delayed-averaging plan choose a multiple of the period " +
                            std::to_string(period));
@@ -384,10 +384,9 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
     return late_ranks_text(LateRanks{}, kQuiet_s);
   };
   options.watch.started = [&](std::int64_t iteration, const std::string& first_layer) {
-    if (iteration != place_iteration) {
-      place_iteration = iteration;
-      if (iteration % schedule.period() == 0) period_buckets.clear();
-    }
+    // A new period (not merely position 0: flsgd starts buckets only in its last iteration).
+    if (place_iteration < 0 || iteration / schedule.period() != place_iteration / schedule.period()) period_buckets.clear();
+    place_iteration = iteration;
     const std::int64_t sequence = next_sequence++;
     arrivals.arrive(sequence);
     newest = sequence;

@@ -587,10 +587,10 @@ TEST_CASE("a delayed bucket averages a snapshot on the side and is applied as p 
 
   // A run cannot start where a delayed sync would be in flight.
   ExecutorOptions resumed;
-  resumed.first_iteration = 4;  // position 1: c_fc's sync of 3 is in flight
+  resumed.first_iteration = 4;  // position 1: c_fc's sync of iteration 3 (position 0) is in flight
   CHECK_THROWS_WITH(Executor(schedule, comm, store.buffers(), clock, resumed),
                     Catch::StartsWith("first_iteration: 4 is period position 1") &&
-                        Catch::Contains("'transformer.h.0.mlp.c_fc' started in iteration 0"));
+                        Catch::Contains("'transformer.h.0.mlp.c_fc' started in the period's iteration 0"));
   // A run that ends after iteration 0 drops c_fc's sync (its step is never run) but waits for it.
   Executor short_run(schedule, comm, store.buffers(), clock);
   run_hooks(short_run, L);
