@@ -215,13 +215,19 @@ Timeline read_trace(const Json& events, const Json* syncplan_object, const std::
     const double start_us = trace_time_us(event, "ts", where, -kLongestTraceTime_us);
     const double end_us = start_us + trace_time_us(event, "dur", where, 0);
     const int pid = trace_integer(event, "pid", where);
-    auto [extent, inserted] = extents[pid].try_emplace(iteration, Extent{start_us, end_us});
-    if (!inserted) {
-      extent->second.start_us = std::min(extent->second.start_us, start_us);
-      extent->second.end_us = std::max(extent->second.end_us, end_us);
-    }
     const auto category = event.find("cat");
     const std::string cat = category != event.end() && category->is_string() ? category->get<std::string>() : "";
+    // A delayed all-reduce (args.delay > 0, docs/formats.md "Measured trace") runs on into later
+    // iterations: it does not stretch its launch iteration.
+    const bool delayed = cat == kAllreduceCategory && args_it->contains("delay") &&
+                         args.required_integer("delay", 0, INT_MAX) > 0;
+    if (!delayed) {
+      auto [extent, inserted] = extents[pid].try_emplace(iteration, Extent{start_us, end_us});
+      if (!inserted) {
+        extent->second.start_us = std::min(extent->second.start_us, start_us);
+        extent->second.end_us = std::max(extent->second.end_us, end_us);
+      }
+    }
     if (cat == kAllreduceCategory || cat == kPeriodModelSyncCategory) {
       period_model_syncs = period_model_syncs || cat == kPeriodModelSyncCategory;
       allreduces.push_back(TraceAllreduce{pid, iteration, allreduce_layers(args, where + ": args"), start_us, end_us});
@@ -287,6 +293,11 @@ void read_log_line(const Json& object, const std::string& where, std::map<int, s
   }
   if (const Json* link = reader.optional("emulated_link"); link != nullptr && !link->is_object())
     throw InputError(where + ": field 'emulated_link': expected an object or null, got " + json_type_name(*link));
+  // Optional, delayed-averaging runs (docs/formats.md "Training log"): not compared, only typed.
+  if (const Json* delays = reader.optional("sync_delays", Null::kRejected); delays != nullptr && !delays->is_array())
+    throw InputError(where + ": field 'sync_delays': expected an array, got " + json_type_name(*delays));
+  if (const Json* applied = reader.optional("applied", Null::kRejected); applied != nullptr && !applied->is_array())
+    throw InputError(where + ": field 'applied': expected an array, got " + json_type_name(*applied));
   reader.reject_unknown_keys();
   auto [it, inserted] = by_iteration[iteration].try_emplace(rank, LogLine{line, iteration_s});
   if (!inserted)

@@ -1,5 +1,6 @@
 // The executor's hooks: launching, polling and waiting for a period's buckets, with the emulated
-// link's completion times (runtime/executor.hpp, docs/runtime.md sections 2 and 5).
+// link's completion times and delayed averaging's snapshots and corrections (runtime/executor.hpp,
+// docs/runtime.md sections 2, 5 and 11).
 #include "runtime/executor.hpp"
 
 #include "core/errors.hpp"
@@ -67,19 +68,37 @@ Executor::Executor(Schedule schedule, Communicator& comm, const LayerBuffers& bu
     const Cluster cluster = emulated_cluster(*options_.link, comm_.size());
     emulated_ = std::make_unique<AllreduceModel>(cluster, Topology(cluster));
   }
+  const bool delayed = schedule_.delayed();
+  if (delayed && std::string(comm_.buffer_place()) != "host")
+    throw InputError(std::string("a delayed-averaging schedule (sync_delays) keeps its snapshots in host memory; the ") +
+                     comm_.backend() + " communicator averages " + comm_.buffer_place() + " memory");
   for (const std::vector<ScheduleBucket>& buckets : schedule_.iterations) {
     auto& spans = spans_.emplace_back();
     auto& names = names_.emplace_back();
-    for (const ScheduleBucket& bucket : buckets) {
+    auto& snapshots = snapshots_.emplace_back(buckets.size());
+    for (std::size_t b = 0; b < buckets.size(); ++b) {
+      const ScheduleBucket& bucket = buckets[b];
+      SYNCPLAN_CHECK(bucket.delay == 0 || bucket.launch == LaunchPoint::kLayerDone);
       auto& list = spans.emplace_back();
+      std::size_t elements = 0;
       for (const std::size_t layer : bucket.layers) {
         const std::vector<std::span<float>> tensors = buffers(layer);
         list.insert(list.end(), tensors.begin(), tensors.end());
+        for (const std::span<float> tensor : tensors) elements += tensor.size();
       }
       names.push_back(schedule_.layer_names.at(bucket.layers.front()));
+      if (bucket.delay > 0) {
+        snapshots[b].own.resize(elements);
+        snapshots[b].mean.resize(elements);
+      }
     }
   }
   iteration_ = options_.first_iteration;
+  if (const auto flying = schedule_.in_flight_at(period_position()))
+    throw FieldError("first_iteration", "first_iteration: " + std::to_string(iteration_) + " is period position " +
+                                            std::to_string(period_position()) + ", where the delayed sync of bucket '" +
+                                            names_[flying->first][flying->second] + "' started in the period's iteration " +
+                                            std::to_string(flying->first) + " is still in flight");
 }
 
 double Executor::emulated_allreduce_s(double bytes) const { return emulated_ ? emulated_->time_s(bytes) : 0.0; }
@@ -116,6 +135,21 @@ void Executor::launch(std::size_t bucket) {
   // this rank arrived (comm/arrivals.hpp).
   const std::int64_t tag = options_.watch.started ? options_.watch.started(iteration_, names_[h][bucket]) : started_;
   ++started_;
+  newest_tag_ = tag;
+  record.delay = scheduled.delay;
+  if (scheduled.delay > 0) {
+    // Delayed averaging (docs/time-model.md section 13, step 1): the parameters iteration h used
+    // (its step has not run) are copied twice, one copy kept as s, the other averaged into m.
+    Snapshot& snapshot = snapshots_[h][bucket];
+    auto into = snapshot.own.begin();
+    for (const std::span<float> tensor : spans_[h][bucket]) into = std::copy(tensor.begin(), tensor.end(), into);
+    std::copy(snapshot.own.begin(), snapshot.own.end(), snapshot.mean.begin());
+    const std::span<float> mean(snapshot.mean);
+    const BucketRequest request = comm_.start(names_[h][bucket], std::span<const std::span<float>>(&mean, 1), nullptr);
+    delayed_.push_back({{request, bucket, 0, tag}, h, iteration_ + scheduled.delay, false, {iteration_, record, 0}});
+    current_.buckets.push_back(std::move(record));
+    return;
+  }
   void* ready = nullptr;
   if (options_.ready_event && scheduled.launch != LaunchPoint::kAfterStep)
     ready = options_.ready_event(scheduled.launch == LaunchPoint::kLayerDone ? scheduled.layers.back() : 0);
@@ -140,6 +174,14 @@ void Executor::test_in_flight() {
     }
   }
   std::erase_if(in_flight_, [](const Flight& flight) { return flight.bucket == static_cast<std::size_t>(-1); });
+  for (Delayed& delayed : delayed_) {
+    if (delayed.done) continue;
+    if (delayed.flight.request.id >= 0 && comm_.test(delayed.flight.request)) delayed.flight.request.id = -1;
+    if (delayed.flight.request.id < 0 && now_s >= delayed.record.bucket.emulated_end_s) {
+      delayed.record.bucket.end_s = std::max(now_s, delayed.record.bucket.emulated_end_s);
+      delayed.done = true;
+    }
+  }
 }
 
 void Executor::layer_backward_done(std::size_t layer) {
@@ -149,32 +191,70 @@ void Executor::layer_backward_done(std::size_t layer) {
   while (next_bucket_ < buckets.size() && buckets[next_bucket_].launch == LaunchPoint::kLayerDone &&
          buckets[next_bucket_].layers.back() >= layer)
     launch(next_bucket_++);
-  if (!in_flight_.empty()) {
-    const std::int64_t newest = in_flight_.back().tag;
+  if (!in_flight_.empty() || !delayed_.empty()) {
     test_in_flight();
-    if (options_.watch.waiting) options_.watch.waiting(newest, 0.0);
+    if (options_.watch.waiting) options_.watch.waiting(newest_tag_, 0.0);
   }
 }
 
-void Executor::wait_in_flight() {
-  for (Flight& flight : in_flight_) {
-    // Polled here rather than with Communicator::wait, so that the watch runs between tests.
-    const double started_s = clock_.now_s();
-    while (flight.request.id >= 0 && !comm_.test(flight.request)) {
-      const double waited_s = clock_.now_s() - started_s;
-      if (waited_s > options_.timeout_s) {
-        const ScheduleBucket& bucket = schedule_.iterations[period_position()][flight.bucket];
-        throw SyncTimeout(comm_.rank(), iteration_, names_[period_position()][flight.bucket], bucket.layers.size(),
-                          options_.timeout_s, flight.tag);
-      }
-      if (options_.watch.waiting) options_.watch.waiting(flight.tag, waited_s);
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
-    }
-    const double emulated_end_s = current_.buckets[flight.record].emulated_end_s;
-    if (clock_.now_s() < emulated_end_s) std::this_thread::sleep_until(clock_.at(emulated_end_s));
-    complete(flight, clock_.now_s());
+double Executor::wait_for(BucketRequest& request, double emulated_end_s, int h, std::size_t b, std::int64_t tag) {
+  // Polled here rather than with Communicator::wait, so that the watch runs between tests.
+  const double started_s = clock_.now_s();
+  while (request.id >= 0 && !comm_.test(request)) {
+    const double waited_s = clock_.now_s() - started_s;
+    if (waited_s > options_.timeout_s)
+      throw SyncTimeout(comm_.rank(), iteration_, names_[h][b], schedule_.iterations[h][b].layers.size(),
+                        options_.timeout_s, tag);
+    if (options_.watch.waiting) options_.watch.waiting(tag, waited_s);
+    std::this_thread::sleep_for(std::chrono::microseconds(50));
   }
+  request.id = -1;
+  if (clock_.now_s() < emulated_end_s) std::this_thread::sleep_until(clock_.at(emulated_end_s));
+  return clock_.now_s();
+}
+
+void Executor::wait_in_flight() {
+  for (Flight& flight : in_flight_)
+    complete(flight, wait_for(flight.request, current_.buckets[flight.record].emulated_end_s, period_position(),
+                              flight.bucket, flight.tag));
   in_flight_.clear();
+}
+
+// docs/time-model.md section 13, step 2: before the step of iteration h + d, wait for the sync of
+// h and apply p <- p + (m - s) to the live parameters; several in sync order (delayed_ is in
+// launch order: iteration ascending, then issue order). The d = 0 buckets of this iteration were
+// averaged in place before (wait_in_flight): corrections are additions, so in exact arithmetic the
+// order among them is immaterial; the contract's order is kept among the corrections.
+void Executor::apply_due() {
+  for (Delayed& delayed : delayed_) {
+    if (delayed.due != iteration_) continue;
+    ExecutedBucket& bucket = delayed.record.bucket;
+    if (!delayed.done)
+      bucket.end_s = std::max(wait_for(delayed.flight.request, bucket.emulated_end_s, delayed.h, delayed.flight.bucket,
+                                       delayed.flight.tag),
+                              bucket.emulated_end_s);
+    const Snapshot& snapshot = snapshots_[delayed.h][delayed.flight.bucket];
+    std::size_t at = 0;
+    for (const std::span<float> tensor : spans_[delayed.h][delayed.flight.bucket])
+      for (float& p : tensor) {
+        p = p + (snapshot.mean[at] - snapshot.own[at]);
+        ++at;
+      }
+    delayed.record.applied_s = clock_.now_s();
+    current_.applied.push_back(std::move(delayed.record));
+  }
+  std::erase_if(delayed_, [this](const Delayed& delayed) { return delayed.due == iteration_; });
+}
+
+std::size_t Executor::drain() {
+  SYNCPLAN_CHECK(phase_ == Phase::kIdle);
+  for (Delayed& delayed : delayed_)
+    if (!delayed.done)
+      wait_for(delayed.flight.request, delayed.record.bucket.emulated_end_s, delayed.h, delayed.flight.bucket,
+               delayed.flight.tag);
+  const std::size_t dropped = delayed_.size();
+  delayed_.clear();
+  return dropped;
 }
 
 void Executor::before_step() {
@@ -185,6 +265,7 @@ void Executor::before_step() {
   const auto& buckets = schedule_.iterations[period_position()];
   while (next_bucket_ < buckets.size() && buckets[next_bucket_].launch != LaunchPoint::kAfterStep) launch(next_bucket_++);
   wait_in_flight();
+  if (!delayed_.empty()) apply_due();
   current_.wait_s += clock_.now_s() - started_s;
   phase_ = Phase::kStepping;
 }

@@ -1,7 +1,8 @@
 // The executor (docs/runtime.md section 2): runs a period's schedule inside a training loop through
 // four hooks, owns the iteration counter (advanced once per optimizer step), launches each bucket
 // when its last layer's backward is done, progresses the buckets in flight by polling, waits for
-// them with a deadline before the step, and records what this rank averaged and when.
+// them with a deadline before the step (delayed buckets: before the step of a later iteration,
+// applied as corrections, docs/runtime.md section 11), and records what this rank averaged and when.
 #pragma once
 
 #include "comm/communicator.hpp"
@@ -93,28 +94,52 @@ struct ExecutedBucket {
   std::vector<std::size_t> layers;  ///< model layer indices, backprop order
   std::int64_t bytes = 0;
   double launch_s = 0;              ///< when it was started (s on the run clock)
-  double end_s = 0;                 ///< when this rank saw it complete (s): the later of the all-reduce and the emulated end
+  /// When this rank saw it complete (s): the later of the all-reduce and the emulated end. A
+  /// delayed bucket (delay > 0) completes in a later iteration: 0 in its launch iteration's
+  /// record, set in the AppliedSync of the iteration that applies it.
+  double end_s = 0;
   double emulated_end_s = 0;        ///< the emulated link's end (s); = launch_s without emulation
+  int delay = 0;                    ///< ScheduleBucket::delay: applied before the step of iteration + delay
+};
+
+/// A delayed bucket (delay > 0) whose correction p <- p + (mean - snapshot) was applied to the live
+/// parameters before a step (docs/time-model.md section 13).
+struct AppliedSync {
+  std::int64_t started_iteration = 0;  ///< the iteration that launched it (its snapshot's)
+  ExecutedBucket bucket;               ///< with end_s: when this rank saw the all-reduce complete
+  double applied_s = 0;                ///< when the correction was applied (s on the run clock)
 };
 
 /// What this rank averaged in one iteration (the executed schedule, SPEC section 8).
 struct ExecutedIteration {
   std::int64_t iteration = 0;
   int period_position = 0;            ///< h = iteration mod H
-  std::vector<ExecutedBucket> buckets;///< in launch order
+  std::vector<ExecutedBucket> buckets;///< launched in this iteration, in launch order
+  /// The delayed buckets of this or earlier iterations applied before this iteration's step, in
+  /// sync order (launch iteration ascending, then launch order); empty without delays.
+  std::vector<AppliedSync> applied;
   double wait_s = 0;                  ///< time in before_step and after_step: launching and waiting for buckets (s)
 };
 
 /// Runs `schedule` through a training loop's hooks, in this order per optimizer step:
 ///   begin_iteration(); [forward...]; layer_backward_done(l) for l = L-1 .. 0 (every layer, in
 ///   backprop order); before_step(); [optimizer step]; after_step().
-/// A hook called out of order is an InternalError. Not thread-safe (the loop's thread only).
+/// and drain() once after the last step. A bucket with delay d > 0 (a delayed-averaging plan,
+/// docs/time-model.md section 13) launched in iteration h copies its layers' parameters at launch
+/// (the snapshot s), all-reduces a second copy on the side while the loop trains on, and in
+/// before_step of iteration h + d, after the buckets of that iteration, is waited for and applied
+/// to the live parameters as p <- p + (m - s) (m the ranks' mean of s), in sync order. Buckets
+/// with d = 0 are averaged in place, as without delays. A hook called out of order is an
+/// InternalError. Not thread-safe (the loop's thread only).
 class Executor {
  public:
   /// `comm` must outlive the executor; `buffers` gives each scheduled layer's tensors (called once
   /// per layer here, not per iteration). `clock` times launches and completions (the trace's
   /// clock). Throws FieldError "timeout_s: ..." for a deadline that is not > 0 and finite,
-  /// "first_iteration: ..." when negative, and InputError from emulated_cluster.
+  /// "first_iteration: ..." when negative or, with delays, at a period position where a delayed
+  /// bucket would be in flight (Schedule::in_flight_at), InputError when a delayed schedule's
+  /// communicator averages other than host memory (the snapshots are host copies), and InputError
+  /// from emulated_cluster.
   Executor(Schedule schedule, Communicator& comm, const LayerBuffers& buffers, const RunClock& clock,
            ExecutorOptions options = {});
 
@@ -131,6 +156,10 @@ class Executor {
   /// Runs the iteration's kAfterStep buckets (flsgd) and waits for them as before_step does, then
   /// records the iteration and advances the counter.
   void after_step();
+  /// After the last step (between iterations): waits for the delayed buckets still in flight (a
+  /// run that ends inside a period), at most options.timeout_s each, and drops them: the step
+  /// they were due before is never run. Returns how many were dropped. Throws SyncTimeout.
+  std::size_t drain();
 
   /// The iteration counter: optimizer steps taken (from options.first_iteration).
   std::int64_t iteration() const { return iteration_; }
@@ -150,10 +179,27 @@ class Executor {
     std::size_t record;   // index into current_.buckets
     std::int64_t tag;     // BucketWatch::started's result, or the bucket's start number
   };
+  // A delayed bucket in flight: its own snapshot and the copy being averaged (host memory, one
+  // per delayed bucket of the period, reused each period), and its record until it is applied.
+  struct Snapshot {
+    std::vector<float> own;   // s: this rank's parameters at launch, the bucket's tensors in order
+    std::vector<float> mean;  // m: the copy of s the communicator averages in place
+  };
+  struct Delayed {
+    Flight flight;               // flight.bucket indexes iterations[h]; flight.record is unused
+    int h = 0;                   // its period position
+    std::int64_t due = 0;        // the iteration before whose step it is applied (h + delay)
+    bool done = false;           // the all-reduce and the emulated end are over
+    AppliedSync record;
+  };
   void launch(std::size_t bucket);
   void test_in_flight();
   void wait_in_flight();
   void complete(const Flight& flight, double now_s);
+  // Polls `request` until it is done (at most options.timeout_s, then SyncTimeout naming bucket
+  // b of period position h), then sleeps until `emulated_end_s`; returns when it was seen done.
+  double wait_for(BucketRequest& request, double emulated_end_s, int h, std::size_t b, std::int64_t tag);
+  void apply_due();
 
   enum class Phase { kIdle, kBackward, kStepping };
 
@@ -171,6 +217,9 @@ class Executor {
   std::int64_t started_ = 0;     // buckets started so far (the tags without a watch)
   double link_free_s_ = 0;       // when the emulated link is free (s on the run clock)
   std::vector<Flight> in_flight_;
+  std::vector<std::vector<Snapshot>> snapshots_;  // snapshots_[h][b]: empty vectors unless delay > 0
+  std::vector<Delayed> delayed_;                  // delayed buckets in flight, in launch order
+  std::int64_t newest_tag_ = -1;                  // the tag of the bucket started last
   ExecutedIteration current_;
   std::optional<ExecutedIteration> last_;
 };

@@ -7,6 +7,7 @@
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <vector>
@@ -35,7 +36,14 @@ std::string hex64(std::uint64_t value) {
 // with every floating-point number as format_exact's text so that no float printing differs.
 std::string schedule_identity(const Plan& plan) {
   Json layers = Json::array();
-  for (const LayerSchedule& layer : plan.layers) layers.push_back(Json::array({layer.name, layer.sync_iterations}));
+  for (const LayerSchedule& layer : plan.layers) {
+    Json entry = Json::array({layer.name, layer.sync_iterations});
+    // Delays only where one is non-zero, so that a plan without them (or with every one 0, which
+    // executes alike) keeps the identity it had before delayed averaging.
+    if (std::any_of(layer.sync_delays.begin(), layer.sync_delays.end(), [](int d) { return d > 0; }))
+      entry.push_back(layer.sync_delays);
+    layers.push_back(std::move(entry));
+  }
   Json identity = {{"plan_period", plan.period}, {"layers", layers}};
   if (plan.buckets) identity["buckets"] = {{"alpha_s", format_exact(plan.buckets->alpha_s)},
                                            {"iterations", plan.buckets->iterations}};

@@ -32,7 +32,8 @@ std::uint64_t fnv1a64(std::string_view text, std::uint64_t hash = kFnv1aOffset);
 std::string hex64(std::uint64_t value);
 
 /// The canonical text of what the executor runs for `plan`: its period, each layer's sync
-/// iterations in the plan's order and its buckets (alpha and layer lists) when present. The
+/// iterations in the plan's order (and its sync_delays when one is non-zero) and its buckets
+/// (alpha and layer lists) when present. The
 /// model name, algorithm and prediction are left out: two plans that execute alike are one plan.
 std::string schedule_identity(const Plan& plan);
 /// The canonical text of a strategy run without a plan file: "strategy NAME period H".

@@ -48,6 +48,7 @@ Schedule from_program(const Model& model, const BackpropTimes& times, const Sync
     for (const SyncOp& op : ops) {
       ScheduleBucket bucket;
       bucket.launch = launch_point(op.issue);
+      bucket.delay = op.delay;
       for (const int j : op.layers) {
         if (!has_allreduce(times, j)) continue;
         bucket.layers.push_back(count - 1 - static_cast<std::size_t>(j));
@@ -67,6 +68,20 @@ std::vector<std::size_t> Schedule::synced_layers(int h) const {
   std::vector<std::size_t> layers;
   for (const ScheduleBucket& bucket : iterations.at(h)) layers.insert(layers.end(), bucket.layers.begin(), bucket.layers.end());
   return layers;
+}
+
+bool Schedule::delayed() const {
+  for (const std::vector<ScheduleBucket>& buckets : iterations)
+    for (const ScheduleBucket& bucket : buckets)
+      if (bucket.delay > 0) return true;
+  return false;
+}
+
+std::optional<std::pair<int, std::size_t>> Schedule::in_flight_at(int position) const {
+  for (int h = 0; h < position && h < period(); ++h)
+    for (std::size_t b = 0; b < iterations[h].size(); ++b)
+      if (h + iterations[h][b].delay >= position) return std::pair{h, b};
+  return std::nullopt;
 }
 
 Profile runtime_profile(const Model& model) { return model_profile_skeleton(model, Dtype::kFp32, "model"); }

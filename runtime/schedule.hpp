@@ -9,7 +9,9 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace syncplan {
@@ -38,6 +40,12 @@ struct ScheduleBucket {
   std::vector<std::size_t> layers;
   LaunchPoint launch = LaunchPoint::kLayerDone;
   std::int64_t bytes = 0;  ///< fp32 bytes all-reduced: 4 x the parameters of its layers' tie groups
+  /// Delayed averaging (docs/time-model.md section 13, the plan's `sync_delays`): the bucket of
+  /// iteration h averages a snapshot of its parameters taken at launch and is applied as the
+  /// correction p <- p + (mean - snapshot) before the step of iteration h + delay (h + delay <=
+  /// H - 1). 0 (default): averaged in place before h's step (a replacement, as every plan before
+  /// issue 14). Only kLayerDone buckets of plans have delays.
+  int delay = 0;
 };
 
 /// A period's schedule: per iteration its buckets in issue order (kLayerDone ones in the order
@@ -52,6 +60,13 @@ struct Schedule {
   int period() const { return static_cast<int>(iterations.size()); }
   /// The layers iteration h averages (model indices, in issue order then backprop order).
   std::vector<std::size_t> synced_layers(int h) const;
+  /// Whether any bucket has a delay > 0 (a delayed-averaging plan).
+  bool delayed() const;
+  /// A bucket still in flight when iteration `position` (0..H-1) of the period starts: one started
+  /// in an iteration h < position with h + delay >= position, as {h, its index in iterations[h]};
+  /// none at position 0 (no sync crosses the period's end) and in a schedule without delays.
+  /// Checkpoints and resumed runs start only where there is none (docs/runtime.md section 11).
+  std::optional<std::pair<int, std::size_t>> in_flight_at(int position) const;
 };
 
 /// The strategies a schedule can be made of without a plan file.

@@ -53,6 +53,10 @@ Json measured_trace_events(const MeasuredTrace& trace, int rank, const std::vect
           args["layers"] = std::move(names);
         }
         args["bytes"] = event.bytes;
+        if (event.delay > 0) {
+          args["delay"] = event.delay;
+          args["applied_iteration"] = event.iteration + event.delay;
+        }
         break;
       }
     }

@@ -46,6 +46,9 @@ struct MeasuredEvent {
   double start_s = 0;               ///< s since the run's start
   double duration_s = 0;            ///< s
   std::int64_t bytes = 0;           ///< all-reduced bytes (all-reduces only)
+  /// Delayed averaging (all-reduces only): applied before the step of iteration + delay; 0: before
+  /// its own iteration's step.
+  int delay = 0;
 };
 
 /// The events of one rank, in the order recorded. Recording is a push_back of a small struct (no
@@ -66,8 +69,8 @@ class MeasuredTrace {
 /// thread names ("rank R", "compute", "comm stream 0"), then one "X" event per measured event with
 /// ts/dur in microseconds: tid 0 "forward NAME"/"backward NAME" (cat forward/backward, args layer,
 /// iteration) and "update" (cat update); tid 1 "all-reduce FIRST .. LAST (n layers)" (cat
-/// allreduce, args iteration, layer or layers in backprop order, bytes). `layer_names` are the
-/// model's, forward order.
+/// allreduce, args iteration, layer or layers in backprop order, bytes, and for a delayed one
+/// delay and applied_iteration = iteration + delay). `layer_names` are the model's, forward order.
 Json measured_trace_events(const MeasuredTrace& trace, int rank, const std::vector<std::string>& layer_names);
 
 /// The all-reduce event name the DES uses: "all-reduce FIRST" or "all-reduce FIRST .. LAST (n

@@ -24,6 +24,8 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
+#include <numeric>
 #include <sstream>
 
 namespace syncplan {
@@ -112,6 +114,31 @@ void choose_cuda_device(const MpiSession& mpi, Setup& setup) {
   setup.cuda_device = mpi.local_rank();
 }
 
+// A delayed-averaging plan (docs/runtime.md section 11): the snapshots and corrections are host
+// code, so not on a GPU; and a checkpoint saves no sync in flight, so every step it is saved
+// after must be a period position where none is. The steps n K (K = checkpoint_every) fall on
+// the positions that are multiples of gcd(K, H). Throws FieldError "device" or "checkpoint_every".
+void check_delayed_run(const TrainRequest& request, const Schedule& schedule) {
+  if (request.device != "cpu")
+    throw FieldError("device", "device " + request.device + ": the delayed-averaging plan " + request.plan_path +
+                                   " (sync_delays) runs on --device cpu only: the GPU trainer has no snapshot and "
+                                   "correction yet (docs/runtime.md section 11)");
+  if (request.checkpoint_dir.empty()) return;
+  const int period = schedule.period();
+  const std::int64_t step = std::gcd(request.checkpoint_every, static_cast<std::int64_t>(period));
+  for (std::int64_t position = step; position < period; position += step)
+    if (const auto flying = schedule.in_flight_at(static_cast<int>(position))) {
+      const ScheduleBucket& bucket = schedule.iterations[flying->first][flying->second];
+      throw FieldError("checkpoint_every",
+                       "checkpoint_every: " + std::to_string(request.checkpoint_every) + " saves a step at period position " +
+                           std::to_string(position) + " of " + std::to_string(period) + ", where the sync of '" +
+                           schedule.layer_names[bucket.layers.front()] + "' started in the period's iteration " +
+                           std::to_string(flying->first) + " with delay " + std::to_string(bucket.delay) +
+                           " is in flight: with this delayed-averaging plan choose a multiple of the period " +
+                           std::to_string(period));
+    }
+}
+
 Setup read_setup(const MpiSession& mpi, const TrainRequest& request) {
   check_train_request(request);
   Setup setup;
@@ -131,6 +158,7 @@ Setup read_setup(const MpiSession& mpi, const TrainRequest& request) {
     setup.schedule = read_plan_schedule(setup.model, request.plan_path);
     setup.schedule_identity = schedule_identity(read_plan_file(request.plan_path, runtime_profile(setup.model)));
   }
+  if (setup.schedule.delayed()) check_delayed_run(request, setup.schedule);
   try {
     setup.shard.emplace(request.data_path, mpi.rank(), mpi.size(), request.batch, request.seq);
   } catch (const InputError& e) {
@@ -237,6 +265,14 @@ Json log_line(const IterationRecord& record, const std::optional<EmulatedLink>& 
   Json line{{"iteration", record.iteration}, {"rank", record.rank},         {"loss", record.loss},
             {"iteration_s", record.iteration_s}, {"compute_s", record.compute_s}, {"wait_s", record.wait_s},
             {"synced_layers", std::move(synced)}, {"buckets", std::move(buckets)}};
+  if (record.delayed) {
+    Json applied = Json::array();
+    for (const AppliedRecord& sync : record.applied)
+      applied.push_back({{"iteration", sync.iteration}, {"layers", sync.layers}, {"delay", sync.delay},
+                         {"start_s", sync.start_s}, {"end_s", sync.end_s}, {"applied_s", sync.applied_s}});
+    line["sync_delays"] = record.sync_delays;
+    line["applied"] = std::move(applied);
+  }
   if (link) line["emulated_link"] = {{"bandwidth_Gbps", link->bandwidth_Gbps}, {"latency_us", link->latency_us}};
   return line;
 }
@@ -326,10 +362,11 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
   options.link = request.link;
   options.first_iteration = first_step;
   // Every bucket and checkpoint agreement is one Arrivals sequence number, in the same order on
-  // every rank. The buckets in flight all belong to the current iteration (the executor waits for
-  // them before it ends), so their first layers are kept for that iteration only.
-  std::int64_t next_sequence = 0, newest = -1, iteration_first_sequence = 0, place_iteration = -1;
-  std::vector<std::string> iteration_buckets;
+  // every rank. The buckets in flight belong to the current iteration (the executor waits for
+  // them before it ends) or, delayed, to earlier ones of the same period (no sync crosses its
+  // end), so their first layers are kept by sequence number for the period.
+  std::int64_t next_sequence = 0, newest = -1, place_iteration = -1;
+  std::map<std::int64_t, std::string> period_buckets;  // sequence -> the bucket's first layer
   std::int64_t noted_sequence = -1;
   double noted_s = 0;
   // Who is late at bucket `sequence`, for the timeout line: a rank stopped later in backprop has
@@ -340,23 +377,20 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
     for (std::int64_t s = sequence; s <= std::max(sequence, newest); ++s) {
       const LateRanks ranks = arrivals.late(s, kQuiet_s);
       if (ranks.absent.empty() && ranks.behind.empty() && ranks.silent.empty()) continue;
-      const std::int64_t index = s - iteration_first_sequence;
-      const bool named = s != sequence && index >= 0 && index < static_cast<std::int64_t>(iteration_buckets.size());
-      return (named ? "at bucket '" + iteration_buckets[static_cast<std::size_t>(index)] + "': " : std::string()) +
+      const auto named = s != sequence ? period_buckets.find(s) : period_buckets.end();
+      return (named != period_buckets.end() ? "at bucket '" + named->second + "': " : std::string()) +
              late_ranks_text(ranks, kQuiet_s);
     }
     return late_ranks_text(LateRanks{}, kQuiet_s);
   };
   options.watch.started = [&](std::int64_t iteration, const std::string& first_layer) {
-    if (iteration != place_iteration) {
-      place_iteration = iteration;
-      iteration_first_sequence = next_sequence;
-      iteration_buckets.clear();
-    }
+    // A new period (not merely position 0: flsgd starts buckets only in its last iteration).
+    if (place_iteration < 0 || iteration / schedule.period() != place_iteration / schedule.period()) period_buckets.clear();
+    place_iteration = iteration;
     const std::int64_t sequence = next_sequence++;
     arrivals.arrive(sequence);
     newest = sequence;
-    iteration_buckets.push_back(first_layer);
+    period_buckets[sequence] = first_layer;
     if (line) line->set_place(iteration, first_layer);
     return sequence;
   };
@@ -366,8 +400,8 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
     // After a second of waiting the line names the late ranks, so that a rank mpirun ends before
     // its own deadline still says who they are.
     if (line && waited_s > kQuiet_s && (sequence != noted_sequence || waited_s - noted_s > kNoteInterval_s)) {
-      line->set_place(place_iteration, iteration_buckets.at(static_cast<std::size_t>(sequence - iteration_first_sequence)),
-                      late(sequence));
+      const auto waited = period_buckets.find(sequence);
+      line->set_place(place_iteration, waited != period_buckets.end() ? waited->second : std::string(), late(sequence));
       noted_sequence = sequence;
       noted_s = waited_s;
     }
@@ -421,17 +455,35 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
       // of the device and waits there for the computation too, so the wait is the time the compute
       // stream was idle (docs/runtime.md section 10).
       record.wait_s = device.asynchronous() ? std::max(0.0, record.iteration_s - record.compute_s) : executed.wait_s;
+      record.delayed = schedule.delayed();
+      const auto names_of = [&](const std::vector<std::size_t>& bucket) {
+        std::vector<std::string> names;
+        for (const std::size_t layer : bucket) names.push_back(schedule.layer_names[layer]);
+        return names;
+      };
       for (const ExecutedBucket& bucket : executed.buckets) {
-        std::vector<std::string>& names = record.buckets.emplace_back();
+        record.buckets.push_back(names_of(bucket.layers));
+        if (record.delayed) record.sync_delays.push_back(bucket.delay);
+        if (bucket.delay > 0) continue;  // it ends in a later iteration: traced when applied, below
         // A GPU's bucket is launched (enqueued) before its layers' backward has run; it starts
         // when the last of them has (on the CPU it is launched after them already).
         double start_s = bucket.launch_s;
-        for (const std::size_t layer : bucket.layers) {
-          names.push_back(schedule.layer_names[layer]);
+        for (const std::size_t layer : bucket.layers)
           start_s = std::max(start_s, compute.backward[layer].start_s + compute.backward[layer].duration_s);
-        }
         trace.record({EventKind::kAllreduce, record.iteration, bucket.layers, start_s,
                       std::max(0.0, bucket.end_s - start_s), bucket.bytes});
+        // Averaged in place: in the parameters when this rank saw it complete.
+        if (record.delayed)
+          record.applied.push_back({record.iteration, record.buckets.back(), 0, bucket.launch_s, bucket.end_s, bucket.end_s});
+      }
+      // Delayed buckets (CPU only: launched after their layers' backward) span from their launch
+      // iteration into this one; the trace files them under their launch iteration.
+      for (const AppliedSync& sync : executed.applied) {
+        const ExecutedBucket& bucket = sync.bucket;
+        trace.record({EventKind::kAllreduce, sync.started_iteration, bucket.layers, bucket.launch_s,
+                      std::max(0.0, bucket.end_s - bucket.launch_s), bucket.bytes, bucket.delay});
+        record.applied.push_back({sync.started_iteration, names_of(bucket.layers), bucket.delay, bucket.launch_s,
+                                  bucket.end_s, sync.applied_s});
       }
       if (step == first_step) result.first_loss = record.loss;
       result.last_loss = record.loss;
@@ -459,6 +511,9 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
         }
       }
     }
+    // A run that ends inside a period leaves delayed syncs in flight, due before steps it does not
+    // run: every rank waits for them (collectives must complete) and drops them.
+    executor.drain();
   } catch (const SyncTimeout& e) {
     throw RunTimeout(std::string(e.what()) + "; " + late(e.tag()));
   }

@@ -53,6 +53,17 @@ struct TrainRequest {
 /// backend library loads with a trainer and NCCL. Throws FieldError naming the field.
 void check_train_request(const TrainRequest& request);
 
+/// A bucket whose average took effect before an iteration's step, in a delayed-averaging run's
+/// log (docs/formats.md "Training log", `applied`).
+struct AppliedRecord {
+  std::int64_t iteration = 0;        ///< the iteration that launched it (took its snapshot)
+  std::vector<std::string> layers;   ///< the bucket, backprop order
+  int delay = 0;                     ///< applied before the step of iteration + delay
+  double start_s = 0;                ///< launched (s on the run clock)
+  double end_s = 0;                  ///< this rank saw its all-reduce complete (s)
+  double applied_s = 0;              ///< the average or correction was in the parameters (s)
+};
+
 /// One line of the log (SPEC section 8), as one rank saw one iteration.
 struct IterationRecord {
   std::int64_t iteration = 0;
@@ -62,11 +73,16 @@ struct IterationRecord {
   double compute_s = 0;      ///< forward, backward and update (s)
   double wait_s = 0;         ///< waiting for buckets before and after the step (s)
   std::vector<std::vector<std::string>> buckets;  ///< what this rank averaged, per bucket in launch order
+  /// A delayed-averaging run (Schedule::delayed): the line also has sync_delays and applied.
+  bool delayed = false;
+  std::vector<int> sync_delays;        ///< per entry of `buckets`, its delay (delayed runs)
+  std::vector<AppliedRecord> applied;  ///< in the order they took effect (delayed runs)
 };
 
 /// The log line of `record`: {"iteration", "rank", "loss", "iteration_s", "compute_s", "wait_s",
-/// "synced_layers" (every bucket's layers in launch order), "buckets"} and, when `link` is set,
-/// "emulated_link": {"bandwidth_Gbps", "latency_us"}.
+/// "synced_layers" (every bucket's layers in launch order), "buckets"}; when record.delayed also
+/// "sync_delays" (one per bucket) and "applied" ([{"iteration", "layers", "delay", "start_s",
+/// "end_s", "applied_s"}]); and, when `link` is set, "emulated_link": {"bandwidth_Gbps", "latency_us"}.
 Json log_line(const IterationRecord& record, const std::optional<EmulatedLink>& link);
 
 /// What a run produced. On rank 0 `log_text` and `trace` hold every rank's (the log sorted by
@@ -111,7 +127,10 @@ using CommunicatorFactory = std::function<Communicator(int cuda_device)>;
 /// AdamW's moments and step, the iteration and period position, the data cursor, the seed),
 /// makes the communicator and the arrival messages, aligns the clocks with a barrier, trains up
 /// to step request.iterations with the executor's hooks (saving a checkpoint after every
-/// checkpoint_every-th step), and gathers the log and trace to rank 0. Every wait for the other
+/// checkpoint_every-th step; a delayed sync still in flight after the last step is waited for
+/// and dropped, Executor::drain), and gathers the log and trace to rank 0. A delayed-averaging
+/// plan is refused (FieldError) on --device cuda and with a checkpoint_every that would save a
+/// step where a delayed sync is in flight (docs/runtime.md section 11). Every wait for the other
 /// ranks has the request's deadline. `line`, when given, is kept naming the iteration and bucket
 /// (and, after a second of waiting, the late ranks). Throws InputError for bad input (on every
 /// rank alike: a resume folder of another run, a checkpoint at or past request.iterations),

@@ -19,6 +19,16 @@
       2(p-1)/p n / B, docs/collectives.md 3), buckets of a rank and iteration end first in, first
       out (each ends no earlier than the previous one's end plus its own time); log and trace say
       the link is emulated.
+  delayed LOG TRACE|- PLAN PROFILE
+      a delayed-averaging run (docs/time-model.md section 13), derived here from the plan's
+      sync_iterations and sync_delays: every line's sync_delays are its buckets' delays; its
+      applied list is the d = 0 buckets of its own iteration (launch order), then the delayed
+      syncs due before its step (launched in iteration - d, no earlier than the log's first
+      iteration), in sync order (launch iteration ascending, then backprop order), each with
+      start_s <= end_s <= applied_s; syncs due after the log's last line are applied nowhere.
+      TRACE: one all-reduce event per applied delayed sync and rank, filed under its launch
+      iteration with args delay and applied_iteration = iteration + delay, and at least one that
+      ends after its launch iteration's update (the sync spans iterations).
 """
 import json
 import sys
@@ -181,6 +191,67 @@ def check_emulated(trace_path, log_path, ranks, gbps, latency_us):
           f"{latency_us} us, first in first out")
 
 
+def plan_syncs(plan, profile):
+    """The plan's syncs of owning layers as (name, h, d), in sync order: h, then backprop order."""
+    order = {layer["name"]: i for i, layer in enumerate(profile["layers"])}
+    owning = set(owning_layers(profile))
+    syncs = []
+    for layer in plan["layers"]:
+        if layer["name"] not in owning:
+            continue
+        delays = layer.get("sync_delays", [0] * len(layer["sync_iterations"]))
+        syncs += [(layer["name"], h, d) for h, d in zip(layer["sync_iterations"], delays)]
+    return sorted(syncs, key=lambda s: (s[1], -order[s[0]]))
+
+
+def check_delayed(log_path, trace_path, plan_path, profile_path):
+    with open(plan_path) as f:
+        plan = json.load(f)
+    with open(profile_path) as f:
+        profile = json.load(f)
+    period, syncs = plan["period"], plan_syncs(plan, profile)
+    lines = read_log(log_path)
+    first = min(line["iteration"] for line in lines)
+    applied_delayed = {}  # rank -> count
+    for line in lines:
+        k, h = line["iteration"], line["iteration"] % period
+        where = f"iteration {k} rank {line['rank']}"
+        launched = [s for s in syncs if s[1] == h]
+        if line.get("sync_delays") != [d for _, _, d in launched]:
+            sys.exit(f"FAIL: {where}: sync_delays {line.get('sync_delays')}, the plan says {[d for _, _, d in launched]}")
+        want = [(k, [n], 0) for n, _, d in launched if d == 0]
+        want += [(k - d, [n], d) for n, hh, d in syncs if d > 0 and hh + d == h and k - d >= first]
+        got = [(a["iteration"], a["layers"], a["delay"]) for a in line["applied"]]
+        if got != want:
+            sys.exit(f"FAIL: {where}: applied {got}, the plan says {want}")
+        for a in line["applied"]:
+            if not a["start_s"] <= a["end_s"] <= a["applied_s"]:
+                sys.exit(f"FAIL: {where}: applied {a}: start_s <= end_s <= applied_s does not hold")
+        applied_delayed[line["rank"]] = applied_delayed.get(line["rank"], 0) + sum(d > 0 for _, _, d in want)
+    total = sum(applied_delayed.values())
+    if total == 0:
+        sys.exit("FAIL: no delayed sync was applied: nothing was checked")
+    print(f"ok: {len(lines)} log lines: sync_delays and applied as the plan says, {total} delayed corrections")
+    if trace_path == "-":
+        return
+    _, events = trace_events(trace_path)
+    update_end = {(e["pid"], e["args"]["iteration"]): e["ts"] + e["dur"] for e in events if e["cat"] == "update"}
+    delayed = [e for e in events if e["cat"] == "allreduce" and e["args"].get("delay", 0) > 0]
+    for rank, count in applied_delayed.items():
+        mine = [e for e in delayed if e["pid"] == rank]
+        if len(mine) != count:
+            sys.exit(f"FAIL: rank {rank}: {len(mine)} delayed all-reduces in the trace, {count} applied in the log")
+    spanning = 0
+    for e in delayed:
+        if e["args"]["applied_iteration"] != e["args"]["iteration"] + e["args"]["delay"]:
+            sys.exit(f"FAIL: {e['name']}: args {e['args']}")
+        spanning += e["ts"] + e["dur"] > update_end[(e["pid"], e["args"]["iteration"])]
+    print(f"{spanning} of {len(delayed)} delayed all-reduces end after their launch iteration's update")
+    if not spanning:
+        sys.exit("FAIL: no delayed all-reduce spans iterations")
+    print("ok: the trace's delayed all-reduces are the applied ones and some span iterations")
+
+
 def main(argv):
     command = argv[1]
     if command == "schedule":
@@ -193,6 +264,8 @@ def main(argv):
         check_overlap(argv[2])
     elif command == "emulated":
         check_emulated(argv[2], argv[3], int(argv[4]), float(argv[5]), float(argv[6]))
+    elif command == "delayed":
+        check_delayed(argv[2], argv[3], argv[4], argv[5])
     else:
         sys.exit(f"check_run.py: unknown command {command}")
 

@@ -17,6 +17,9 @@
 # usage: fault_cases.sh selftest|kill9|sigstop|resume|setup_stall SYNCPLAN WORKDIR [MPIEXEC]
 #   RANKS (environment, default 2): ranks of the job; the victim is rank 1.
 #   STALL_PARTNER (environment, setup_stall only): the test_arrivals_mpi program.
+#   FAULT_SCHEDULE (environment, default "--strategy wfbp --period 1"): what the runs execute,
+#     e.g. "--plan delayed.json" (no spaces in the path; the period must divide 20, the steps
+#     checkpointed).
 set -uo pipefail
 
 case_name="$1" syncplan="$2" workdir="$3" mpiexec="${4:-mpirun}"
@@ -107,7 +110,7 @@ start_job() {
 run_args() {
   local checkpoints="$1"
   shift
-  echo run --strategy wfbp --period 1 --model tiny-gpt --data "$data" --batch 2 --seq 32 --seed 1 \
+  echo run ${FAULT_SCHEDULE:---strategy wfbp --period 1} --model tiny-gpt --data "$data" --batch 2 --seq 32 --seed 1 \
     --timeout-s "$timeout_s" --checkpoint "$checkpoints" --checkpoint-every 20 "$@"
 }
 

@@ -12,11 +12,20 @@
 #   mismatch    ranks with different plans (mpirun's MPMD form), and --resume folders that cannot
 #               continue this run (another plan, rank count or seed, no complete checkpoint, a
 #               step at --iterations): exit 2, the message once, nothing written, no hang
+#   delayed     a delayed-averaging plan (sync_delays, docs/time-model.md section 13) on 2 ranks:
+#               the checkpoints' parameters (steps 8, 12, 20, 24) equal an independent reference that trains both
+#               replicas in one process ($DELAYED_REFERENCE, delayed_reference.cpp) bit for bit;
+#               the log's sync_delays and applied and the trace's delayed all-reduces are what the
+#               plan says, some all-reduce runs on past its iteration's step (an emulated slow
+#               link); the loss falls; a resumed run continues exactly; every delay 0 written out
+#               equals no delays; a run ending inside a period drops its last syncs; a delay past
+#               the period's end and a checkpoint where a sync is in flight are refused (exit 2)
 #   gpu_path    the --device cuda path (TrainingDevice over the GPU backend's trainer table, NCCL's
 #               communicator) on the stand-in backend $FAKE_GPU_TRAINER (host memory, MPI;
 #               tests/kernels/fake_gpu_backend.cpp): every strategy's log equals the CPU run's loss
 #               for loss and bucket for bucket, a resumed run continues exactly, and a backend
-#               without a trainer or with too few devices is refused (exit 2, one line)
+#               without a trainer or with too few devices is refused (exit 2, one line), and so
+#               is a delayed-averaging plan (the GPU trainer has no snapshots and corrections)
 # Exit 77 (a skip) when the GPL-3 text is missing.
 #
 # usage: run_cases.sh CASE SYNCPLAN PYTHON WORKDIR [MPIEXEC]
@@ -42,6 +51,46 @@ make_plan() {
     --profile-out profile.json >plan.txt
   echo "plan: $(grep -c . plan.txt) lines of plan output; buckets per iteration:" \
     "$("$python" -c 'import json; print([len(b) for b in json.load(open("plan.json"))["buckets"]["iterations"]])')"
+}
+
+# Hand-written delayed-averaging plans for tiny-gpt, H = 4, from the planner's profile of its
+# layers (profile.json): the owning layers in backprop order take turns in iterations 0..3 with
+# delays 2, 1, 1, 0 (so the syncs of 0 and 1 are both applied before the step of 2, in that
+# order), wte (with its tied lm_head) syncs in 0 and 2 with delay 1 each; layers without
+# parameters of their own sync in 0. No layer has a delayed correction due where it also syncs
+# with delay 0. zero.json: the same iterations with every delay 0 written out; plain.json:
+# without sync_delays; crossing.json: delayed.json with one sync of iteration 3 delayed by 1.
+make_delayed_plans() {
+  "$syncplan" plan --model tiny-gpt --cluster "$here/data/emulated-2ranks-1gbps.json" --period 4 --algorithm dp \
+    -o base.json --profile-out profile.json >/dev/null
+  "$python" - <<'EOF_PY'
+import copy, json
+profile = json.load(open("profile.json"))
+owning = [l["name"] for l in reversed(profile["layers"])
+          if l.get("param_count", 0) > 0 and not l.get("frozen", False) and l["name"] != "transformer.wte"]
+delay_of = {0: 2, 1: 1, 2: 1, 3: 0}
+syncs = {name: ([i % 4], [delay_of[i % 4]]) for i, name in enumerate(owning)}
+syncs["transformer.wte"] = ([0, 2], [1, 1])
+layers = []
+for l in profile["layers"]:
+    owner = l.get("tied_to", l["name"])
+    iterations, delays = syncs.get(owner, ([0], [0]))
+    layers.append({"name": l["name"], "sync_iterations": iterations, "sync_delays": delays})
+plan = {"format": "syncplan.plan/v1", "model": "tiny-gpt", "period": 4, "algorithm": "hand", "layers": layers}
+json.dump(plan, open("delayed.json", "w"), indent=1)
+zero = copy.deepcopy(plan)
+for l in zero["layers"]:
+    l["sync_delays"] = [0] * len(l["sync_iterations"])
+json.dump(zero, open("zero.json", "w"), indent=1)
+for l in zero["layers"]:
+    del l["sync_delays"]
+json.dump(zero, open("plain.json", "w"), indent=1)
+crossing = copy.deepcopy(plan)
+late = next(l for l in crossing["layers"] if l["sync_iterations"] == [3])
+late["sync_delays"] = [1]
+json.dump(crossing, open("crossing.json", "w"), indent=1)
+print(f"delayed plans: {len(owning) + 1} owning layers, {sum(d > 0 for i, ds in syncs.values() for d in ds)} delayed syncs per period")
+EOF_PY
 }
 
 # expect_job_refused MESSAGE MPIRUN-ARGS...: the mpirun job exits 2 with MESSAGE once on stderr
@@ -155,6 +204,50 @@ json.dump(plan, open("unfused.json", "w"))'
     [[ "$(find ck -type f | sort | xargs sha256sum)" == "$before" ]] || { echo "FAIL: a refused run changed ck/"; exit 1; }
     [[ ! -e absent ]] || { echo "FAIL: a refused run made absent/"; exit 1; }
     ;;
+  delayed)
+    [[ -f "${DELAYED_REFERENCE:-}" ]] || { echo "FAIL: set DELAYED_REFERENCE to the delayed_reference program"; exit 1; }
+    make_delayed_plans
+    same_ranks() {  # same_ranks DIR_A DIR_B STEP: both ranks' checkpoint files are bit-identical
+      local folder rank
+      folder=$(printf 'step-%08d' "$3")
+      for rank in 0 1; do
+        cmp "$1/$folder/rank-$rank.ckpt" "$2/$folder/rank-$rank.ckpt" || { echo "FAIL: $1 and $2 differ at step $3"; exit 1; }
+      done
+      echo "ok: $1 and $2: both ranks' files of step $3 are bit-identical"
+    }
+    # 6 periods on an emulated 0.05 Gbit/s link (about 0.5 s of link time per period against
+    # 0.2-0.4 s of compute), so that delayed all-reduces run on past their iteration's step.
+    mpi 2 run --plan delayed.json "${common[@]}" --iterations 24 --checkpoint ck --checkpoint-every 4 \
+      --emulate-link-Gbps 0.05 --log delayed.jsonl --trace delayed.trace.json
+    check schedule delayed.jsonl profile.json 2 24 --plan delayed.json
+    check delayed delayed.jsonl delayed.trace.json delayed.json profile.json
+    check loss delayed.jsonl "delayed plan"
+    "$DELAYED_REFERENCE" delayed.json "$text" 4 32 3 0.003 ck 20 24
+    # Stopped after the checkpoint of step 12 and resumed to 24: the same files as the run above.
+    mpi 2 run --plan delayed.json "${common[@]}" --iterations 12 --checkpoint resumed --checkpoint-every 4 >/dev/null
+    "$DELAYED_REFERENCE" delayed.json "$text" 4 32 3 0.003 resumed 8 12
+    mpi 2 run --plan delayed.json "${common[@]}" --iterations 24 --checkpoint resumed --checkpoint-every 4 \
+      --resume resumed --log resumed.jsonl >/dev/null
+    same_ranks ck resumed 24
+    check delayed resumed.jsonl - delayed.json profile.json
+    # Every delay 0 written out executes as no delays at all: the same files and log lines.
+    mpi 2 run --plan zero.json "${common[@]}" --iterations 8 --checkpoint zero --checkpoint-every 4 --log zero.jsonl >/dev/null
+    mpi 2 run --plan plain.json "${common[@]}" --iterations 8 --checkpoint plain --checkpoint-every 4 --log plain.jsonl >/dev/null
+    same_ranks zero plain 8
+    "$python" -c 'import json, sys
+a, b = ([json.loads(l) for l in open(p)] for p in sys.argv[1:3])
+assert [(x["loss"], x["buckets"]) for x in a] == [(y["loss"], y["buckets"]) for y in b], "zero.jsonl and plain.jsonl differ"
+assert not any("applied" in x for x in a), "a plan with every delay 0 logged as delayed"
+print("ok: zero.jsonl equals plain.jsonl loss for loss and bucket for bucket")' zero.jsonl plain.jsonl
+    # A run that ends inside a period: the syncs due after its last step are waited for and dropped.
+    mpi 2 run --plan delayed.json "${common[@]}" --iterations 6 --log mid.jsonl >/dev/null
+    check delayed mid.jsonl - delayed.json profile.json
+    expect_refused "field 'sync_delays': the sync of iteration 3 with delay 1 would end after the period's last iteration 3" \
+      --plan crossing.json "${common[@]}" --iterations 4
+    expect_refused "--checkpoint-every: 2 saves a step at period position 2 of 4, where the sync of" \
+      --plan delayed.json "${common[@]}" --iterations 4 --checkpoint bad --checkpoint-every 2
+    [[ ! -e bad ]] || { echo "FAIL: a refused run made bad/"; exit 1; }
+    ;;
   gpu_path)
     [[ -f "${FAKE_GPU_TRAINER:-}" && -f "${FAKE_GPU_BACKEND:-}" ]] || { echo "FAIL: set FAKE_GPU_TRAINER and FAKE_GPU_BACKEND"; exit 1; }
     # same_losses A B [FROM]: every line of B (iterations >= FROM) has A's loss and buckets, bit for bit.
@@ -198,6 +291,10 @@ EOF_PY
       --strategy ssgd --period 1 "${common[@]}" --iterations 2
     SYNCPLAN_GPU_BACKEND="$FAKE_GPU_TRAINER" FAKE_GPU_DEVICES=0 expect_refused "--device cuda: no CUDA device is visible" \
       --device cuda --strategy ssgd --period 1 "${common[@]}" --iterations 2
+    make_delayed_plans >/dev/null
+    SYNCPLAN_GPU_BACKEND="$FAKE_GPU_TRAINER" expect_refused \
+      "--device cuda: the delayed-averaging plan delayed.json (sync_delays) runs on --device cpu only" --device cuda \
+      --plan delayed.json "${common[@]}" --iterations 2
     ;;
   *) echo "run_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac

@@ -7,6 +7,7 @@
 #include "core/field_error.hpp"
 #include "model/model_spec.hpp"
 #include "runtime/executor.hpp"
+#include "runtime/fingerprint.hpp"
 #include "runtime/schedule.hpp"
 #include "runtime/trace.hpp"
 #include "runtime/trainer.hpp"
@@ -15,6 +16,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -45,12 +48,17 @@ std::vector<std::size_t> owning_layers(const Model& model) {
 }
 
 // A communicator of `size` ranks that records each start and completes a bucket after
-// `polls_to_done` tests (never when negative).
+// `polls_to_done` tests (never when negative, nor a bucket whose first buffer `never` picks). When a
+// bucket completes it adds `add_when_done` to every element of its buffers: the "mean" is then
+// the buffers at start plus that, as if the other ranks' values were higher by 2 x add_when_done.
 struct ScriptedComm {
   int polls_to_done = 0;
   int size = 2;
+  float add_when_done = 0;
+  std::function<bool(const CommBuffer&)> never;
   std::vector<std::size_t> started_elements;  // per start, its total element count
   std::vector<int> polls;                     // per request id, tests so far
+  std::vector<std::vector<CommBuffer>> buffers;  // per request id, its buffers
 };
 
 CommBackendTable scripted_table(ScriptedComm& comm) {
@@ -66,13 +74,18 @@ CommBackendTable scripted_table(ScriptedComm& comm) {
     for (std::size_t b = 0; b < count; ++b) elements += buffers[b].count;
     self.started_elements.push_back(elements);
     self.polls.push_back(0);
+    self.buffers.emplace_back(buffers, buffers + count);
     *request = static_cast<std::int64_t>(self.polls.size() - 1);
     return abi_call(status, [] {});
   };
   table.test = [](void* state, std::int64_t request, int* done, AbiStatus* status) {
     auto& self = *static_cast<ScriptedComm*>(state);
-    const int polls = ++self.polls.at(static_cast<std::size_t>(request));
-    *done = self.polls_to_done >= 0 && polls > self.polls_to_done;
+    const auto id = static_cast<std::size_t>(request);
+    const int polls = ++self.polls.at(id);
+    *done = self.polls_to_done >= 0 && polls > self.polls_to_done && !(self.never && self.never(self.buffers.at(id).at(0)));
+    if (*done)
+      for (const CommBuffer& buffer : self.buffers.at(id))
+        for (std::size_t i = 0; i < buffer.count; ++i) buffer.data[i] += self.add_when_done;
     return abi_call(status, [] {});
   };
   table.abort = [](void*, int) {};
@@ -459,4 +472,181 @@ TEST_CASE("frozen layers are synced by nobody; a tied layer must sync with its c
   const Json document{{"format", "syncplan.plan/v1"}, {"period", 2}, {"algorithm", "hand"}, {"layers", layers}};
   CHECK_THROWS_WITH(plan_schedule(tiny, plan_from_json(document, "plan.json", profile), "plan.json"),
                     Catch::Contains("plan.json") && Catch::Contains("'lm_head'") && Catch::Contains("'transformer.wte'"));
+}
+
+// A tiny-gpt plan of H = 3: every layer syncs in iteration 0 without delay, but the first block's
+// MLP input (c_fc) syncs in 0 with delay 2 and the token embedding (wte, with its tied lm_head)
+// in 1 with delay 1: both are applied before the step of iteration 2, c_fc's first (sync order).
+Json delayed_plan_document(const Profile& profile, bool with_delays) {
+  Json layers = Json::array();
+  for (const LayerProfile& layer : profile.layers) {
+    const std::string& owner = layer.tied_to ? *layer.tied_to : layer.name;
+    Json entry{{"name", layer.name}, {"sync_iterations", {owner == "transformer.wte" ? 1 : 0}}};
+    if (owner == "transformer.h.0.mlp.c_fc") entry["sync_delays"] = {with_delays ? 2 : 0};
+    if (owner == "transformer.wte") entry["sync_delays"] = {with_delays ? 1 : 0};
+    layers.push_back(std::move(entry));
+  }
+  return {{"format", "syncplan.plan/v1"}, {"period", 3}, {"algorithm", "hand"}, {"layers", layers}};
+}
+
+// One iteration through the hooks, with every layer's backward.
+void run_hooks(Executor& executor, std::size_t layers, const std::function<void()>& step = {}) {
+  executor.begin_iteration();
+  for (std::size_t l = layers; l-- > 0;) executor.layer_backward_done(l);
+  executor.before_step();
+  if (step) step();
+  executor.after_step();
+}
+
+TEST_CASE("a delayed plan's schedule carries each bucket's delay and says where syncs are in flight", "[runtime]") {
+  const Model& model = tiny_gpt();
+  const Profile profile = runtime_profile(model);
+  const std::size_t fc = index_of(model, "transformer.h.0.mlp.c_fc"), wte = index_of(model, "transformer.wte");
+  const Schedule schedule = plan_schedule(model, plan_from_json(delayed_plan_document(profile, true), "p.json", profile), "p.json");
+  CHECK(schedule.delayed());
+  REQUIRE(schedule.iterations[1].size() == 1);
+  CHECK(schedule.iterations[1][0].layers == std::vector<std::size_t>{wte});
+  CHECK(schedule.iterations[1][0].delay == 1);
+  std::size_t fc_bucket = 0;
+  for (std::size_t b = 0; b < schedule.iterations[0].size(); ++b) {
+    const bool is_fc = schedule.iterations[0][b].layers == std::vector<std::size_t>{fc};
+    CHECK(schedule.iterations[0][b].delay == (is_fc ? 2 : 0));
+    if (is_fc) fc_bucket = b;
+  }
+  // Position 0: nothing in flight (no sync crosses the period's end); 1 and 2: c_fc's (0 + 2 >= 2),
+  // the first found in sync order; wte's (1 + 1) too at 2.
+  CHECK_FALSE(schedule.in_flight_at(0).has_value());
+  CHECK(schedule.in_flight_at(1) == std::optional<std::pair<int, std::size_t>>({0, fc_bucket}));
+  CHECK(schedule.in_flight_at(2) == std::optional<std::pair<int, std::size_t>>({0, fc_bucket}));
+  // Every delay 0 written out is no delay at all, and executes (and fingerprints) as the plan without them.
+  const Plan zero = plan_from_json(delayed_plan_document(profile, false), "z.json", profile);
+  CHECK_FALSE(plan_schedule(model, zero, "z.json").delayed());
+  Json plain_document = delayed_plan_document(profile, false);
+  for (Json& layer : plain_document["layers"]) layer.erase("sync_delays");
+  const Plan plain = plan_from_json(plain_document, "plain.json", profile);
+  CHECK(schedule_identity(zero) == schedule_identity(plain));
+  CHECK(schedule_identity(plan_from_json(delayed_plan_document(profile, true), "p.json", profile)) != schedule_identity(plain));
+}
+
+TEST_CASE("a delayed bucket averages a snapshot on the side and is applied as p + (m - s) before the step of h + d",
+          "[runtime]") {
+  const Model& model = tiny_gpt();
+  const Profile profile = runtime_profile(model);
+  const std::size_t fc = index_of(model, "transformer.h.0.mlp.c_fc"), wte = index_of(model, "transformer.wte");
+  const std::size_t attn = index_of(model, "transformer.h.0.attn.c_attn");
+  const Schedule schedule = plan_schedule(model, plan_from_json(delayed_plan_document(profile, true), "p.json", profile), "p.json");
+  ScriptedComm scripted;
+  scripted.polls_to_done = 0;  // done at the first test
+  scripted.add_when_done = 1;  // m = s + 1
+  Communicator comm(scripted_table(scripted));
+  LayerStore store(model);     // every parameter 1
+  RunClock clock;
+  Executor executor(schedule, comm, store.buffers(), clock);
+  const std::size_t L = model.layers.size();
+  // Iteration 0: c_attn (d = 0) is averaged in place: 1 + 1 = 2. c_fc's all-reduce runs on its
+  // copy: its live parameters stay 1; its "step" then sets them to 5 (the local progress).
+  run_hooks(executor, L, [&] {
+    CHECK(store.tensors[attn][0] == 2.0f);
+    CHECK(store.tensors[fc][0] == 1.0f);
+    std::fill(store.tensors[fc].begin(), store.tensors[fc].end(), 5.0f);
+  });
+  const ExecutedIteration first = executor.last_executed();
+  CHECK(first.applied.empty());
+  bool fc_logged = false;
+  for (const ExecutedBucket& bucket : first.buckets)
+    if (bucket.layers == std::vector<std::size_t>{fc}) {
+      fc_logged = true;
+      CHECK(bucket.delay == 2);
+      CHECK(bucket.end_s == 0);  // completes in a later iteration's record
+    }
+  CHECK(fc_logged);
+  // Iteration 1: wte's snapshot s = 1 is averaged on the side (m = 2); c_fc is not due yet.
+  run_hooks(executor, L, [&] {
+    CHECK(store.tensors[fc][0] == 5.0f);
+    CHECK(store.tensors[wte][0] == 1.0f);
+    std::fill(store.tensors[wte].begin(), store.tensors[wte].end(), 3.0f);
+  });
+  CHECK(executor.last_executed().applied.empty());
+  // Iteration 2: both corrections before the step: c_fc 5 + (2 - 1) = 6, wte 3 + (2 - 1) = 4.
+  run_hooks(executor, L, [&] {
+    CHECK(std::all_of(store.tensors[fc].begin(), store.tensors[fc].end(), [](float p) { return p == 6.0f; }));
+    CHECK(std::all_of(store.tensors[wte].begin(), store.tensors[wte].end(), [](float p) { return p == 4.0f; }));
+  });
+  const ExecutedIteration& third = executor.last_executed();
+  REQUIRE(third.applied.size() == 2);
+  CHECK(third.applied[0].bucket.layers == std::vector<std::size_t>{fc});  // sync order: iteration 0 first
+  CHECK(third.applied[0].started_iteration == 0);
+  CHECK(third.applied[0].bucket.delay == 2);
+  CHECK(third.applied[1].bucket.layers == std::vector<std::size_t>{wte});
+  CHECK(third.applied[1].started_iteration == 1);
+  for (const AppliedSync& sync : third.applied) {
+    CHECK(sync.bucket.launch_s <= sync.bucket.end_s);
+    CHECK(sync.bucket.end_s <= sync.applied_s);
+  }
+  CHECK(executor.drain() == 0);  // a period boundary: nothing in flight
+
+  // A run cannot start where a delayed sync would be in flight.
+  ExecutorOptions resumed;
+  resumed.first_iteration = 4;  // position 1: c_fc's sync of iteration 3 (position 0) is in flight
+  CHECK_THROWS_WITH(Executor(schedule, comm, store.buffers(), clock, resumed),
+                    Catch::StartsWith("first_iteration: 4 is period position 1") &&
+                        Catch::Contains("'transformer.h.0.mlp.c_fc' started in the period's iteration 0"));
+  // A run that ends after iteration 0 drops c_fc's sync (its step is never run) but waits for it.
+  Executor short_run(schedule, comm, store.buffers(), clock);
+  run_hooks(short_run, L);
+  CHECK(short_run.drain() == 1);
+}
+
+TEST_CASE("a delayed bucket that never completes times out before the step it is due at, or in drain", "[runtime]") {
+  const Model& model = tiny_gpt();
+  const Profile profile = runtime_profile(model);
+  const Schedule schedule = plan_schedule(model, plan_from_json(delayed_plan_document(profile, true), "p.json", profile), "p.json");
+  ScriptedComm scripted;
+  Communicator comm(scripted_table(scripted));
+  LayerStore store(model);
+  // The delayed buckets (c_fc, wte) never complete: the communicator gets their copies, not the store's tensors.
+  scripted.never = [&](const CommBuffer& buffer) {
+    return std::none_of(store.tensors.begin(), store.tensors.end(),
+                        [&](const std::vector<float>& tensor) { return tensor.data() == buffer.data; });
+  };
+  RunClock clock;
+  ExecutorOptions options;
+  options.timeout_s = 0.2;
+  Executor executor(schedule, comm, store.buffers(), clock, options);
+  const std::size_t L = model.layers.size();
+  run_hooks(executor, L);  // c_fc is not waited for in iterations 0 and 1
+  run_hooks(executor, L);
+  executor.begin_iteration();
+  for (std::size_t l = L; l-- > 0;) executor.layer_backward_done(l);
+  try {
+    executor.before_step();
+    FAIL("no SyncTimeout");
+  } catch (const SyncTimeout& e) {
+    CHECK(e.iteration() == 2);
+    CHECK(e.first_layer() == "transformer.h.0.mlp.c_fc");
+  }
+  Executor short_run(schedule, comm, store.buffers(), clock, options);
+  run_hooks(short_run, L);
+  CHECK_THROWS_AS(short_run.drain(), SyncTimeout);
+}
+
+TEST_CASE("a delayed run's log line has sync_delays and applied; the trace marks delayed all-reduces", "[runtime]") {
+  IterationRecord record;
+  record.iteration = 6;
+  record.buckets = {{"a"}, {"b"}};
+  CHECK_FALSE(log_line(record, std::nullopt).contains("applied"));  // not delayed: the old line
+  record.delayed = true;
+  record.sync_delays = {0, 2};
+  record.applied = {{6, {"a"}, 0, 1.0, 1.5, 1.5}, {4, {"c"}, 2, 0.25, 0.5, 1.75}};
+  const Json line = log_line(record, std::nullopt);
+  CHECK(line["sync_delays"] == Json::array({0, 2}));
+  REQUIRE(line["applied"].size() == 2);
+  CHECK(line["applied"][1] == Json{{"iteration", 4}, {"layers", {"c"}}, {"delay", 2}, {"start_s", 0.25},
+                                   {"end_s", 0.5}, {"applied_s", 1.75}});
+  MeasuredTrace trace;
+  trace.record({EventKind::kAllreduce, 4, {2}, 0.25, 0.25, 64, 2});
+  const Json events = measured_trace_events(trace, 0, {"a", "b", "c"});
+  CHECK(events[3]["args"]["iteration"] == 4);
+  CHECK(events[3]["args"]["delay"] == 2);
+  CHECK(events[3]["args"]["applied_iteration"] == 6);
 }
