@@ -194,6 +194,17 @@ TEST_CASE("search: converges, and rounds, not seconds, decide the plan", "[plann
   REQUIRE(time_assignment(times, descent.assignment).period_s >= time_assignment(times, first.assignment).period_s);
 }
 
+TEST_CASE("plan job: search options out of range are refused, naming the field", "[planner][plan_job][search]") {
+  PlanRequest request = request_for(test::backprop_profile({1, 1}, {1, 1}), 2);
+  request.search.patience = -1;
+  REQUIRE_THROWS_WITH(validate_plan_request(request), "search.patience: must be >= 0");
+  request.search.patience = 0;
+  request.search.rounds = -1;
+  REQUIRE_THROWS_WITH(validate_plan_request(request), "search.rounds: must be >= 0");
+  request.search.rounds = 0;
+  validate_plan_request(request);  // both 0: the first descent alone
+}
+
 TEST_CASE("gap to the lower bound: rounding reads 0, a real negative gap is a bug", "[planner][bound]") {
   REQUIRE(gap_to_lower_bound(1.01, 1.0) == Approx(0.01));
   REQUIRE(gap_to_lower_bound(5.0, 0.0) == 0);  // no bound: no gap
