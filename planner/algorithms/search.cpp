@@ -56,13 +56,10 @@ double SearchIteration::wait_with_s(int j) const {
   return wait_with_at_s(std::upper_bound(layers_.begin(), layers_.end(), j) - layers_.begin(), j);
 }
 
-double SearchIteration::wait_with_at_s(std::size_t p, int j) const {
-  if (alpha_s_) {
-    scratch_.assign(layers_.begin(), layers_.end());
-    scratch_.insert(scratch_.begin() + static_cast<std::ptrdiff_t>(p), j);
-    return fused_iteration_wait_s(*times_, scratch_, *alpha_s_);
-  }
-  return wait_after_s(suffix_[p](std::max(times_->ready_s[j], prefix_end_s_[p]) + times_->sync_s[j]));
+double SearchIteration::fused_wait_with_at_s(std::size_t p, int j) const {
+  scratch_.assign(layers_.begin(), layers_.end());
+  scratch_.insert(scratch_.begin() + static_cast<std::ptrdiff_t>(p), j);
+  return fused_iteration_wait_s(*times_, scratch_, *alpha_s_);
 }
 
 double SearchIteration::wait_without_s(int j) const {
@@ -71,13 +68,10 @@ double SearchIteration::wait_without_s(int j) const {
   return wait_without_at_s(p);
 }
 
-double SearchIteration::wait_without_at_s(std::size_t p) const {
-  if (alpha_s_) {
-    scratch_.assign(layers_.begin(), layers_.end());
-    scratch_.erase(scratch_.begin() + static_cast<std::ptrdiff_t>(p));
-    return fused_iteration_wait_s(*times_, scratch_, *alpha_s_);
-  }
-  return wait_after_s(suffix_[p + 1](prefix_end_s_[p]));
+double SearchIteration::fused_wait_without_at_s(std::size_t p) const {
+  scratch_.assign(layers_.begin(), layers_.end());
+  scratch_.erase(scratch_.begin() + static_cast<std::ptrdiff_t>(p));
+  return fused_iteration_wait_s(*times_, scratch_, *alpha_s_);
 }
 
 void SearchIteration::rebuild() {
@@ -169,6 +163,8 @@ class SearchState {
   bool settled(int a, int b) const { return changed_[a] <= settled_ && changed_[b] <= settled_; }
   // Says that no relocation or swap gains in the plan as it is (a descent ended here).
   void settle() { settled_ = clock_; }
+  // How many changes the plan has had (relocations, two per swap).
+  long long changes() const { return clock_; }
 
   void swap(int j, int k) {
     const int a = where_[j], b = where_[k];
@@ -296,7 +292,9 @@ PlanCandidate plan_search(const BackpropTimes& times, int period, const SearchOp
   if (optimal()) return finished(best, SearchStop::kBound, 0);
   SearchState current = best;
   bool in_time = descend(current, times, alpha_s, min_gain_s, deadline);
+  // A descent that moved nothing leaves dp's plan settled: no move gains there either.
   if (current.total_wait_s() < best.total_wait_s() - min_gain_s) best = current;
+  else if (in_time && current.changes() == best.changes()) best.settle();
 
   // Iterated local search: perturb the best plan by one to three random relocations, descend
   // again; converged after `patience` rounds in a row without a strict improvement.

@@ -39,10 +39,16 @@ class SearchIteration {
 
   /// The wait (s) if j (not among the layers) were added; _at: p is how many layers precede j.
   double wait_with_s(int j) const;
-  double wait_with_at_s(std::size_t p, int j) const;
+  double wait_with_at_s(std::size_t p, int j) const {  // inline: the swap pass's inner loop calls it
+    if (alpha_s_) return fused_wait_with_at_s(p, j);
+    return wait_after_s(suffix_[p](std::max(times_->ready_s[j], prefix_end_s_[p]) + times_->sync_s[j]));
+  }
   /// The wait (s) if j (among the layers) were removed; _at: the layer at position p.
   double wait_without_s(int j) const;
-  double wait_without_at_s(std::size_t p) const;
+  double wait_without_at_s(std::size_t p) const {
+    if (alpha_s_) return fused_wait_without_at_s(p);
+    return wait_after_s(suffix_[p + 1](prefix_end_s_[p]));
+  }
 
   /// Visits the layers k > j in order (j not among the layers), each with the wait (s) if j were
   /// added and k removed: visit(k, wait_s) returns true to stop, and then so does this. Unfused,
@@ -87,6 +93,8 @@ class SearchIteration {
   };
 
   void rebuild();
+  double fused_wait_with_at_s(std::size_t p, int j) const;
+  double fused_wait_without_at_s(std::size_t p) const;
   double wait_after_s(double link_end_s) const { return std::max(0.0, link_end_s - times_->backprop_s()); }
 
   const BackpropTimes* times_;
