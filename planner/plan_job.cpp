@@ -25,9 +25,9 @@ constexpr double kLongestTimeLimit_s = 86400;
 constexpr int kAutoMaxPeriod = 1000;
 
 // The plans of one job at one period, each strategy planned once per bucket alpha (fused or not):
-// the comparison table's rows, `best` and the chosen plan share them, so the job runs `search`
-// once where they need the same plan (the time limit then bounds the job, not each use). Records
-// every search run in `runs`.
+// the comparison table's rows, `best` and the chosen plan share them, so the job
+// runs `search` once where they need the same plan (the time limit then bounds the job, not each
+// use), and search starts from the job's dp plan. Records every search run in `runs`.
 class JobPlans {
  public:
   JobPlans(const BackpropTimes& times, std::vector<SearchRun>& runs) : times_(times), runs_(runs) {}
@@ -48,7 +48,10 @@ class JobPlans {
     const Key key{strategy.name, options.bucket_alpha_s};
     for (const auto& [known, candidate] : plans_)
       if (known == key) return candidate;
-    PlanCandidate candidate = strategy.plan(times_, period_, options);
+    // search starts from dp's plan: the job's own, planned once.
+    SearchOptions with_dp = options;
+    if (std::string_view(strategy.name) == "search") with_dp.dp_plan = plan(*find_strategy("dp"), options).assignment;
+    PlanCandidate candidate = strategy.plan(times_, period_, with_dp);
     if (candidate.search_run) runs_.push_back(*candidate.search_run);
     plans_.emplace_back(key, candidate);
     return candidate;
@@ -125,6 +128,7 @@ void validate_plan_request(const PlanRequest& request) {
   if (!(search.time_limit_s > 0 && search.time_limit_s <= kLongestTimeLimit_s))
     throw FieldError("search.time_limit_s", "search.time_limit_s: must be in (0, 86400] seconds");
   if (search.rounds < 0) throw FieldError("search.rounds", "search.rounds: must be >= 0");
+  if (search.patience < 0) throw FieldError("search.patience", "search.patience: must be >= 0");
   if (request.max_overhead && !(*request.max_overhead > 0 && *request.max_overhead <= 100))
     throw FieldError("max_overhead", "max_overhead: must be a fraction of compute in (0, 100], got " +
                                          format_exact(*request.max_overhead));
@@ -172,19 +176,19 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
 
   // The chosen plan first: with fusion its (fused) search has the time left before the table's.
   outcome.chosen = plans.plan(algorithm, search);
-  std::optional<SearchRun> table_search_run;
+  outcome.chosen_search = outcome.chosen.search_run;
   for (const std::string& name : compared_strategy_names()) {
     const Strategy& strategy = *find_strategy(name);
     if (!strategy.plannable()) {
       outcome.strategies.push_back({name, strategy.run_period_model(times, period).timing});
       continue;
     }
+    // An algorithm that does not search (dp, dreamddp, ...) runs none: the table then has no
+    // `search` row (docs/time-model.md section 7).
+    if (name == "search" && !outcome.chosen_search) continue;
     const PlanCandidate candidate = plans.plan(strategy, unfused_search);
-    if (candidate.search_run) table_search_run = candidate.search_run;
     outcome.strategies.push_back({name, time_assignment(times, candidate.assignment)});
   }
-  SYNCPLAN_CHECK(outcome.chosen.search_run || table_search_run);
-  outcome.chosen_search = outcome.chosen.search_run ? *outcome.chosen.search_run : *table_search_run;
   outcome.spec_lower_bound_s = spec_lower_bound_s(times, period);
   outcome.suffix_lower_bound_s = suffix_lower_bound_s(times, period);
   outcome.unfused_lower_bound_s = best_lower_bound_s(times, period);
@@ -231,8 +235,9 @@ PlanReport plan_report(const PlanOutcome& outcome, const PlanRequest& request) {
   report.every_iteration = outcome.pinned_layers;
   report.max_overhead = request.max_overhead;
   report.search = {request.search.time_limit_s, static_cast<int>(outcome.search_runs.size()), 0.0,
-                   outcome.time_limited_searches(), search_stop_name(outcome.chosen_search.stop),
-                   outcome.chosen_search.rounds};
+                   outcome.time_limited_searches(),
+                   outcome.chosen_search ? search_stop_name(outcome.chosen_search->stop) : "none",
+                   outcome.chosen_search ? outcome.chosen_search->rounds : 0};
   for (const SearchRun& run : outcome.search_runs) report.search.elapsed_s += run.elapsed_s;
   return report;
 }

@@ -19,7 +19,7 @@ namespace syncplan {
 inline constexpr double kAutoSearchLimit_s = 0.05;
 
 /// What to plan. Errors name these fields (FieldError: "period", "max_overhead", "algorithm",
-/// "every_iteration", "search.time_limit_s", "search.rounds", "bucket_alpha_s").
+/// "every_iteration", "search.time_limit_s", "search.rounds", "search.patience", "bucket_alpha_s").
 struct PlanRequest {
   Profile profile;      ///< gives the plan its model name and layer order (after the sync-time choice)
   std::string origin;   ///< names the profile in messages and the report (a path, or "--model NAME")
@@ -29,7 +29,7 @@ struct PlanRequest {
   std::optional<int> period;           ///< H in 1..kMaxPeriod; unset: automatic (max_overhead required)
   std::optional<double> max_overhead;  ///< automatic H: largest planned wait / compute, in (0, 100]
   std::string algorithm = "best";      ///< a plannable strategy of the table
-  /// time_limit_s in (0, 86400] s, rounds >= 0, seed; every_iteration, bucket_alpha_s and
+  /// time_limit_s in (0, 86400] s, rounds >= 0, patience >= 0, seed; every_iteration, bucket_alpha_s and
   /// deadline are set by the job. time_limit_s bounds the job's whole search: every run of
   /// `search` in the job (the table's row, best's, the automatic period's) stops at one deadline,
   /// time_limit_s after the job starts.
@@ -74,10 +74,12 @@ struct PlanOutcome {
   std::vector<std::string> pinned_layers;  ///< every_iteration's matches, backprop order
   double gap_to_lower_bound = 0;         ///< gap_to_lower_bound(timing.period_s, lower_bound_s): >= 0
   /// Every run of `search` the job made, in order: one per period tried and per fused or unfused
-  /// plan, shared by the comparison table's `search` row, `best` and the chosen plan.
+  /// plan, shared by the comparison table's `search` row, `best` and the chosen plan. Empty when
+  /// the algorithm does not search (dp, dreamddp, ...): `strategies` then has no `search` row.
   std::vector<SearchRun> search_runs;
-  /// The run behind the chosen plan (for an algorithm that does not search: the table's row).
-  SearchRun chosen_search;
+  /// The run behind the chosen plan (`search`, or `best`'s search); unset when the algorithm does
+  /// not search.
+  std::optional<SearchRun> chosen_search;
   Plan plan;                             ///< the syncplan.plan/v1 document, with predicted and buckets
 
   /// How many of search_runs the time limit cut short (their plans are the best found by then).

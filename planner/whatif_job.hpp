@@ -68,7 +68,7 @@ struct WhatifRequest {
   double max_overhead = kWhatifDefaultMaxOverhead;  ///< automatic H: dp's planned wait / compute at most this
   /// Plan options, as `plan`'s: search (rounds >= 0, seed; time_limit_s in (0, 86400]), bubble
   /// filling, bucket fusion with the point cluster's all-reduce start-up time.
-  SearchOptions search = {kWhatifSearchLimit_s, 30, 1, {}, std::nullopt, std::nullopt};
+  SearchOptions search = {kWhatifSearchLimit_s, SearchOptions{}.rounds, 1, {}, std::nullopt, std::nullopt};
   bool fill_bubbles = false;
   bool fuse_buckets = false;
   std::optional<int> iterations;  ///< DES iterations per point (1..100,000); unset: one period

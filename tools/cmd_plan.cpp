@@ -43,6 +43,7 @@ constexpr std::initializer_list<FieldFlag> kPlanFlags = {
     {"every_iteration", "--every-iteration"},
     {"search.time_limit_s", "--time-limit-s"},
     {"search.rounds", "--search-rounds"},
+    {"search.patience", "--patience"},
     {"bucket_alpha_s", "--alpha-s"},
 };
 
@@ -151,12 +152,15 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
                     : "")
             << ", period " << seconds_text(outcome.timing.period_s) << " s, gap to lower bound "
             << format_percent(outcome.gap_to_lower_bound) << '\n';
+  if (!outcome.chosen_search)
+    std::cout << "search: not run (--algorithm " << outcome.requested_algorithm
+              << " does not search; best or search add its row)\n";
   if (const int cut = outcome.time_limited_searches(); cut > 0)
     std::cout << "search: stopped at its time limit (--time-limit-s " << format_short(options.search.time_limit_s, 0)
               << " for the whole command"
               << (outcome.auto_period ? ", at most " + format_short(kAutoSearchLimit_s, 2) + " s for each H tried" : "")
               << ") in " << cut << " of " << outcome.search_runs.size()
-              << " runs, before the lower bound or its rounds: the plans are the best found by then\n";
+              << " runs, before the lower bound or convergence: the plans are the best found by then\n";
   if (!outcome.pinned_layers.empty())
     std::cout << "every iteration (--every-iteration '" << options.every_iteration
               << "'): " << outcome.pinned_layers.size() << " layers synced in all " << period << " iterations\n";
@@ -272,10 +276,13 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_option("--algorithm", options->algorithm,
                    strategy_names_text(StrategyUse::kPlan) + " (default: best, the lowest period found)");
   plan->add_option("--time-limit-s", options->search.time_limit_s,
-                   "search: stop improving after this many seconds, for all of the command's searches together "
-                   "(the table's search row, best, each H of --period auto), in (0, 86400] (default: 1)");
+                   "search: a cap, stop improving after this many seconds, for all of the command's searches "
+                   "together (the table's search row, best, each H of --period auto), in (0, 86400] (default: 1)");
   plan->add_option("--search-rounds", options->search.rounds,
-                   "search: random perturbation rounds after the first descent, >= 0 (default: 30)");
+                   "search: a cap, the most random perturbation rounds after the first descent, >= 0 (default: 1000)");
+  plan->add_option("--patience", options->search.patience,
+                   "search: converged after this many perturbation rounds in a row without a strict improvement, "
+                   ">= 0 (default: 40)");
   plan->add_option("--seed", options->seed_text, "search: random seed, a whole number >= 0 (default: 1)");
   plan->add_option("--cluster", options->sync.cluster_path,
                    "syncplan.cluster/v1 file: plan for its all-reduce times (see --sync-time) and take bucket "

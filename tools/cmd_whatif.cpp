@@ -36,7 +36,7 @@ struct WhatifOptions {
   double max_overhead = kWhatifDefaultMaxOverhead;
   bool fill_bubbles = false, fuse_buckets = false;
   double time_limit_s = kWhatifSearchLimit_s;
-  int rounds = 30;
+  int rounds = SearchOptions{}.rounds;
   std::string seed_text = "1";
   long long iterations = 0;
   bool iterations_given = false;
@@ -244,7 +244,9 @@ void add_whatif_command(CLI::App& app, Action& action) {
       "plans: fuse each iteration's syncs into buckets with the point's all-reduce start-up time (as plan)");
   whatif_app->add_option("--time-limit-s", options->time_limit_s,
       "plans: each point's search time limit in (0, 86400] s (default: 600, so that rounds, not time, end it)");
-  whatif_app->add_option("--search-rounds", options->rounds, "plans: search perturbation rounds, >= 0 (default: 30)");
+  whatif_app->add_option("--search-rounds", options->rounds,
+                         "plans: search's cap on perturbation rounds, >= 0 (default: 1000; it stops when converged, "
+                         "as plan's)");
   whatif_app->add_option("--seed", options->seed_text, "plans: search random seed (default: 1)");
   CLI::Option* iterations = whatif_app->add_option("--iterations", options->iterations,
       "iterations simulated per point, 1..100000 (default: one period)");

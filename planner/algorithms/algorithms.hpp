@@ -16,11 +16,12 @@ namespace syncplan {
 /// Why `search` stopped (docs/time-model.md section 7).
 enum class SearchStop {
   kBound,      ///< the plan met the lower bound: it is optimal
-  kRounds,     ///< every round ran (or there was nothing to search: H = 1 or one layer)
+  kConverged,  ///< `patience` rounds in a row found no strict improvement
+  kRounds,     ///< the round cap was reached (or there was nothing to search: H = 1 or no layer to move)
   kTimeLimit,  ///< the time limit (or the job's deadline) cut it short: the best plan so far
 };
 
-/// The name of a stop in reports and docs: "bound", "rounds", "time_limit".
+/// The name of a stop in reports and docs: "bound", "converged", "rounds", "time_limit".
 const char* search_stop_name(SearchStop stop);
 
 /// What one run of `search` did.
@@ -38,10 +39,11 @@ struct PlanCandidate {
   std::optional<SearchRun> search_run = std::nullopt;
 };
 
-/// Options of the planning algorithms (only `search` and `best` read the first four).
+/// Options of the planning algorithms (only `search` and `best` read all but every_iteration).
+/// Rounds, not seconds, decide search's plan: the time limit is a cap a converged search misses.
 struct SearchOptions {
-  double time_limit_s = 1.0;  ///< stop improving after this long (s); the plan so far is kept
-  int rounds = 30;            ///< perturbation rounds after the first descent
+  double time_limit_s = 1.0;  ///< a cap: stop improving after this long (s); the plan so far is kept
+  int rounds = 1000;          ///< a cap: the most perturbation rounds after the first descent (>= 0)
   std::uint64_t seed = 1;     ///< the same seed gives the same plan when the time limit is not hit
   /// Layers (by backprop index) that sync in every iteration (pinned layers); every algorithm
   /// honors it: dp and search plan around them, the others get them added (with_pins).
@@ -53,6 +55,14 @@ struct SearchOptions {
   /// When set, `search` also stops at this instant: one deadline shared by every search of a
   /// `plan` job, so that time_limit_s bounds the job's whole search (planner/plan_job.hpp).
   std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt;
+  /// Converged: `search` stops after this many perturbation rounds in a row without a strict
+  /// improvement (>= 0; docs/time-model.md section 7 measures the default). Last, so that brace
+  /// initializers of the fields above keep their meaning.
+  int patience = 40;
+  /// When set: dp's plan of this period with these pins (plan_dp(times, period, every_iteration)),
+  /// which the caller already has (the `plan` job plans dp first): `search` starts from it instead
+  /// of running dp again. Unset: search runs dp itself.
+  std::optional<Assignment> dp_plan = std::nullopt;
 };
 
 /// The algorithms `best` compares, in its tie order (docs/time-model.md section 3).
@@ -76,9 +86,12 @@ PlanCandidate plan_dp(const BackpropTimes& times, int period);
 PlanCandidate plan_dp(const BackpropTimes& times, int period, const std::vector<bool>& every_iteration);
 
 /// Free assignment (docs/time-model.md section 7): any layer to any iteration, starting from dp's
-/// plan and keeping only strict improvements, so never worse than dp. Deterministic for a seed
-/// unless options.time_limit_s (or options.deadline) cuts it short; search_run says which of the
-/// bound, the rounds or the time limit stopped it.
+/// plan and keeping only strict improvements, so never worse than dp: a descent over relocations
+/// and swaps, then seeded perturbation rounds until options.patience rounds in a row gain nothing
+/// (or options.rounds ran). Deterministic for a seed, on any machine, unless options.time_limit_s
+/// (or options.deadline) cuts it short; search_run says which of the bound, convergence, the
+/// round cap or the time limit stopped it. Layers without an all-reduce (frozen, tied to another)
+/// stay where dp put them: they change no wait.
 PlanCandidate plan_search(const BackpropTimes& times, int period, const SearchOptions& options);
 /// The lowest period any of dp, dreamddp, plsgd-even and search found (ties, within
 /// kBestTieRelative, go to that order: choose_best),

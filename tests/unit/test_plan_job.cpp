@@ -16,10 +16,10 @@ using Groups = std::vector<std::vector<int>>;
 using test::exactly;
 
 // `count` layers (backprop order) with times from a fixed linear congruential sequence, so the
-// profile is the same everywhere: backward 0.5..1.5 s, sync 0..3 s (communication-bound, so that
-// search has work to do).
-Profile mixed_profile(int count) {
-  std::uint64_t state = 12345;
+// profile is the same everywhere: backward 0.5..1.5 s, sync 0..sync_max_s (default 3 s:
+// communication-bound, so that search has work to do).
+Profile mixed_profile(int count, double sync_max_s = 3, std::uint64_t seed = 12345) {
+  std::uint64_t state = seed;
   const auto next = [&] {
     state = state * 6364136223846793005ULL + 1442695040888963407ULL;
     return static_cast<double>(state >> 11) / 9007199254740992.0;  // [0, 1)
@@ -27,7 +27,7 @@ Profile mixed_profile(int count) {
   std::vector<double> backward, sync;
   for (int j = 0; j < count; ++j) {
     backward.push_back(0.5 + next());
-    sync.push_back(3 * next());
+    sync.push_back(sync_max_s * next());
   }
   return test::backprop_profile(backward, sync);
 }
@@ -53,7 +53,8 @@ TEST_CASE("plan job: best and the table's search row share one search run", "[pl
   REQUIRE(outcome.chosen.algorithm == "search");
   REQUIRE(outcome.timing.period_s == exactly(8));
   REQUIRE(outcome.strategy("search").period_s == exactly(8));
-  REQUIRE(outcome.chosen_search.stop == SearchStop::kBound);
+  REQUIRE(outcome.chosen_search);
+  REQUIRE(outcome.chosen_search->stop == SearchStop::kBound);
   const PlanReport report = plan_report(outcome, request);
   REQUIRE(report.search.runs == 1);
   REQUIRE(report.search.stopped_by == "bound");
@@ -77,12 +78,30 @@ TEST_CASE("plan job: the shared run gives the plans best and search gave on thei
     const PlanCandidate search_alone = plan_search(times, 5, request.search);
     REQUIRE(outcome.strategy("search").period_s == time_assignment(times, search_alone.assignment).period_s);
   }
-  // dp does not search; the table's search row still runs once, and the report says how it stopped.
-  PlanRequest request = request_for(profile, 5);
-  request.algorithm = "dp";
-  const PlanOutcome outcome = run_plan_job(request);
-  REQUIRE(outcome.search_runs.size() == 1);
-  REQUIRE(outcome.chosen.algorithm == "dp");
+}
+
+TEST_CASE("plan job: an algorithm that does not search runs no search", "[planner][plan_job][search]") {
+  // dp (and dreamddp, plsgd-even, wfbp) plan without search: the job runs none, the table has no
+  // search row, and the report says so (runs 0, stopped_by "none"). The other rows are unchanged:
+  // dp's row is the same as under best.
+  const Profile profile = mixed_profile(40);
+  const PlanOutcome with_best = run_plan_job(request_for(profile, 5));
+  for (const char* algorithm : {"dp", "dreamddp", "plsgd-even", "wfbp"}) {
+    INFO(algorithm);
+    PlanRequest request = request_for(profile, 5);
+    request.algorithm = algorithm;
+    const PlanOutcome outcome = run_plan_job(request);
+    REQUIRE(outcome.search_runs.empty());
+    REQUIRE_FALSE(outcome.chosen_search);
+    REQUIRE(outcome.chosen.algorithm == algorithm);
+    REQUIRE_THROWS_AS(outcome.strategy("search"), InternalError);
+    REQUIRE(outcome.strategy("dp").period_s == with_best.strategy("dp").period_s);
+    REQUIRE(outcome.strategies.size() == with_best.strategies.size() - 1);
+    const PlanReport report = plan_report(outcome, request);
+    REQUIRE(report.search.runs == 0);
+    REQUIRE(report.search.stopped_by == "none");
+    REQUIRE(report.search.rounds == 0);
+  }
 }
 
 TEST_CASE("plan job: fusion and the automatic period add one run per distinct search", "[planner][plan_job]") {
@@ -133,6 +152,57 @@ TEST_CASE("search: stops at the bound or after its rounds when the time limit is
   if (run.stop == SearchStop::kRounds) REQUIRE(run.rounds == 3);
   REQUIRE(run.elapsed_s >= 0);
   REQUIRE(std::string(search_stop_name(SearchStop::kTimeLimit)) == "time_limit");
+}
+
+TEST_CASE("search: converges, and rounds, not seconds, decide the plan", "[planner][search]") {
+  // 24 layers whose syncs (0..4 s) outweigh backprop (0.5..1.5 s), H = 2, default options but a
+  // 10-minute limit: no plan meets the bound, so search stops when `patience` rounds in a row
+  // found nothing better (here after a perturbation round improved on the first descent).
+  const BackpropTimes times = backprop_times(mixed_profile(24, 4, 99), "hand.json");
+  SearchOptions options;
+  options.time_limit_s = 600;
+  const PlanCandidate first = plan_search(times, 2, options);
+  REQUIRE(first.search_run);
+  const SearchRun run = *first.search_run;
+  REQUIRE(run.stop == SearchStop::kConverged);
+  REQUIRE(std::string(search_stop_name(run.stop)) == "converged");
+  REQUIRE(run.rounds > options.patience);  // a round improved
+  REQUIRE(run.rounds < options.rounds);
+  REQUIRE(run.elapsed_s < 60);  // so the 60 s limit below is far above the time needed
+  // The same seed gives the same plan, and so does another time limit above the time needed.
+  REQUIRE(plan_search(times, 2, options).assignment.iterations == first.assignment.iterations);
+  options.time_limit_s = 60;
+  REQUIRE(plan_search(times, 2, options).assignment.iterations == first.assignment.iterations);
+  // The last improvement came patience rounds before the end: a round cap right after it gives
+  // the same plan, stopped by the cap.
+  options.rounds = run.rounds - options.patience;
+  const PlanCandidate capped = plan_search(times, 2, options);
+  REQUIRE(capped.assignment.iterations == first.assignment.iterations);
+  REQUIRE(capped.search_run->stop == SearchStop::kRounds);
+  REQUIRE(capped.search_run->rounds == options.rounds);
+  // More patience runs the same rounds first, then more: never a worse plan.
+  options.rounds = SearchOptions{}.rounds;
+  options.patience = 4 * SearchOptions{}.patience;
+  const PlanCandidate patient = plan_search(times, 2, options);
+  REQUIRE(patient.search_run->rounds >= run.rounds);
+  REQUIRE(time_assignment(times, patient.assignment).period_s <= time_assignment(times, first.assignment).period_s);
+  // Patience 0: the first descent alone, said to be converged.
+  options.patience = 0;
+  const PlanCandidate descent = plan_search(times, 2, options);
+  REQUIRE(descent.search_run->stop == SearchStop::kConverged);
+  REQUIRE(descent.search_run->rounds == 0);
+  REQUIRE(time_assignment(times, descent.assignment).period_s >= time_assignment(times, first.assignment).period_s);
+}
+
+TEST_CASE("plan job: search options out of range are refused, naming the field", "[planner][plan_job][search]") {
+  PlanRequest request = request_for(test::backprop_profile({1, 1}, {1, 1}), 2);
+  request.search.patience = -1;
+  REQUIRE_THROWS_WITH(validate_plan_request(request), "search.patience: must be >= 0");
+  request.search.patience = 0;
+  request.search.rounds = -1;
+  REQUIRE_THROWS_WITH(validate_plan_request(request), "search.rounds: must be >= 0");
+  request.search.rounds = 0;
+  validate_plan_request(request);  // both 0: the first descent alone
 }
 
 TEST_CASE("gap to the lower bound: rounding reads 0, a real negative gap is a bug", "[planner][bound]") {
