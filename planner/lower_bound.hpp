@@ -43,4 +43,13 @@ inline constexpr double kGapRoundingRelative = 1e-9;
 /// does not hold (a bug, since every bound holds for every plan): throws InternalError naming both.
 double gap_to_lower_bound(double period_s, double bound_s);
 
+/// The link limit of docs/time-model.md section 13, the bound for delayed-averaging plans, s:
+///   max( H (F + u_B + B_L + U),  F + u_B + B_first + sum_j c_j + U )
+/// with B_first the least B_j among layers with c_j > 0 (the second term dropped when every
+/// c_j = 0): every iteration computes, and the one FIFO link carries every sync at least once
+/// between the first synced gradient of iteration 0 and the last iteration's step. Holds for every
+/// unfused plan, delayed or not (a fused bucket costs less than its layers' c_j together, so a
+/// fused plan may beat it). Throws FieldError "period: ..." when period < 1.
+double link_limit_s(const BackpropTimes& times, int period);
+
 }  // namespace syncplan
