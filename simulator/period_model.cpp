@@ -137,7 +137,13 @@ DelayedPeriodSchedule delayed_period_schedule(const BackpropTimes& times, const 
       const int delay = assignment.delay(h, i);
       SYNCPLAN_CHECK(j >= 0 && j < layer_count && j > previous);
       previous = j;
-      const double start = std::max(backprop_start + times.ready_s[j], link_free);
+      const double ready = backprop_start + times.ready_s[j];
+      if (times.sync_s[j] == 0) {  // no all-reduce (frozen, tied, no parameters): not on the link
+        schedule.sync_start_s.back().push_back(ready);
+        schedule.sync_end_s.back().push_back(ready);
+        continue;
+      }
+      const double start = std::max(ready, link_free);
       link_free = start + times.sync_s[j];
       due[h + delay] = std::max(due[h + delay], link_free);
       schedule.sync_start_s.back().push_back(start);

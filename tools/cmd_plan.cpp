@@ -66,11 +66,14 @@ void print_assignment(std::ostream& out, const BackpropTimes& times, const Assig
   if (delayed) table[0].insert(table[0].begin() + 3, "max_delay");
   for (int h = 0; h < assignment.period(); ++h) {
     const std::vector<int>& layers = assignment.iterations[h];
-    if (layers.empty()) {  // a run of iterations without syncs is one row, "first-last"
+    // A run of iterations without syncs and with one wait (0, or a delayed sync's) is one row, "first-last".
+    if (layers.empty()) {
       int last = h;
-      while (last + 1 < assignment.period() && assignment.iterations[last + 1].empty()) ++last;
+      while (last + 1 < assignment.period() && assignment.iterations[last + 1].empty() &&
+             timing.wait_s[last + 1] == timing.wait_s[h])
+        ++last;
       table.push_back({last == h ? std::to_string(h) : std::to_string(h) + "-" + std::to_string(last),
-                       "0", "0", "-", "-", seconds_text(0.0)});
+                       "0", "0", "-", "-", seconds_text(timing.wait_s[h])});
       if (buckets) table.back().insert(table.back().begin() + 3, "0");
       if (delayed) table.back().insert(table.back().begin() + 3, "-");
       h = last;

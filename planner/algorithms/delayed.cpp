@@ -22,9 +22,8 @@ namespace {
 // Section 13's timing under the largest delays, kept per iteration (T_h and the end of h's last
 // sync), so that a move re-times only the iterations from the first it touches: the syncs of
 // earlier iterations, and so their ends, do not change. Only layers with an all-reduce of their
-// own that sync exactly once and are not pinned move: a sync that costs nothing never binds a step
-// under the largest delays (it ends when the link goes free or when its gradient is ready, and a
-// step at least as late already waits for both), so where such a layer sits changes no period.
+// own that sync exactly once and are not pinned move: a sync that costs nothing is not on the link
+// and binds no step (section 13), so where such a layer sits changes no period.
 class DelayedSearchState {
  public:
   DelayedSearchState(const BackpropTimes& times, std::vector<std::vector<int>> iterations, int max_delay,
@@ -117,9 +116,14 @@ class DelayedSearchState {
     double link_free = first > 0 ? link_[first - 1] : 0.0;
     for (int k = first; k < period(); ++k) {
       const double backprop_start = start + times.backward_start_s();  // A_k
-      for (const int j : iterations_[k]) link_free = std::max(backprop_start + times.ready_s[j], link_free) + times.sync_s[j];
+      bool any = false;  // a sync that costs nothing takes no place on the link and binds no step
+      for (const int j : iterations_[k])
+        if (times.sync_s[j] > 0) {
+          link_free = std::max(backprop_start + times.ready_s[j], link_free) + times.sync_s[j];
+          any = true;
+        }
       scratch_link_[k] = link_free;
-      scratch_due_[k] = iterations_[k].empty() ? -INFINITY : link_free;  // the end of k's last sync
+      scratch_due_[k] = any ? link_free : -INFINITY;  // the end of k's last sync
       double update = backprop_start + times.backprop_s();
       for (int h = applied_first_[k]; h <= applied_last_[k]; ++h)
         update = std::max(update, h >= first ? scratch_due_[h] : due_[h]);
@@ -142,7 +146,7 @@ class DelayedSearchState {
   std::vector<int> movable_;
   std::vector<double> start_;  // H + 1 entries: T_h, and T_H = the period
   std::vector<double> link_;   // when the link goes free after iteration h's syncs
-  std::vector<double> due_;    // the end of iteration h's last sync; -inf when h syncs nothing
+  std::vector<double> due_;    // the end of iteration h's last sync; -inf when none of h's is on the link
   std::vector<double> scratch_start_, scratch_link_, scratch_due_;
 };
 
