@@ -88,4 +88,14 @@ double link_limit_s(const BackpropTimes& times, int period) {
   return compute_bound;
 }
 
+double delayed_lower_bound_s(const BackpropTimes& times, int period, int max_delay) {
+  const double compute = times.compute_s();
+  const double delay = std::min(max_delay, period - 1);
+  double wait = 0;
+  for (std::size_t j = 0; j < times.size(); ++j)
+    if (times.sync_s[j] > 0)
+      wait = std::max(wait, times.ready_s[j] + times.sync_s[j] - times.backprop_s() - delay * compute);
+  return std::max(link_limit_s(times, period), period * compute + wait);
+}
+
 }  // namespace syncplan

@@ -52,4 +52,12 @@ double gap_to_lower_bound(double period_s, double bound_s);
 /// fused plan may beat it). Throws FieldError "period: ..." when period < 1.
 double link_limit_s(const BackpropTimes& times, int period);
 
+/// The bound of plans with delays at most max_delay (TAU >= 0; docs/time-model.md section 13), s:
+/// the larger of link_limit_s and
+///   H C + max( 0, max_j (B_j + c_j - B_L - min(TAU, H - 1) C) ),   C = F + u_B + B_L + U,
+/// over layers with c_j > 0: layer j's sync ends no earlier than B_j + c_j after its iteration's
+/// backprop starts, and the step that applies it, at most TAU iterations later, starts
+/// B_L + d C + (the waits in between) after that. Throws FieldError "period: ..." when period < 1.
+double delayed_lower_bound_s(const BackpropTimes& times, int period, int max_delay);
+
 }  // namespace syncplan

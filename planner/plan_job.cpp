@@ -121,7 +121,7 @@ void validate_max_delay(const PlanRequest& request) {
 
 // With max_delay >= 1: the chosen plan becomes the delayed search's, started from the requested
 // algorithm's plan and best's candidates (the job's plans: no search runs again), measured
-// against the link limit. Records the run.
+// against the bound of delayed plans. Records the run.
 void plan_delayed_averaging(PlanOutcome& outcome, JobPlans& plans, const PlanRequest& request,
                             const SearchOptions& search) {
   std::vector<Assignment> starts = {outcome.chosen.assignment};
@@ -129,7 +129,7 @@ void plan_delayed_averaging(PlanOutcome& outcome, JobPlans& plans, const PlanReq
   outcome.chosen = plan_delayed(outcome.times, outcome.period, request.max_delay, starts, search);
   outcome.search_runs.push_back(*outcome.chosen.search_run);
   outcome.chosen_search = *outcome.chosen.search_run;
-  outcome.lower_bound_s = outcome.link_limit_s;
+  outcome.lower_bound_s = delayed_lower_bound_s(outcome.times, outcome.period, request.max_delay);
 }
 
 }  // namespace

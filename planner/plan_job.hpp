@@ -43,7 +43,7 @@ struct PlanRequest {
   /// Delayed averaging (docs/time-model.md section 13): TAU in 0..kMaxDelay; 0 (the default) plans
   /// as sections 2-12. With TAU >= 1 the chosen plan is plan_delayed's (algorithm "delayed-search",
   /// delays d <= min(TAU, H - 1 - h)), started from the requested algorithm's plan and best's
-  /// candidates, and its gap is to link_limit_s. Needs a given period; not with fill_bubbles or
+  /// candidates, and its gap is to delayed_lower_bound_s. Needs a given period; not with fill_bubbles or
   /// bucket_alpha_s.
   int max_delay = 0;
 };
@@ -72,7 +72,8 @@ struct PlanOutcome {
   double suffix_lower_bound_s = 0;       ///< the suffix bound (s)
   double unfused_lower_bound_s = 0;      ///< best_lower_bound_s (s)
   double link_limit_s = 0;               ///< section 13's link limit (s), link_limit_s
-  /// The bound for the chosen plan: fused when buckets are set, link_limit_s for a delayed plan (s)
+  /// The bound for the chosen plan: fused when buckets are set, delayed_lower_bound_s (at least
+  /// link_limit_s) for a delayed plan (s)
   double lower_bound_s = 0;
   std::string requested_algorithm;       ///< the algorithm asked for
   PlanCandidate chosen;                  ///< the plan, tied layers aligned, bubbles filled

@@ -168,8 +168,8 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
             << "SPEC section 5's: " << seconds_text(outcome.spec_lower_bound_s) << " s)\n";
   const bool delayed = options.max_delay > 0;
   if (delayed)
-    std::cout << "link limit: " << seconds_text(outcome.link_limit_s)
-              << " s per period (the bound of delayed plans, docs/time-model.md section 13)\n"
+    std::cout << "bound of delayed plans: " << seconds_text(outcome.lower_bound_s) << " s per period (link limit "
+              << seconds_text(outcome.link_limit_s) << " s; docs/time-model.md section 13)\n"
               << "the table's plans have no delays; the chosen plan is a delayed-averaging plan (--max-delay "
               << options.max_delay << ": a sync may end up to " << options.max_delay
               << " iterations after its own, applied as a correction)\n";
@@ -178,7 +178,8 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
                     ? " (via --algorithm " + outcome.requested_algorithm + ")"
                     : "")
             << ", period " << seconds_text(outcome.timing.period_s) << " s, gap to "
-            << (delayed ? "link limit " : "lower bound ") << format_percent(outcome.gap_to_lower_bound) << '\n';
+            << (delayed ? "bound of delayed plans " : "lower bound ") << format_percent(outcome.gap_to_lower_bound)
+            << '\n';
   if (const int cut = outcome.time_limited_searches(); cut > 0)
     std::cout << "search: stopped at its time limit (--time-limit-s " << format_short(options.search.time_limit_s, 0)
               << " for the whole command"

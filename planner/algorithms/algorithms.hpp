@@ -99,8 +99,8 @@ inline constexpr const char* kDelayedAlgorithm = "delayed-search";
 /// iteration, timed with the largest delays d = min(max_delay, H - 1 - h), searched from a
 /// link-filling greedy and the best of `starts` (plans of this period, e.g. the TAU = 0
 /// strategies'; their delays are ignored) by relocations and swaps, then options.rounds seeded
-/// perturbation rounds (options.seed; options.every_iteration pins layers), stopping at the link
-/// limit (link_limit_s), after the rounds, or at options.time_limit_s / options.deadline; then
+/// perturbation rounds (options.seed; options.every_iteration pins layers), stopping at the bound
+/// (delayed_lower_bound_s), after the rounds, or at options.time_limit_s / options.deadline; then
 /// choose_delays. The period is never above the best start's under the largest delays, which is
 /// never above its TAU = 0 period. Returns algorithm kDelayedAlgorithm with search_run set.
 /// Throws FieldError "period: ..." when period is outside 1..kMaxPeriod, InternalError when

@@ -83,6 +83,19 @@ class DelayedSearchState {
     move(j, b, a);
     return period;
   }
+  // The period if layer j, in no iteration yet, were added to iteration `to` (nothing changes).
+  double insertion_period_s(int j, int to) {
+    add(j, to);
+    const double period = retime(to);
+    remove(j, to);
+    return period;
+  }
+  // Adds layer j, in no iteration yet, to iteration `to` (it does not become movable).
+  void insert(int j, int to) {
+    add(j, to);
+    retime(to);
+    commit(to);
+  }
   void relocate(int j, int to) {
     const int from = where_[j];
     move(j, from, to);
@@ -101,11 +114,17 @@ class DelayedSearchState {
   }
 
  private:
-  void move(int j, int from, int to) {
-    std::vector<int>& source = iterations_[from];
-    source.erase(std::find(source.begin(), source.end(), j));
+  void add(int j, int to) {
     std::vector<int>& target = iterations_[to];
     target.insert(std::upper_bound(target.begin(), target.end(), j), j);
+  }
+  void remove(int j, int from) {
+    std::vector<int>& source = iterations_[from];
+    source.erase(std::find(source.begin(), source.end(), j));
+  }
+  void move(int j, int from, int to) {
+    remove(j, from);
+    add(j, to);
   }
 
   // Times iterations first..H-1 into the scratch arrays (section 13's rule, the largest delays);
@@ -156,19 +175,20 @@ constexpr double kDelayedLongestSearch_s = 86400;
 // search's): guards against cycling on rounding noise.
 constexpr double kDelayedRelativeGain = 1e-12;
 
-using Clock = std::chrono::steady_clock;
+using DelayedSearchClock = std::chrono::steady_clock;
 
 // First-improvement descent over relocations and swaps of the movable layers until no move gains;
 // false when stopped by the deadline.
-bool descend_delayed(DelayedSearchState& state, double min_gain_s, Clock::time_point deadline) {
+bool descend_delayed(DelayedSearchState& state, double min_gain_s, DelayedSearchClock::time_point deadline) {
   const std::vector<int>& movable = state.movable();
   bool improved = true;
   while (improved) {
     improved = false;
     for (const int j : movable) {
-      if (Clock::now() > deadline) return false;
+      if (DelayedSearchClock::now() > deadline) return false;
       for (int to = 0; to < state.period(); ++to) {
         if (to == state.iteration_of(j)) continue;
+        if (DelayedSearchClock::now() > deadline) return false;  // one move re-times up to H iterations
         if (state.relocation_period_s(j, to) < state.period_s() - min_gain_s) {
           state.relocate(j, to);
           improved = true;
@@ -177,10 +197,11 @@ bool descend_delayed(DelayedSearchState& state, double min_gain_s, Clock::time_p
     }
     if (improved) continue;
     for (std::size_t a = 0; a < movable.size(); ++a) {
-      if (Clock::now() > deadline) return false;
+      if (DelayedSearchClock::now() > deadline) return false;
       for (std::size_t b = a + 1; b < movable.size(); ++b) {
         const int j = movable[a], k = movable[b];
         if (state.iteration_of(j) == state.iteration_of(k)) continue;
+        if (DelayedSearchClock::now() > deadline) return false;
         if (state.swap_period_s(j, k) < state.period_s() - min_gain_s) {
           state.swap(j, k);
           improved = true;
@@ -193,9 +214,10 @@ bool descend_delayed(DelayedSearchState& state, double min_gain_s, Clock::time_p
 
 // The link-filling greedy: pinned layers in every iteration and the layers without an all-reduce
 // of their own in iteration 0, then the others by decreasing c_j, each into the iteration where
-// the period (of the layers placed so far) is least, the earliest on a tie.
+// the period (of the layers placed so far) is least, the earliest on a tie. Past the deadline the
+// layers left go to iteration 0 (the best start then likely wins).
 std::vector<std::vector<int>> link_filling_greedy(const BackpropTimes& times, int period, int max_delay,
-                                                  const std::vector<bool>& pinned) {
+                                                  const std::vector<bool>& pinned, DelayedSearchClock::time_point deadline) {
   std::vector<std::vector<int>> iterations(period);
   std::vector<int> placed_later;
   for (int j = 0; j < static_cast<int>(times.size()); ++j) {
@@ -209,21 +231,18 @@ std::vector<std::vector<int>> link_filling_greedy(const BackpropTimes& times, in
   }
   std::stable_sort(placed_later.begin(), placed_later.end(),
                    [&](int a, int b) { return times.sync_s[a] > times.sync_s[b]; });
+  DelayedSearchState state(times, std::move(iterations), max_delay, pinned);
   for (const int j : placed_later) {
     int best_to = 0;
     double best_period = INFINITY;
-    for (int to = 0; to < period; ++to) {
-      std::vector<std::vector<int>> trial = iterations;
-      trial[to].insert(std::upper_bound(trial[to].begin(), trial[to].end(), j), j);
-      const double period_s = DelayedSearchState(times, std::move(trial), max_delay, pinned).period_s();
-      if (period_s < best_period) {
+    for (int to = 0; to < period && DelayedSearchClock::now() <= deadline; ++to)
+      if (const double period_s = state.insertion_period_s(j, to); period_s < best_period) {
         best_period = period_s;
         best_to = to;
       }
-    }
-    iterations[best_to].insert(std::upper_bound(iterations[best_to].begin(), iterations[best_to].end(), j), j);
+    state.insert(j, best_to);
   }
-  return iterations;
+  return state.iterations();
 }
 
 }  // namespace
@@ -232,18 +251,18 @@ PlanCandidate plan_delayed(const BackpropTimes& times, int period, int max_delay
                            const std::vector<Assignment>& starts, const SearchOptions& options) {
   require_valid_period(period);
   SYNCPLAN_CHECK(max_delay >= 0);
-  const auto started = Clock::now();
-  auto deadline = started + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(
+  const auto started = DelayedSearchClock::now();
+  auto deadline = started + std::chrono::duration_cast<DelayedSearchClock::duration>(std::chrono::duration<double>(
                                 std::clamp(options.time_limit_s, 0.0, kDelayedLongestSearch_s)));
   if (options.deadline) deadline = std::min(deadline, *options.deadline);
   const std::vector<bool>& pinned = options.every_iteration;
   const double min_gain_s =
       kDelayedRelativeGain * std::max(1e-30, period * times.compute_s() + times.sync_total_s());
-  const double bound_s = link_limit_s(times, period);
+  const double bound_s = delayed_lower_bound_s(times, period, max_delay);
   const auto optimal = [&](const DelayedSearchState& state) { return state.period_s() <= bound_s + min_gain_s; };
 
   // The greedy descends first (it fills the link); then the best of the given plans, if time is left.
-  DelayedSearchState best(times, link_filling_greedy(times, period, max_delay, pinned), max_delay, pinned);
+  DelayedSearchState best(times, link_filling_greedy(times, period, max_delay, pinned, deadline), max_delay, pinned);
   bool in_time = optimal(best) || descend_delayed(best, min_gain_s, deadline);
   std::optional<DelayedSearchState> from;
   for (const Assignment& start : starts) {
@@ -273,7 +292,7 @@ PlanCandidate plan_delayed(const BackpropTimes& times, int period, int max_delay
   const SearchStop stop = optimal(best) ? SearchStop::kBound : in_time ? SearchStop::kRounds : SearchStop::kTimeLimit;
   Assignment assignment;
   assignment.iterations = best.iterations();
-  const std::chrono::duration<double> elapsed = Clock::now() - started;
+  const std::chrono::duration<double> elapsed = DelayedSearchClock::now() - started;
   return PlanCandidate{kDelayedAlgorithm, choose_delays(times, std::move(assignment), max_delay),
                        SearchRun{stop, in_time ? round : std::max(0, round - 1), elapsed.count()}};
 }

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <random>
+#include <tuple>
 
 namespace syncplan {
 
@@ -193,6 +194,48 @@ TEST_CASE("link limit: compute per period, or the link's work with the compute a
   // iteration's start, j2 is ready at F + B_2 = 3 and syncs 3 -> 6, j3 (ready at 5) 6 -> 7; the step
   // starts at 7, the iteration ends at 7.5 = the limit.
   CHECK(time_assignment(times, test::assignment_of({{0, 1, 2}})).period_s == exactly(7.5));
+}
+
+TEST_CASE("delayed period model: a sync that costs nothing is not on the link", "[period][delayed]") {
+  // b = (1, 1, 1), c = (4, 0, 0), H = 2: iteration 0 syncs j1 (d = 1) and j2 (c = 0, d = 0).
+  //   it 0: A0 = 0; j1 1 -> 5 (applied at 1). j2 runs no all-reduce: start = end = its ready time 2,
+  //         not 5 behind j1 on the link. update_0 = max(B_L = 3, 2) = 3: no wait (a FIFO place
+  //         would have made it 5). T1 = 3.
+  //   it 1: A1 = 3; update_1 = max(3 + 3, j1's 5) = 6. Period 6.
+  const BackpropTimes times = test::backprop_times_of({1, 1, 1}, {4, 0, 0});
+  const PeriodTiming timing = time_assignment(times, delayed_assignment({{0, 1}, {2}}, {{1, 0}, {0}}));
+  CHECK(timing.period_s == exactly(6));
+  CHECK(timing.wait_s == std::vector<double>{0, 0});
+  CHECK(timing.syncs[0][1].start_s == exactly(2));
+  CHECK(timing.syncs[0][1].end_s == exactly(2));
+}
+
+TEST_CASE("delayed bound: a sync longer than TAU iterations of compute, met by the plan",
+          "[planner][bound][plan_job][delayed]") {
+  // b = (1, 1), c = (0.5, 6), F = U = 0: B = 1, 2; B_L = C = 2; H = 3.
+  //   link limit max(3 x 2, 1 + 6.5) = 7.5.
+  //   TAU = 1: j2's term 2 + 6 - 2 - 1 x 2 = 4 (j1's is negative): 6 + 4 = 10.
+  //   TAU = 2 (and any TAU >= H - 1 = 2): 2 + 6 - 2 - 4 = 2: 8.
+  // The plans: both layers in iteration 0 (the greedy: j2 first, iteration 0 is least, then j1 ties
+  // everywhere). TAU = 2: j1 1 -> 1.5, j2 2 -> 8; steps at 2, 4 and max(6, 8) = 8: period 8, j1's
+  // delay 0 (1.5 <= 2), j2's 2. TAU = 1: j2 is applied at step 1 = max(4, 8) = 8 (wait 4), then
+  // iteration 2 computes: period 10, delays 0 and 1. Both meet their bound: the search stops there.
+  const Profile profile = test::backprop_profile({1, 1}, {0.5, 6});
+  const BackpropTimes times = backprop_times(profile, "hand.json");
+  CHECK(link_limit_s(times, 3) == exactly(7.5));
+  CHECK(delayed_lower_bound_s(times, 3, 1) == exactly(10));
+  CHECK(delayed_lower_bound_s(times, 3, 2) == exactly(8));
+  CHECK(delayed_lower_bound_s(times, 3, 9) == exactly(8));
+  for (const auto& [tau, period, j2_delay] : {std::tuple{1, 10.0, 1}, std::tuple{2, 8.0, 2}}) {
+    INFO("TAU = " << tau);
+    const PlanOutcome outcome = run_plan_job(delayed_request(profile, 3, tau));
+    REQUIRE(outcome.timing.period_s == exactly(period));
+    REQUIRE(outcome.lower_bound_s == exactly(period));
+    REQUIRE(outcome.link_limit_s == exactly(7.5));
+    REQUIRE(outcome.chosen_search.stop == SearchStop::kBound);
+    CHECK(outcome.plan.layers[0].sync_delays == std::vector<int>{j2_delay});  // forward order: j2 first
+    CHECK(outcome.plan.layers[1].sync_delays == std::vector<int>{0});           // j1 (not written to the file)
+  }
 }
 
 TEST_CASE("plan --max-delay: the 2-layer case meets the link limit, delays chosen", "[planner][plan_job][delayed]") {
