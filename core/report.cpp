@@ -31,7 +31,9 @@ Json report_to_json(const PlanReport& report) {
   document["period"] = report.period;
   document["strategies"] = std::move(strategies);
   document["lower_bound_period_s"] = report.lower_bound_period_s;
-  document["lower_bounds"] = Json{{"spec_s", report.spec_lower_bound_s}, {"suffix_s", report.suffix_lower_bound_s}};
+  document["lower_bounds"] = Json{{"spec_s", report.spec_lower_bound_s},
+                                     {"suffix_s", report.suffix_lower_bound_s},
+                                     {"link_limit_s", report.link_limit_s}};
   const ReportChosen& chosen = report.chosen;
   document["chosen"] = Json{{"algorithm", chosen.algorithm},
                             {"requested_algorithm", chosen.requested_algorithm},

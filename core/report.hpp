@@ -62,6 +62,9 @@ struct PlanReport {
   double lower_bound_period_s = 0;   ///< the bound the gap is measured against (fused bound when fused) (s)
   double spec_lower_bound_s = 0;     ///< SPEC section 5's bound (s)
   double suffix_lower_bound_s = 0;   ///< the suffix bound (docs/time-model.md section 6) (s)
+  /// The link limit max(H x compute, compute around the link + sum of syncs), the bound of
+  /// delayed-averaging plans (docs/time-model.md section 13) (s)
+  double link_limit_s = 0;
   ReportChosen chosen;
   std::optional<std::string> cluster;  ///< the cluster file, when one gave the sync times
   std::optional<std::string> link;     ///< the link fit file, when one was given

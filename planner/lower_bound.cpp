@@ -77,4 +77,25 @@ double gap_to_lower_bound(double period_s, double bound_s) {
                       " s: the bound does not hold (a bug)");
 }
 
+double link_limit_s(const BackpropTimes& times, int period) {
+  require_valid_period(period);
+  const double compute_bound = period * times.compute_s();
+  // ready_s ascends: the first layer with a sync time is the first gradient the link can carry.
+  for (std::size_t j = 0; j < times.size(); ++j)
+    if (times.sync_s[j] > 0)
+      return std::max(compute_bound, times.backward_start_s() + times.ready_s[j] + times.sync_total_s() +
+                                         times.update_total_s);
+  return compute_bound;
+}
+
+double delayed_lower_bound_s(const BackpropTimes& times, int period, int max_delay) {
+  const double compute = times.compute_s();
+  const double delay = std::min(max_delay, period - 1);
+  double wait = 0;
+  for (std::size_t j = 0; j < times.size(); ++j)
+    if (times.sync_s[j] > 0)
+      wait = std::max(wait, times.ready_s[j] + times.sync_s[j] - times.backprop_s() - delay * compute);
+  return std::max(link_limit_s(times, period), period * compute + wait);
+}
+
 }  // namespace syncplan

@@ -43,4 +43,21 @@ inline constexpr double kGapRoundingRelative = 1e-9;
 /// does not hold (a bug, since every bound holds for every plan): throws InternalError naming both.
 double gap_to_lower_bound(double period_s, double bound_s);
 
+/// The link limit of docs/time-model.md section 13, the bound for delayed-averaging plans, s:
+///   max( H (F + u_B + B_L + U),  F + u_B + B_first + sum_j c_j + U )
+/// with B_first the least B_j among layers with c_j > 0 (the second term dropped when every
+/// c_j = 0): every iteration computes, and the one FIFO link carries every sync at least once
+/// between the first synced gradient of iteration 0 and the last iteration's step. Holds for every
+/// unfused plan, delayed or not (a fused bucket costs less than its layers' c_j together, so a
+/// fused plan may beat it). Throws FieldError "period: ..." when period < 1.
+double link_limit_s(const BackpropTimes& times, int period);
+
+/// The bound of plans with delays at most max_delay (TAU >= 0; docs/time-model.md section 13), s:
+/// the larger of link_limit_s and
+///   H C + max( 0, max_j (B_j + c_j - B_L - min(TAU, H - 1) C) ),   C = F + u_B + B_L + U,
+/// over layers with c_j > 0: layer j's sync ends no earlier than B_j + c_j after its iteration's
+/// backprop starts, and the step that applies it, at most TAU iterations later, starts
+/// B_L + d C + (the waits in between) after that. Throws FieldError "period: ..." when period < 1.
+double delayed_lower_bound_s(const BackpropTimes& times, int period, int max_delay);
+
 }  // namespace syncplan

@@ -109,6 +109,32 @@ std::vector<bool> pinned_layers(const BackpropTimes& times, const std::string& p
   return pinned;
 }
 
+// max_delay's range and the options it does not combine with (docs/time-model.md section 13).
+void validate_max_delay(const PlanRequest& request) {
+  const int tau = request.max_delay;
+  if (tau < 0 || tau > kMaxDelay)
+    throw FieldError("max_delay", "max_delay: must be a whole number of iterations from 0 to " +
+                                      std::to_string(kMaxDelay) + ", got " + std::to_string(tau));
+  if (tau == 0) return;
+  if (request.fill_bubbles) throw FieldError("max_delay", "max_delay: not with bubble filling (fill_bubbles)");
+  if (request.bucket_alpha_s) throw FieldError("max_delay", "max_delay: not with bucket fusion (bucket_alpha_s)");
+  if (!request.period)
+    throw FieldError("max_delay", "max_delay: needs a given period (the automatic one is chosen for delay 0)");
+}
+
+// With max_delay >= 1: the chosen plan becomes the delayed search's, started from the requested
+// algorithm's plan and best's candidates (the job's plans: no search runs again), measured
+// against the bound of delayed plans. Records the run.
+void plan_delayed_averaging(PlanOutcome& outcome, JobPlans& plans, const PlanRequest& request,
+                            const SearchOptions& search) {
+  std::vector<Assignment> starts = {outcome.chosen.assignment};
+  for (const char* name : kBestCandidates) starts.push_back(plans.plan(*find_strategy(name), search).assignment);
+  outcome.chosen = plan_delayed(outcome.times, outcome.period, request.max_delay, starts, search);
+  outcome.search_runs.push_back(*outcome.chosen.search_run);
+  outcome.chosen_search = *outcome.chosen.search_run;
+  outcome.lower_bound_s = delayed_lower_bound_s(outcome.times, outcome.period, request.max_delay);
+}
+
 }  // namespace
 
 const PeriodTiming& PlanOutcome::strategy(const std::string& name) const {
@@ -141,6 +167,7 @@ void validate_plan_request(const PlanRequest& request) {
   if (request.bucket_alpha_s && !(*request.bucket_alpha_s >= 0 && *request.bucket_alpha_s <= kLongestAlpha_s))
     throw FieldError("bucket_alpha_s", "bucket_alpha_s: must be a number from 0 to " + format_exact(kLongestAlpha_s) +
                                            " (seconds), got " + format_exact(*request.bucket_alpha_s));
+  validate_max_delay(request);
 }
 
 PlanOutcome run_plan_job(const PlanRequest& request) {
@@ -193,6 +220,8 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
   outcome.suffix_lower_bound_s = suffix_lower_bound_s(times, period);
   outcome.unfused_lower_bound_s = best_lower_bound_s(times, period);
   outcome.lower_bound_s = alpha_s ? fused_lower_bound_s(times, period, *alpha_s) : outcome.unfused_lower_bound_s;
+  outcome.link_limit_s = link_limit_s(times, period);
+  if (request.max_delay > 0) plan_delayed_averaging(outcome, plans, request, unfused_search);
 
   align_tied_layers(times, outcome.chosen.assignment);
   outcome.planned = outcome.chosen.assignment;
@@ -225,6 +254,7 @@ PlanReport plan_report(const PlanOutcome& outcome, const PlanRequest& request) {
   report.lower_bound_period_s = outcome.lower_bound_s;
   report.spec_lower_bound_s = outcome.spec_lower_bound_s;
   report.suffix_lower_bound_s = outcome.suffix_lower_bound_s;
+  report.link_limit_s = outcome.link_limit_s;
   report.chosen = {outcome.chosen.algorithm, outcome.requested_algorithm, outcome.timing.period_s,
                    outcome.gap_to_lower_bound, outcome.extra_syncs, std::nullopt};
   if (outcome.buckets)

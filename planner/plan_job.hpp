@@ -18,8 +18,12 @@ namespace syncplan {
 /// Under an automatic period, the most each H's search may take (s), within the job's time limit.
 inline constexpr double kAutoSearchLimit_s = 0.05;
 
+/// The largest --max-delay: a delay never exceeds H - 1 <= kMaxPeriod - 1 (docs/time-model.md 13).
+inline constexpr int kMaxDelay = kMaxPeriod - 1;
+
 /// What to plan. Errors name these fields (FieldError: "period", "max_overhead", "algorithm",
-/// "every_iteration", "search.time_limit_s", "search.rounds", "search.patience", "bucket_alpha_s").
+/// "every_iteration", "search.time_limit_s", "search.rounds", "search.patience", "bucket_alpha_s",
+/// "max_delay").
 struct PlanRequest {
   Profile profile;      ///< gives the plan its model name and layer order (after the sync-time choice)
   std::string origin;   ///< names the profile in messages and the report (a path, or "--model NAME")
@@ -37,6 +41,12 @@ struct PlanRequest {
   std::string every_iteration;         ///< ECMAScript regex (std::regex_search) on layer names; empty: none pinned
   bool fill_bubbles = false;           ///< add extra syncs in idle link time (planner/fill.hpp)
   std::optional<double> bucket_alpha_s;  ///< fuse buckets with this all-reduce start-up time (s, 0..60)
+  /// Delayed averaging (docs/time-model.md section 13): TAU in 0..kMaxDelay; 0 (the default) plans
+  /// as sections 2-12. With TAU >= 1 the chosen plan is plan_delayed's (algorithm "delayed-search",
+  /// delays d <= min(TAU, H - 1 - h)), started from the requested algorithm's plan and best's
+  /// candidates, and its gap is to delayed_lower_bound_s. Needs a given period; not with fill_bubbles or
+  /// bucket_alpha_s.
+  int max_delay = 0;
 };
 
 /// How the automatic period was chosen.
@@ -62,7 +72,10 @@ struct PlanOutcome {
   double spec_lower_bound_s = 0;         ///< SPEC section 5's bound (s)
   double suffix_lower_bound_s = 0;       ///< the suffix bound (s)
   double unfused_lower_bound_s = 0;      ///< best_lower_bound_s (s)
-  double lower_bound_s = 0;              ///< the bound for the chosen plan: fused when buckets are set (s)
+  double link_limit_s = 0;               ///< section 13's link limit (s), link_limit_s
+  /// The bound for the chosen plan: fused when buckets are set, delayed_lower_bound_s (at least
+  /// link_limit_s) for a delayed plan (s)
+  double lower_bound_s = 0;
   std::string requested_algorithm;       ///< the algorithm asked for
   PlanCandidate chosen;                  ///< the plan, tied layers aligned, bubbles filled
   Assignment planned;                    ///< the same before bubble filling

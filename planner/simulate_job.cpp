@@ -49,7 +49,11 @@ PeriodModelOutcome simulate_period_model(const SimulateRequest& request) {
   }
   const int h_count = static_cast<int>(outcome.timing.iteration_s.size());
   require_finite_periods(times, h_count, request.origin);
+  // A delayed plan may beat section 6's bounds (they assume every sync ends in its own iteration):
+  // its bound is section 13's for its largest delay.
+  const bool delayed = outcome.assignment && outcome.assignment->delayed();
   outcome.lower_bound_s = outcome.buckets ? fused_lower_bound_s(times, h_count, outcome.buckets->alpha_s)
+                          : delayed       ? delayed_lower_bound_s(times, h_count, request.plan->max_delay())
                                           : best_lower_bound_s(times, h_count);
   if (request.plan && request.plan->predicted) {
     const PlanPrediction& predicted = *request.plan->predicted;

@@ -41,7 +41,7 @@ struct PeriodModelOutcome {
   PeriodTiming timing;
   std::optional<Assignment> assignment;  ///< the layers each iteration syncs; unset for ssgd, flsgd
   std::optional<Buckets> buckets;        ///< the plan's buckets, when it has them
-  double lower_bound_s = 0;              ///< fused bound when buckets are set (s)
+  double lower_bound_s = 0;              ///< fused bound when buckets are set, for a delayed plan delayed_lower_bound_s at its largest delay (s)
   /// With a plan that stores `predicted`: the largest relative difference between it and `timing`
   /// (period, each iteration and wait).
   std::optional<double> prediction_difference;

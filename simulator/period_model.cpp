@@ -70,7 +70,24 @@ double iteration_wait_s(const BackpropTimes& times, std::span<const int> layers)
   return std::max(0.0, link_end_s(times, layers) - times.backprop_s());
 }
 
+namespace {
+
+// Section 13's rule on an assignment's delays: none, or one per sync with 0 <= d <= H - 1 - h.
+void check_assignment_delays(const Assignment& assignment) {
+  if (assignment.delays.empty()) return;
+  const int period = assignment.period();
+  SYNCPLAN_CHECK(static_cast<int>(assignment.delays.size()) == period);
+  for (int h = 0; h < period; ++h) {
+    SYNCPLAN_CHECK(assignment.delays[h].size() == assignment.iterations[h].size());
+    for (const int d : assignment.delays[h]) SYNCPLAN_CHECK(d >= 0 && d <= period - 1 - h);
+  }
+}
+
+}  // namespace
+
 PeriodTiming time_assignment(const BackpropTimes& times, const Assignment& assignment) {
+  check_assignment_delays(assignment);
+  if (assignment.delayed()) return time_delayed(times, assignment);
   PeriodTiming timing;
   const int layer_count = static_cast<int>(times.size());
   for (const std::vector<int>& layers : assignment.iterations) {
@@ -87,6 +104,102 @@ PeriodTiming time_assignment(const BackpropTimes& times, const Assignment& assig
     timing.add_overlapped_iteration(times, link_free, std::move(events));
   }
   return timing;
+}
+
+namespace {
+
+// Section 13's schedule of a delayed assignment, in seconds from the period's start.
+struct DelayedPeriodSchedule {
+  std::vector<double> start_s;                   // T_h
+  std::vector<double> update_s;                  // update_h: when iteration h's step starts
+  std::vector<std::vector<double>> sync_start_s;  // per sync of iterations[h]
+  std::vector<std::vector<double>> sync_end_s;
+};
+
+DelayedPeriodSchedule delayed_period_schedule(const BackpropTimes& times, const Assignment& assignment) {
+  const int period = assignment.period();
+  const int layer_count = static_cast<int>(times.size());
+  check_assignment_delays(assignment);
+  DelayedPeriodSchedule schedule;
+  // due[k]: the latest end of the syncs applied before the step of iteration k.
+  std::vector<double> due(period, -INFINITY);
+  double iteration_start = 0;  // T_h
+  double link_free = 0;        // the FIFO link runs on across iterations
+  for (int h = 0; h < period; ++h) {
+    const std::vector<int>& layers = assignment.iterations[h];
+    const double backprop_start = iteration_start + times.backward_start_s();  // A_h
+    schedule.start_s.push_back(iteration_start);
+    schedule.sync_start_s.emplace_back();
+    schedule.sync_end_s.emplace_back();
+    int previous = -1;
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      const int j = layers[i];
+      const int delay = assignment.delay(h, i);
+      SYNCPLAN_CHECK(j >= 0 && j < layer_count && j > previous);
+      previous = j;
+      const double ready = backprop_start + times.ready_s[j];
+      if (times.sync_s[j] == 0) {  // no all-reduce (frozen, tied, no parameters): not on the link
+        schedule.sync_start_s.back().push_back(ready);
+        schedule.sync_end_s.back().push_back(ready);
+        continue;
+      }
+      const double start = std::max(ready, link_free);
+      link_free = start + times.sync_s[j];
+      due[h + delay] = std::max(due[h + delay], link_free);
+      schedule.sync_start_s.back().push_back(start);
+      schedule.sync_end_s.back().push_back(link_free);
+    }
+    const double update = std::max(backprop_start + times.backprop_s(), due[h]);
+    schedule.update_s.push_back(update);
+    iteration_start = update + times.update_total_s;  // T_(h+1)
+  }
+  return schedule;
+}
+
+}  // namespace
+
+PeriodTiming time_delayed(const BackpropTimes& times, const Assignment& assignment) {
+  const DelayedPeriodSchedule schedule = delayed_period_schedule(times, assignment);
+  PeriodTiming timing;
+  for (int h = 0; h < assignment.period(); ++h) {
+    const double iteration_start = schedule.start_s[h];
+    const double wait = schedule.update_s[h] - (iteration_start + times.backward_start_s() + times.backprop_s());
+    timing.wait_s.push_back(wait);
+    timing.iteration_s.push_back(times.compute_s() + wait);
+    timing.update_start_s.push_back(schedule.update_s[h] - iteration_start);
+    timing.period_s += timing.iteration_s.back();
+    std::vector<SyncEvent> events;
+    for (std::size_t i = 0; i < assignment.iterations[h].size(); ++i)
+      events.push_back({assignment.iterations[h][i], schedule.sync_start_s[h][i] - iteration_start,
+                        schedule.sync_end_s[h][i] - iteration_start, {}});
+    timing.syncs.push_back(std::move(events));
+  }
+  return timing;
+}
+
+Assignment choose_delays(const BackpropTimes& times, Assignment assignment, int max_delay) {
+  Assignment delayed = with_max_delays(std::move(assignment), max_delay);
+  const DelayedPeriodSchedule schedule = delayed_period_schedule(times, delayed);
+  // update_s ascends (each step starts at least a whole compute after the one before), so the
+  // first step at or after a sync's end is a binary search among its allowed iterations.
+  for (int h = 0; h < delayed.period(); ++h)
+    for (std::size_t i = 0; i < delayed.iterations[h].size(); ++i) {
+      const auto first = schedule.update_s.begin() + h;
+      const auto allowed_end = first + delayed.delays[h][i] + 1;
+      const auto at = std::lower_bound(first, allowed_end, schedule.sync_end_s[h][i]);
+      SYNCPLAN_CHECK(at != allowed_end);  // the largest delay's step waited for it
+      delayed.delays[h][i] = static_cast<int>(at - first);
+    }
+  return delayed;
+}
+
+Assignment with_max_delays(Assignment assignment, int max_delay) {
+  SYNCPLAN_CHECK(max_delay >= 0);
+  const int period = assignment.period();
+  assignment.delays.assign(period, {});
+  for (int h = 0; h < period; ++h)
+    assignment.delays[h].assign(assignment.iterations[h].size(), std::min(max_delay, period - 1 - h));
+  return assignment;
 }
 
 Assignment assignment_from_plan(const Plan& plan, const BackpropTimes& times, const std::string& origin) {

@@ -75,20 +75,25 @@ struct Assignment {
   bool delayed() const;
 };
 
-/// One all-reduce on the timeline, in seconds from the start of its iteration.
+/// One all-reduce on the timeline, in seconds from the start of its iteration: the iteration it
+/// started in (for a delayed sync, docs/time-model.md section 13, end_s may exceed that
+/// iteration's length: the sync runs on into later iterations).
 struct SyncEvent {
   int layer = 0;        ///< backprop index
-  double start_s = 0;   ///< when the all-reduce starts (s from iteration start)
-  double end_s = 0;     ///< when it ends (s from iteration start)
+  double start_s = 0;   ///< when the all-reduce starts (s from the start of its iteration)
+  double end_s = 0;     ///< when it ends (s from the start of the iteration it started in)
   std::vector<int> bucket;  ///< a fused bucket's layers (backprop order; `layer` is its last); empty: one layer
 };
 
-/// The timing of one period, as SPEC section 5 defines it.
+/// The timing of one period, as SPEC section 5 defines it (section 13's rule for a delayed
+/// assignment: time_assignment).
 struct PeriodTiming {
   double period_s = 0;                        ///< sum of iteration_s (s)
   std::vector<double> iteration_s;            ///< H entries: F + B_L + U + wait_h (s)
   std::vector<double> wait_s;                 ///< H entries: exposed sync time wait_h (s)
-  std::vector<std::vector<SyncEvent>> syncs;  ///< H entries: the all-reduces of each iteration
+  /// H entries: the all-reduces started in each iteration, times from that iteration's start
+  /// (a delayed sync's end_s may exceed its iteration_s: it ends in a later iteration).
+  std::vector<std::vector<SyncEvent>> syncs;
   std::vector<double> update_start_s;         ///< H entries: when the optimizer update starts (s from iteration start)
 
   double total_wait_s() const;
@@ -110,8 +115,31 @@ void require_finite_periods(const BackpropTimes& times, int period, const std::s
 /// wait_h = max(0, link_end_s - B_L) for one iteration (SPEC section 5).
 double iteration_wait_s(const BackpropTimes& times, std::span<const int> layers);
 
-/// Times a whole assignment under SPEC section 5. Throws InternalError on an index out of range.
+/// Times a whole assignment under SPEC section 5; one with a non-zero delay (assignment.delayed())
+/// under docs/time-model.md section 13 (time_delayed). Throws InternalError on an index out of range.
 PeriodTiming time_assignment(const BackpropTimes& times, const Assignment& assignment);
+
+/// Section 13's timing of an assignment with delays (docs/time-model.md section 13): one FIFO link
+/// across the period, syncs in the order (h ascending, then backprop index), each starting at
+/// max(A_h + B_j, end of the previous sync) with A_h = T_h + F + u_B; the step of iteration k starts
+/// at update_k = max(A_k + B_L, end of every sync applied at k, i.e. with h + d = k);
+/// wait_k = update_k - (A_k + B_L), T_(k+1) = update_k + U. Empty delays mean every d = 0 (then it
+/// equals section 2's timing up to rounding; time_assignment takes section 2's own code for that).
+/// Throws InternalError when delays do not match iterations in shape, or a delay is negative or
+/// has h + d > H - 1 (a plan's delays are checked as InputError when it is read).
+PeriodTiming time_delayed(const BackpropTimes& times, const Assignment& assignment);
+
+/// The assignment's syncs with the largest delay section 13 allows under max_delay (TAU >= 0):
+/// d = min(TAU, H - 1 - h) for every sync of iteration h (delays of `assignment` replaced).
+Assignment with_max_delays(Assignment assignment, int max_delay);
+
+/// Section 13's choice of delays: times `assignment` with the largest delays (with_max_delays),
+/// then gives each sync the smallest d whose step, in that schedule, starts at or after the sync's
+/// end (update_(h+d) >= end). The period and every iteration's timing equal the largest delays'
+/// (docs/time-model.md section 13, "Choosing the delays"), and lowering any delay by 1 would add
+/// wait to the iteration it then lands in. Delays of `assignment` are ignored. max_delay >= 0
+/// (InternalError otherwise).
+Assignment choose_delays(const BackpropTimes& times, Assignment assignment, int max_delay);
 
 /// Converts a plan (checked against the same profile) to an assignment, and back.
 /// Tied layers (times.carrier) must sync in their carrier's iterations: otherwise throws

@@ -7,6 +7,7 @@
 #include "tools/cli_common.hpp"
 #include "tools/model_profile.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <memory>
@@ -33,6 +34,7 @@ struct PlanOptions {
   bool fuse_buckets = false;
   double alpha_s = 0;
   bool alpha_given = false;
+  int max_delay = 0;  // --max-delay: delayed averaging (docs/time-model.md section 13); 0: none
 };
 
 // The plan request's fields and the flags that set them.
@@ -45,6 +47,7 @@ constexpr std::initializer_list<FieldFlag> kPlanFlags = {
     {"search.rounds", "--search-rounds"},
     {"search.patience", "--patience"},
     {"bucket_alpha_s", "--alpha-s"},
+    {"max_delay", "--max-delay"},
 };
 
 std::string ratio_text(double ratio) {
@@ -59,14 +62,21 @@ void print_assignment(std::ostream& out, const BackpropTimes& times, const Assig
   std::vector<std::vector<std::string>> table = {
       {"iteration", "syncs", "extra", "first_synced (backprop order)", "last_synced", "wait_s"}};
   if (buckets) table[0].insert(table[0].begin() + 3, "buckets");
+  // A delayed plan (docs/time-model.md section 13): the largest delay of each iteration's syncs.
+  const bool delayed = assignment.delayed();
+  if (delayed) table[0].insert(table[0].begin() + 3, "max_delay");
   for (int h = 0; h < assignment.period(); ++h) {
     const std::vector<int>& layers = assignment.iterations[h];
-    if (layers.empty()) {  // a run of iterations without syncs is one row, "first-last"
+    // A run of iterations without syncs and with one wait (0, or a delayed sync's) is one row, "first-last".
+    if (layers.empty()) {
       int last = h;
-      while (last + 1 < assignment.period() && assignment.iterations[last + 1].empty()) ++last;
+      while (last + 1 < assignment.period() && assignment.iterations[last + 1].empty() &&
+             timing.wait_s[last + 1] == timing.wait_s[h])
+        ++last;
       table.push_back({last == h ? std::to_string(h) : std::to_string(h) + "-" + std::to_string(last),
-                       "0", "0", "-", "-", seconds_text(0.0)});
+                       "0", "0", "-", "-", seconds_text(timing.wait_s[h])});
       if (buckets) table.back().insert(table.back().begin() + 3, "0");
+      if (delayed) table.back().insert(table.back().begin() + 3, "-");
       h = last;
       continue;
     }
@@ -74,6 +84,9 @@ void print_assignment(std::ostream& out, const BackpropTimes& times, const Assig
                      std::to_string(layers.size() - planned.iterations[h].size()), times.names[layers.front()],
                      times.names[layers.back()], seconds_text(timing.wait_s[h])});
     if (buckets) table.back().insert(table.back().begin() + 3, std::to_string(buckets->iterations[h].size()));
+    if (delayed)
+      table.back().insert(table.back().begin() + 3,
+                          std::to_string(*std::max_element(assignment.delays[h].begin(), assignment.delays[h].end())));
   }
   print_table(out, table);
 }
@@ -118,6 +131,13 @@ PlanRequest plan_request(const PlanOptions& options) {
   request.every_iteration = options.every_iteration;
   request.fill_bubbles = options.fill_bubbles;
   if (options.alpha_given) request.bucket_alpha_s = options.alpha_s;
+  // Named by their flags here (validate_plan_request names the request's fields), before any file is read.
+  if (options.max_delay > 0 && options.fuse_buckets)
+    throw InputError("--max-delay: not with --fuse-buckets (a delayed-averaging plan has no buckets)");
+  if (options.max_delay > 0 && options.fill_bubbles) throw InputError("--max-delay: not with --fill-bubbles");
+  if (options.max_delay > 0 && automatic)
+    throw InputError("--max-delay: needs a given --period, not 'auto' (the automatic period is chosen without delays)");
+  request.max_delay = options.max_delay;
   with_flags(kPlanFlags, [&] { validate_plan_request(request); });
   if (options.alpha_given && !options.fuse_buckets) throw InputError("--alpha-s: only with --fuse-buckets");
   return request;
@@ -138,20 +158,29 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
                      ratio_text(flsgd_period / timing.period_s)});
   print_table(std::cout, table);
   const std::optional<Buckets>& buckets = outcome.buckets;
-  std::cout << "\nlower bound: " << seconds_text(outcome.lower_bound_s) << " s per period ("
+  std::cout << "\nlower bound: " << seconds_text(buckets ? outcome.lower_bound_s : outcome.unfused_lower_bound_s)
+            << " s per period ("
             << (buckets ? std::string(outcome.times.link
                                           ? "for fused plans: suffix bound on the syncs' bytes at the link's least "
                                             "time per byte; unfused "
                                           : "for fused plans: suffix bound on sync times minus alpha; unfused ") +
                               seconds_text(outcome.unfused_lower_bound_s) + " s, "
                         : "suffix bound; ")
-            << "SPEC section 5's: " << seconds_text(outcome.spec_lower_bound_s) << " s)\n"
-            << "chosen: " << outcome.chosen.algorithm
+            << "SPEC section 5's: " << seconds_text(outcome.spec_lower_bound_s) << " s)\n";
+  const bool delayed = options.max_delay > 0;
+  if (delayed)
+    std::cout << "bound of delayed plans: " << seconds_text(outcome.lower_bound_s) << " s per period (link limit "
+              << seconds_text(outcome.link_limit_s) << " s; docs/time-model.md section 13)\n"
+              << "the table's plans have no delays; the chosen plan is a delayed-averaging plan (--max-delay "
+              << options.max_delay << ": a sync may end up to " << options.max_delay
+              << " iterations after its own, applied as a correction)\n";
+  std::cout << "chosen: " << outcome.chosen.algorithm
             << (outcome.chosen.algorithm != outcome.requested_algorithm
                     ? " (via --algorithm " + outcome.requested_algorithm + ")"
                     : "")
-            << ", period " << seconds_text(outcome.timing.period_s) << " s, gap to lower bound "
-            << format_percent(outcome.gap_to_lower_bound) << '\n';
+            << ", period " << seconds_text(outcome.timing.period_s) << " s, gap to "
+            << (delayed ? "bound of delayed plans " : "lower bound ") << format_percent(outcome.gap_to_lower_bound)
+            << '\n';
   if (!outcome.chosen_search)
     std::cout << "search: not run (--algorithm " << outcome.requested_algorithm
               << " does not search; best or search add its row)\n";
@@ -296,6 +325,11 @@ void add_plan_command(CLI::App& app, Action& action) {
                  "search and best then plan for the fused period");
   CLI::Option* alpha = plan->add_option("--alpha-s", options->alpha_s,
                    "with --fuse-buckets: all-reduce start-up time alpha in seconds (default: from --link or --cluster)");
+  plan->add_option("--max-delay", options->max_delay,
+                   "delayed averaging: a sync may end up to this many iterations after the one it starts in, "
+                   "applied as a correction before that iteration's step (docs/time-model.md section 13); "
+                   "0..9999, capped at H - 1 - h for iteration h; the chosen plan is then delayed-search's "
+                   "(not with --fuse-buckets, --fill-bubbles or --period auto; default: 0, no delays)");
   plan->add_option("-o,--output", options->output_path, "plan to write (syncplan.plan/v1 JSON)")->required();
   plan->add_option("--report", options->report_path,
                    "also write a JSON report: strategies' period_s, lower_bound_period_s, chosen plan");

@@ -104,4 +104,21 @@ PlanCandidate plan_best(const BackpropTimes& times, int period, const SearchOpti
 PlanCandidate choose_best(const BackpropTimes& times, std::vector<PlanCandidate> candidates,
                           const std::optional<double>& alpha_s);
 
+/// The algorithm name of delayed-averaging plans (`plan --max-delay TAU`, TAU >= 1) in plans and
+/// reports (docs/time-model.md section 13).
+inline constexpr const char* kDelayedAlgorithm = "delayed-search";
+
+/// Delayed averaging (docs/time-model.md section 13, "Planning"): which layers sync in which
+/// iteration, timed with the largest delays d = min(max_delay, H - 1 - h), searched from a
+/// link-filling greedy and the best of `starts` (plans of this period, e.g. the TAU = 0
+/// strategies'; their delays are ignored) by relocations and swaps, then options.rounds seeded
+/// perturbation rounds (options.seed; options.every_iteration pins layers), stopping at the bound
+/// (delayed_lower_bound_s), after the rounds, or at options.time_limit_s / options.deadline; then
+/// choose_delays. The period is never above the best start's under the largest delays, which is
+/// never above its TAU = 0 period. Returns algorithm kDelayedAlgorithm with search_run set.
+/// Throws FieldError "period: ..." when period is outside 1..kMaxPeriod, InternalError when
+/// max_delay < 0 or a start has another period.
+PlanCandidate plan_delayed(const BackpropTimes& times, int period, int max_delay,
+                           const std::vector<Assignment>& starts, const SearchOptions& options);
+
 }  // namespace syncplan

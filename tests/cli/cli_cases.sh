@@ -15,6 +15,9 @@
 #   main_job                          the README's plan --model gpt2 --cluster, reproduced by the DES
 #   huge_times                        a backward time of a day (the limit) prints in short lines; times
 #                                     whose period overflows, and 30,000-character names, are refused
+#   delayed_tiny                      plan --max-delay 1: the hand-derived delayed plan, reproduced by simulate
+#   delayed_main_job                  the README's main job with --max-delay 1 and 3: within 5% of
+#                                     max(H x compute, sum of syncs); the DES runs the delayed plan
 set -euo pipefail
 
 case_name="$1" syncplan="$2" python="$3" workdir="$4"
@@ -358,7 +361,74 @@ fifo_output() {
   echo "ok: FIFO output"
 }
 
+# Delayed averaging (docs/time-model.md section 13) on the tiny profile of tiny_pipeline: head (b 1, c 3 ms),
+# hidden (1, 1), embed (1, 0.5); H = 2, compute 3 ms per iteration. The link limit is
+# max(H x compute = 6, B_first + sum c = 1 + 4.5 = 5.5) = 6 ms. With --max-delay 1 the greedy puts
+# every layer into iteration 0 (each placement keeps the period at 6, ties go to the earlier
+# iteration): head 1 -> 4, hidden 4 -> 5, embed 5 -> 5.5 ms, applied at step 1 (update_1 =
+# max(3 + 3, 5.5) = 6); step 0 starts at 3 ms, before every end, so each delay is 1. Period 6 ms,
+# no wait: the bound, so the search stops there.
+delayed_tiny() {
+  run import dreamddp --bp "$data/tiny_bp.json" --comm "$data/tiny_comm.json" --model tiny -o profile.json
+  run plan --profile profile.json --period 2 --max-delay 1 -o plan.json --report report.json | tee plan.txt
+  grep -q "^chosen: delayed-search (via --algorithm best), period 0.006000 s, gap to bound of delayed plans 0.00%$" plan.txt ||
+    { echo "FAIL: the delayed plan's line"; exit 1; }
+  run simulate --profile profile.json --plan plan.json -o result.json --trace trace.json | tee simulate.txt
+  grep -q "reproduces the plan's predicted figures" simulate.txt ||
+    { echo "FAIL: simulate --plan did not reproduce the delayed plan"; exit 1; }
+  "$python" - <<'PY' || { echo "FAIL: delayed tiny plan"; exit 1; }
+import json
+plan, report, result = json.load(open("plan.json")), json.load(open("report.json")), json.load(open("result.json"))
+assert plan["algorithm"] == "delayed-search", plan["algorithm"]
+for layer in plan["layers"]:
+    assert layer["sync_iterations"] == [0] and layer["sync_delays"] == [1], layer
+assert abs(plan["predicted"]["period_s"] - 0.006) < 1e-15, plan["predicted"]
+assert abs(report["lower_bounds"]["link_limit_s"] - 0.006) < 1e-15, report["lower_bounds"]
+assert report["lower_bound_period_s"] == report["lower_bounds"]["link_limit_s"]
+assert report["chosen"]["algorithm"] == "delayed-search" and report["chosen"]["gap_to_lower_bound"] == 0
+assert abs(report["strategies"]["dp"]["period_s"] - 0.0075) < 1e-15  # the table: plans without delays
+assert abs(result["lower_bound_period_s"] - 0.006) < 1e-15, result
+print("ok: delayed tiny plan")
+PY
+}
+
+# The README's main job (GPT-2, 8 workers x 10 Gbit/s, H = 10) with delayed averaging: the period is
+# within 5% of max(H x compute, sum of syncs). Both come from the report's rows without delays, an
+# independent route: ssgd = H (compute + sum c) and flsgd = H compute + sum c, so
+# sum c = (ssgd - flsgd) / (H - 1) and H compute = flsgd - sum c. The DES runs the delayed plan.
+delayed_main_job() {
+  local cluster="$repo_data/clusters/8nodes-1gpu-10gbps.json"
+  run plan --model gpt2 --cluster "$cluster" --period 10 --profile-out profile.json -o plan0.json --report report0.json
+  for tau in 1 3; do
+    # A generous limit: the searches stop after their rounds or at the bound, well before it, on a loaded machine too.
+    run plan --profile profile.json --cluster "$cluster" --period 10 --max-delay "$tau" --time-limit-s 60 \
+      -o "plan$tau.json" --report "report$tau.json"
+    run simulate --profile profile.json --cluster "$cluster" --plan "plan$tau.json" -o "des$tau.json"
+  done
+  "$python" - <<'PY' || { echo "FAIL: delayed main job"; exit 1; }
+import json
+plain = json.load(open("report0.json"))
+rows = plain["strategies"]
+H = plain["period"]
+sum_c = (rows["ssgd"]["period_s"] - rows["flsgd"]["period_s"]) / (H - 1)
+compute = rows["flsgd"]["period_s"] - sum_c
+reference = max(compute, sum_c)
+for tau in (1, 3):
+    report, plan = json.load(open(f"report{tau}.json")), json.load(open(f"plan{tau}.json"))
+    period = report["chosen"]["period_s"]
+    assert report["chosen"]["algorithm"] == plan["algorithm"] == "delayed-search", report["chosen"]
+    assert any("sync_delays" in layer for layer in plan["layers"]), "no delays"
+    assert period <= 1.05 * reference, (tau, period, reference)
+    assert period >= report["lower_bounds"]["link_limit_s"] * (1 - 1e-9), report
+    assert period < plain["chosen"]["period_s"], (period, plain["chosen"]["period_s"])
+    des = json.load(open(f"des{tau}.json"))
+    assert des["engine"] == "des", des["engine"]
+    print(f"ok: --max-delay {tau}: period {period:.6f} s, {period / reference - 1:.2%} above max(H x compute "
+          f"{compute:.6f}, sum c {sum_c:.6f}); without delays {plain['chosen']['period_s']:.6f} s")
+PY
+}
+
 case "$case_name" in
-  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times) "$case_name" "$@" ;;
+  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times | delayed_tiny | delayed_main_job) "$case_name" "$@" ;;
   *) echo "cli_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac
