@@ -19,7 +19,8 @@ namespace syncplan {
 inline constexpr double kAutoSearchLimit_s = 0.05;
 
 /// What to plan. Errors name these fields (FieldError: "period", "max_overhead", "algorithm",
-/// "every_iteration", "search.time_limit_s", "search.rounds", "bucket_alpha_s").
+/// "every_iteration", "search.time_limit_s", "search.rounds", "bucket_alpha_s", "exact.node_limit",
+/// "exact.max_layers").
 struct PlanRequest {
   Profile profile;      ///< gives the plan its model name and layer order (after the sync-time choice)
   std::string origin;   ///< names the profile in messages and the report (a path, or "--model NAME")
@@ -37,6 +38,11 @@ struct PlanRequest {
   std::string every_iteration;         ///< ECMAScript regex (std::regex_search) on layer names; empty: none pinned
   bool fill_bubbles = false;           ///< add extra syncs in idle link time (planner/fill.hpp)
   std::optional<double> bucket_alpha_s;  ///< fuse buckets with this all-reduce start-up time (s, 0..60)
+  /// With algorithm "best" and no bucket fusion: the exact method's limits (docs/time-model.md 13).
+  /// It runs after best when the plan's gap to the suffix bound is not 0 and the profile has at
+  /// most exact.max_layers layers to place; a shorter plan it finds replaces best's. It also stops
+  /// at the job's search deadline (search.time_limit_s). node_limit >= 1, max_layers >= 0.
+  ExactOptions exact;
 };
 
 /// How the automatic period was chosen.
@@ -63,6 +69,13 @@ struct PlanOutcome {
   double suffix_lower_bound_s = 0;       ///< the suffix bound (s)
   double unfused_lower_bound_s = 0;      ///< best_lower_bound_s (s)
   double lower_bound_s = 0;              ///< the bound for the chosen plan: fused when buckets are set (s)
+  /// The name of lower_bound_s: "exact" (the optimum the exact method proved), "suffix", "spec",
+  /// or "fused" (fused_lower_bound_s, with bucket fusion).
+  std::string bound_name = "suffix";
+  std::optional<ExactRun> exact_run;     ///< set when the exact method ran
+  /// The chosen plan is optimal: it meets lower_bound_s (gap 0, up to rounding), or the exact method
+  /// proved it (among plans with the job's pinned layers) and lower_bound_s is its period.
+  bool proven_optimal = false;
   std::string requested_algorithm;       ///< the algorithm asked for
   PlanCandidate chosen;                  ///< the plan, tied layers aligned, bubbles filled
   Assignment planned;                    ///< the same before bubble filling

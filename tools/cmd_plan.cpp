@@ -143,14 +143,21 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
                                             "time per byte; unfused "
                                           : "for fused plans: suffix bound on sync times minus alpha; unfused ") +
                               seconds_text(outcome.unfused_lower_bound_s) + " s, "
-                        : "suffix bound; ")
+                        : outcome.proven_optimal ? "the optimum, proven by the exact method; suffix bound "
+                                                       + seconds_text(outcome.suffix_lower_bound_s) + " s, "
+                                                 : "suffix bound; ")
             << "SPEC section 5's: " << seconds_text(outcome.spec_lower_bound_s) << " s)\n"
             << "chosen: " << outcome.chosen.algorithm
             << (outcome.chosen.algorithm != outcome.requested_algorithm
                     ? " (via --algorithm " + outcome.requested_algorithm + ")"
                     : "")
             << ", period " << seconds_text(outcome.timing.period_s) << " s, gap to lower bound "
-            << format_percent(outcome.gap_to_lower_bound) << '\n';
+            << format_percent(outcome.gap_to_lower_bound)
+            << (outcome.proven_optimal ? " (proven optimal)"
+                : outcome.exact_run    ? " (exact method: not proven within " +
+                                          std::to_string(outcome.exact_run->nodes) + " nodes)"
+                                       : "")
+            << '\n';
   if (const int cut = outcome.time_limited_searches(); cut > 0)
     std::cout << "search: stopped at its time limit (--time-limit-s " << format_short(options.search.time_limit_s, 0)
               << " for the whole command"
