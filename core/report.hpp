@@ -40,8 +40,8 @@ struct ReportChosen {
   double gap_to_lower_bound = 0;     ///< period_s / lower bound - 1 (a fraction; 0 when the bound is 0)
   int extra_syncs = 0;               ///< syncs added by bubble filling
   std::optional<ReportBuckets> buckets;
-  /// The bound gap_to_lower_bound is measured against: "exact" (the proven optimum), "suffix",
-  /// "spec" or "fused" (docs/formats.md "Report").
+  /// The bound gap_to_lower_bound is measured against: "exact" (the proven optimum), "suffix" or
+  /// "fused" (docs/formats.md "Report").
   std::string bound = "suffix";
   /// No plan is shorter (by more than a relative 1e-9) under the period model with the job's pinned
   /// layers: the plan meets its bound, or the exact method (docs/time-model.md 13) proved it.

@@ -211,9 +211,7 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
   outcome.suffix_lower_bound_s = suffix_lower_bound_s(times, period);
   outcome.unfused_lower_bound_s = best_lower_bound_s(times, period);
   outcome.lower_bound_s = alpha_s ? fused_lower_bound_s(times, period, *alpha_s) : outcome.unfused_lower_bound_s;
-  outcome.bound_name = alpha_s ? "fused"
-                       : outcome.suffix_lower_bound_s >= outcome.spec_lower_bound_s ? "suffix"
-                                                                                     : "spec";
+  outcome.bound_name = alpha_s ? "fused" : "suffix";  // the suffix bound is never below SPEC's (time-model 6)
   if (!alpha_s && algorithm.name == std::string_view("best")) {
     ExactOptions exact = request.exact;
     exact.deadline = search.deadline;
@@ -257,7 +255,7 @@ PlanReport plan_report(const PlanOutcome& outcome, const PlanRequest& request) {
                    outcome.gap_to_lower_bound, outcome.extra_syncs, std::nullopt};
   report.chosen.bound = outcome.bound_name;
   report.chosen.proven_optimal = outcome.proven_optimal;
-  if (outcome.proven_optimal) report.exact_lower_bound_s = outcome.lower_bound_s;
+  if (outcome.bound_name == "exact") report.exact_lower_bound_s = outcome.lower_bound_s;
   if (outcome.exact_run)
     report.exact = ReportExact{outcome.exact_run->nodes, request.exact.node_limit, outcome.exact_run->proven_optimal,
                                outcome.exact_run->improved, outcome.exact_run->time_limited};

@@ -69,8 +69,8 @@ struct PlanOutcome {
   double suffix_lower_bound_s = 0;       ///< the suffix bound (s)
   double unfused_lower_bound_s = 0;      ///< best_lower_bound_s (s)
   double lower_bound_s = 0;              ///< the bound for the chosen plan: fused when buckets are set (s)
-  /// The name of lower_bound_s: "exact" (the optimum the exact method proved), "suffix", "spec",
-  /// or "fused" (fused_lower_bound_s, with bucket fusion).
+  /// The name of lower_bound_s: "exact" (the optimum the exact method proved), "suffix"
+  /// (best_lower_bound_s, which is the suffix bound), or "fused" (fused_lower_bound_s).
   std::string bound_name = "suffix";
   std::optional<ExactRun> exact_run;     ///< set when the exact method ran
   /// The chosen plan is optimal: it meets lower_bound_s (gap 0, up to rounding), or the exact method

@@ -20,6 +20,7 @@ struct PlanOptions {
   std::string profile_out_path;  // --profile-out: the profile --model made
   std::string period;
   SearchOptions search;
+  ExactOptions exact;  // --exact-nodes
   bool fill_bubbles = false;
   std::string every_iteration;  // regular expression on layer names; empty: none pinned
   std::string seed_text = "1";
@@ -43,6 +44,7 @@ constexpr std::initializer_list<FieldFlag> kPlanFlags = {
     {"every_iteration", "--every-iteration"},
     {"search.time_limit_s", "--time-limit-s"},
     {"search.rounds", "--search-rounds"},
+    {"exact.node_limit", "--exact-nodes"},
     {"bucket_alpha_s", "--alpha-s"},
 };
 
@@ -106,6 +108,7 @@ PlanRequest plan_request(const PlanOptions& options) {
     throw InputError("--seed: expected a whole number from 0 to 10^19 - 1, got '" + options.seed_text + "'");
   PlanRequest request;
   request.search = options.search;
+  request.exact = options.exact;
   request.search.seed = std::stoull(options.seed_text);
   const bool automatic = options.period == "auto";
   if (options.max_overhead_given) request.max_overhead = options.max_overhead;
@@ -155,7 +158,9 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
             << format_percent(outcome.gap_to_lower_bound)
             << (outcome.proven_optimal ? " (proven optimal)"
                 : outcome.exact_run    ? " (exact method: not proven within " +
-                                          std::to_string(outcome.exact_run->nodes) + " nodes)"
+                                          std::to_string(outcome.exact_run->nodes) + " nodes" +
+                                          (outcome.exact_run->time_limited ? ", stopped by --time-limit-s)"
+                                                                           : ", --exact-nodes)")
                                        : "")
             << '\n';
   if (const int cut = outcome.time_limited_searches(); cut > 0)
@@ -284,6 +289,9 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_option("--search-rounds", options->search.rounds,
                    "search: random perturbation rounds after the first descent, >= 0 (default: 30)");
   plan->add_option("--seed", options->seed_text, "search: random seed, a whole number >= 0 (default: 1)");
+  plan->add_option("--exact-nodes", options->exact.node_limit,
+                   "with --algorithm best: the exact method's most branch-and-bound nodes, >= 1; it proves the plan "
+                   "optimal or finds a shorter one on profiles of at most 96 layers to place (default: 200000)");
   plan->add_option("--cluster", options->sync.cluster_path,
                    "syncplan.cluster/v1 file: plan for its all-reduce times (see --sync-time) and take bucket "
                    "fusion's alpha from it (default: the profile's sync_s)");

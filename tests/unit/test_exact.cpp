@@ -162,6 +162,19 @@ TEST_CASE("plan job: the report names the bound and says when the plan is proven
     REQUIRE_FALSE(report.contains("exact"));
     REQUIRE(report["chosen"]["proven_optimal"] == false);
   }
+  SECTION("a plan at the suffix bound is optimal without the exact method; exact_s is not written") {
+    // One layer: c = 0.5 s hides under nothing (B_L = 1, ready at 1): wait 0.5 s in one of the 2
+    // iterations, the suffix bound's 0.5 s too: period 2 + 0.5.
+    request.profile = test::backprop_profile({1}, {0.5});
+    const PlanOutcome outcome = run_plan_job(request);
+    REQUIRE(outcome.timing.period_s == Approx(2.5).epsilon(1e-12));
+    REQUIRE_FALSE(outcome.exact_run);
+    REQUIRE(outcome.proven_optimal);
+    REQUIRE(outcome.bound_name == "suffix");
+    const Json report = report_to_json(plan_report(outcome, request));
+    REQUIRE_FALSE(report["lower_bounds"].contains("exact_s"));
+    REQUIRE(report["chosen"]["proven_optimal"] == true);
+  }
   SECTION("a deadline already passed stops it at its first node, not proven") {
     ExactOptions options;
     options.deadline = std::chrono::steady_clock::now();
