@@ -32,14 +32,17 @@ Json report_to_json(const PlanReport& report) {
   document["strategies"] = std::move(strategies);
   document["lower_bound_period_s"] = report.lower_bound_period_s;
   document["lower_bounds"] = Json{{"spec_s", report.spec_lower_bound_s},
-                                     {"suffix_s", report.suffix_lower_bound_s},
-                                     {"link_limit_s", report.link_limit_s}};
+                                 {"suffix_s", report.suffix_lower_bound_s},
+                                 {"link_limit_s", report.link_limit_s}};
+  if (report.exact_lower_bound_s) document["lower_bounds"]["exact_s"] = *report.exact_lower_bound_s;
   const ReportChosen& chosen = report.chosen;
   document["chosen"] = Json{{"algorithm", chosen.algorithm},
                             {"requested_algorithm", chosen.requested_algorithm},
                             {"period_s", chosen.period_s},
                             {"gap_to_lower_bound", chosen.gap_to_lower_bound},
-                            {"extra_syncs", chosen.extra_syncs}};
+                            {"extra_syncs", chosen.extra_syncs},
+                            {"bound", chosen.bound},
+                            {"proven_optimal", chosen.proven_optimal}};
   if (chosen.buckets)
     document["chosen"]["buckets"] = Json{{"alpha_s", chosen.buckets->alpha_s},
                                          {"allreduces", chosen.buckets->allreduces},
@@ -50,6 +53,12 @@ Json report_to_json(const PlanReport& report) {
   document["search"] = Json{{"time_limit_s", search.time_limit_s},   {"runs", search.runs},
                             {"elapsed_s", search.elapsed_s},         {"time_limited_runs", search.time_limited_runs},
                             {"stopped_by", search.stopped_by},       {"rounds", search.rounds}};
+  if (report.exact)
+    document["exact"] = Json{{"nodes", report.exact->nodes},
+                             {"node_limit", report.exact->node_limit},
+                             {"proven_optimal", report.exact->proven_optimal},
+                             {"improved", report.exact->improved},
+                             {"time_limited", report.exact->time_limited}};
   if (report.cluster) document["cluster"] = *report.cluster;
   if (report.link) document["link"] = *report.link;
   document["sync_times"] = report.sync_times;

@@ -40,6 +40,21 @@ struct ReportChosen {
   double gap_to_lower_bound = 0;     ///< period_s / lower bound - 1 (a fraction; 0 when the bound is 0)
   int extra_syncs = 0;               ///< syncs added by bubble filling
   std::optional<ReportBuckets> buckets;
+  /// The bound gap_to_lower_bound is measured against: "exact" (the proven optimum), "suffix" or
+  /// "fused" (docs/formats.md "Report").
+  std::string bound = "suffix";
+  /// No plan is shorter (by more than a relative 1e-9) under the period model with the job's pinned
+  /// layers: the plan meets its bound, or the exact method (docs/time-model.md 14) proved it.
+  bool proven_optimal = false;
+};
+
+/// What the exact method did in the job (only when it ran).
+struct ReportExact {
+  long long nodes = 0;          ///< branch-and-bound nodes visited
+  long long node_limit = 0;     ///< the most it could visit
+  bool proven_optimal = false;  ///< the tree was searched to its end
+  bool improved = false;        ///< it found a plan shorter than the other algorithms' (then chosen)
+  bool time_limited = false;    ///< the job's search time limit cut it short
 };
 
 /// What the job's runs of `search` did (docs/time-model.md section 7).
@@ -65,7 +80,10 @@ struct PlanReport {
   /// The link limit max(H x compute, compute around the link + sum of syncs), the bound of
   /// delayed-averaging plans (docs/time-model.md section 13) (s)
   double link_limit_s = 0;
+  /// The optimum the exact method proved (s): a bound for every plan with the job's pinned layers.
+  std::optional<double> exact_lower_bound_s;
   ReportChosen chosen;
+  std::optional<ReportExact> exact;  ///< set when the exact method ran
   std::optional<std::string> cluster;  ///< the cluster file, when one gave the sync times
   std::optional<std::string> link;     ///< the link fit file, when one was given
   std::string sync_times;              ///< where the all-reduce times came from, in words

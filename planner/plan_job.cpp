@@ -133,6 +133,23 @@ void plan_delayed_averaging(PlanOutcome& outcome, JobPlans& plans, const PlanReq
   outcome.search_runs.push_back(*outcome.chosen.search_run);
   outcome.chosen_search = *outcome.chosen.search_run;
   outcome.lower_bound_s = delayed_lower_bound_s(outcome.times, outcome.period, request.max_delay);
+
+// The exact method on best's plan (docs/time-model.md 14), when the plan is not already at the
+// suffix bound: a shorter plan it finds is chosen; a proof makes the chosen period the bound.
+void prove_or_improve(PlanOutcome& outcome, const std::vector<bool>& pinned, const ExactOptions& options) {
+  const BackpropTimes& times = outcome.times;
+  const double period_s = time_assignment(times, outcome.chosen.assignment).period_s;
+  if (gap_to_lower_bound(period_s, outcome.lower_bound_s) == 0) return;
+  ExactResult exact = plan_exact(times, outcome.period, pinned, outcome.chosen, options);
+  if (!exact.run.ran) return;
+  outcome.exact_run = exact.run;
+  if (exact.run.improved) outcome.chosen = std::move(exact.candidate);
+  if (!exact.run.proven_optimal) return;
+  outcome.proven_optimal = true;
+  // The optimum bounds every plan with these pinned layers; never below the suffix bound (which
+  // the optimum meets or exceeds, up to rounding).
+  outcome.lower_bound_s = std::max(outcome.lower_bound_s, time_assignment(times, outcome.chosen.assignment).period_s);
+  outcome.bound_name = "exact";
 }
 
 }  // namespace
@@ -155,6 +172,10 @@ void validate_plan_request(const PlanRequest& request) {
     throw FieldError("search.time_limit_s", "search.time_limit_s: must be in (0, 86400] seconds");
   if (search.rounds < 0) throw FieldError("search.rounds", "search.rounds: must be >= 0");
   if (search.patience < 0) throw FieldError("search.patience", "search.patience: must be >= 0");
+  if (request.exact.node_limit < 1)
+    throw FieldError("exact.node_limit", "exact.node_limit: must be >= 1, got " + std::to_string(request.exact.node_limit));
+  if (request.exact.max_layers < 0)
+    throw FieldError("exact.max_layers", "exact.max_layers: must be >= 0, got " + std::to_string(request.exact.max_layers));
   if (request.max_overhead && !(*request.max_overhead > 0 && *request.max_overhead <= 100))
     throw FieldError("max_overhead", "max_overhead: must be a fraction of compute in (0, 100], got " +
                                          format_exact(*request.max_overhead));
@@ -221,7 +242,16 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
   outcome.unfused_lower_bound_s = best_lower_bound_s(times, period);
   outcome.lower_bound_s = alpha_s ? fused_lower_bound_s(times, period, *alpha_s) : outcome.unfused_lower_bound_s;
   outcome.link_limit_s = link_limit_s(times, period);
-  if (request.max_delay > 0) plan_delayed_averaging(outcome, plans, request, unfused_search);
+  outcome.bound_name = alpha_s ? "fused" : "suffix";  // the suffix bound is never below SPEC's (time-model 6)
+  if (!alpha_s && request.max_delay == 0 && algorithm.name == std::string_view("best")) {
+    ExactOptions exact = request.exact;
+    exact.deadline = search.deadline;
+    prove_or_improve(outcome, search.every_iteration, exact);
+  }
+  if (request.max_delay > 0) {
+    plan_delayed_averaging(outcome, plans, request, unfused_search);
+    outcome.bound_name = "delayed";
+  }
 
   align_tied_layers(times, outcome.chosen.assignment);
   outcome.planned = outcome.chosen.assignment;
@@ -233,6 +263,8 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
   outcome.plan.predicted = prediction_from_timing(outcome.timing, outcome.lower_bound_s);
   if (outcome.buckets) outcome.plan.buckets = plan_buckets(*outcome.buckets, times);
   outcome.gap_to_lower_bound = gap_to_lower_bound(outcome.timing.period_s, outcome.lower_bound_s);
+  // A plan that meets a lower bound is optimal whichever bound it meets.
+  outcome.proven_optimal = outcome.proven_optimal || outcome.gap_to_lower_bound == 0;
 
   for (std::size_t j = 0; j < search.every_iteration.size(); ++j)
     if (search.every_iteration[j]) outcome.pinned_layers.push_back(times.names[j]);
@@ -257,6 +289,12 @@ PlanReport plan_report(const PlanOutcome& outcome, const PlanRequest& request) {
   report.link_limit_s = outcome.link_limit_s;
   report.chosen = {outcome.chosen.algorithm, outcome.requested_algorithm, outcome.timing.period_s,
                    outcome.gap_to_lower_bound, outcome.extra_syncs, std::nullopt};
+  report.chosen.bound = outcome.bound_name;
+  report.chosen.proven_optimal = outcome.proven_optimal;
+  if (outcome.bound_name == "exact") report.exact_lower_bound_s = outcome.lower_bound_s;
+  if (outcome.exact_run)
+    report.exact = ReportExact{outcome.exact_run->nodes, request.exact.node_limit, outcome.exact_run->proven_optimal,
+                               outcome.exact_run->improved, outcome.exact_run->time_limited};
   if (outcome.buckets)
     report.chosen.buckets = ReportBuckets{outcome.buckets->alpha_s, allreduce_count(*outcome.buckets),
                                           outcome.unfused_allreduces, outcome.unfused_timing.period_s,

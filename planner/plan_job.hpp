@@ -23,7 +23,7 @@ inline constexpr int kMaxDelay = kMaxPeriod - 1;
 
 /// What to plan. Errors name these fields (FieldError: "period", "max_overhead", "algorithm",
 /// "every_iteration", "search.time_limit_s", "search.rounds", "search.patience", "bucket_alpha_s",
-/// "max_delay").
+/// "max_delay", "exact.node_limit", "exact.max_layers").
 struct PlanRequest {
   Profile profile;      ///< gives the plan its model name and layer order (after the sync-time choice)
   std::string origin;   ///< names the profile in messages and the report (a path, or "--model NAME")
@@ -47,6 +47,11 @@ struct PlanRequest {
   /// candidates, and its gap is to delayed_lower_bound_s. Needs a given period; not with fill_bubbles or
   /// bucket_alpha_s.
   int max_delay = 0;
+  /// With algorithm "best" and no bucket fusion: the exact method's limits (docs/time-model.md 14).
+  /// It runs after best when the plan's gap to the suffix bound is not 0 and the profile has at
+  /// most exact.max_layers layers to place; a shorter plan it finds replaces best's. It also stops
+  /// at the job's search deadline (search.time_limit_s). node_limit >= 1, max_layers >= 0.
+  ExactOptions exact;
 };
 
 /// How the automatic period was chosen.
@@ -76,6 +81,14 @@ struct PlanOutcome {
   /// The bound for the chosen plan: fused when buckets are set, delayed_lower_bound_s (at least
   /// link_limit_s) for a delayed plan (s)
   double lower_bound_s = 0;
+  /// The name of lower_bound_s: "exact" (the optimum the exact method proved), "suffix"
+  /// (best_lower_bound_s, which is the suffix bound), "fused" (fused_lower_bound_s) or "delayed"
+  /// (delayed_lower_bound_s).
+  std::string bound_name = "suffix";
+  std::optional<ExactRun> exact_run;     ///< set when the exact method ran
+  /// The chosen plan is optimal: it meets lower_bound_s (gap 0, up to rounding), or the exact method
+  /// proved it (among plans with the job's pinned layers) and lower_bound_s is its period.
+  bool proven_optimal = false;
   std::string requested_algorithm;       ///< the algorithm asked for
   PlanCandidate chosen;                  ///< the plan, tied layers aligned, bubbles filled
   Assignment planned;                    ///< the same before bubble filling

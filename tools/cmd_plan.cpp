@@ -21,6 +21,7 @@ struct PlanOptions {
   std::string profile_out_path;  // --profile-out: the profile --model made
   std::string period;
   SearchOptions search;
+  ExactOptions exact;  // --exact-nodes
   bool fill_bubbles = false;
   std::string every_iteration;  // regular expression on layer names; empty: none pinned
   std::string seed_text = "1";
@@ -46,6 +47,7 @@ constexpr std::initializer_list<FieldFlag> kPlanFlags = {
     {"search.time_limit_s", "--time-limit-s"},
     {"search.rounds", "--search-rounds"},
     {"search.patience", "--patience"},
+    {"exact.node_limit", "--exact-nodes"},
     {"bucket_alpha_s", "--alpha-s"},
     {"max_delay", "--max-delay"},
 };
@@ -120,6 +122,7 @@ PlanRequest plan_request(const PlanOptions& options) {
     throw InputError("--seed: expected a whole number from 0 to 10^19 - 1, got '" + options.seed_text + "'");
   PlanRequest request;
   request.search = options.search;
+  request.exact = options.exact;
   request.search.seed = std::stoull(options.seed_text);
   const bool automatic = options.period == "auto";
   if (options.max_overhead_given) request.max_overhead = options.max_overhead;
@@ -158,14 +161,18 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
                      ratio_text(flsgd_period / timing.period_s)});
   print_table(std::cout, table);
   const std::optional<Buckets>& buckets = outcome.buckets;
-  std::cout << "\nlower bound: " << seconds_text(buckets ? outcome.lower_bound_s : outcome.unfused_lower_bound_s)
+  const bool proven_by_exact = outcome.bound_name == "exact";
+  std::cout << "\nlower bound: "
+            << seconds_text(buckets || proven_by_exact ? outcome.lower_bound_s : outcome.unfused_lower_bound_s)
             << " s per period ("
             << (buckets ? std::string(outcome.times.link
                                           ? "for fused plans: suffix bound on the syncs' bytes at the link's least "
                                             "time per byte; unfused "
                                           : "for fused plans: suffix bound on sync times minus alpha; unfused ") +
                               seconds_text(outcome.unfused_lower_bound_s) + " s, "
-                        : "suffix bound; ")
+                         : proven_by_exact ? "the optimum, proven by the exact method; suffix bound "
+                                                        + seconds_text(outcome.suffix_lower_bound_s) + " s, "
+                                                  : "suffix bound; ")
             << "SPEC section 5's: " << seconds_text(outcome.spec_lower_bound_s) << " s)\n";
   const bool delayed = options.max_delay > 0;
   if (delayed)
@@ -180,6 +187,12 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
                     : "")
             << ", period " << seconds_text(outcome.timing.period_s) << " s, gap to "
             << (delayed ? "bound of delayed plans " : "lower bound ") << format_percent(outcome.gap_to_lower_bound)
+            << (outcome.proven_optimal ? " (proven optimal)"
+                : outcome.exact_run    ? " (exact method: not proven within " +
+                                          std::to_string(outcome.exact_run->nodes) + " nodes" +
+                                          (outcome.exact_run->time_limited ? ", stopped by --time-limit-s)"
+                                                                           : ", --exact-nodes)")
+                                       : "")
             << '\n';
   if (!outcome.chosen_search)
     std::cout << "search: not run (--algorithm " << outcome.requested_algorithm
@@ -313,6 +326,9 @@ void add_plan_command(CLI::App& app, Action& action) {
                    "search: converged after this many perturbation rounds in a row without a strict improvement, "
                    ">= 0 (default: 40)");
   plan->add_option("--seed", options->seed_text, "search: random seed, a whole number >= 0 (default: 1)");
+  plan->add_option("--exact-nodes", options->exact.node_limit,
+                   "with --algorithm best: the exact method's most branch-and-bound nodes, >= 1; it proves the plan "
+                   "optimal or finds a shorter one on profiles of at most 96 layers to place (default: 200000)");
   plan->add_option("--cluster", options->sync.cluster_path,
                    "syncplan.cluster/v1 file: plan for its all-reduce times (see --sync-time) and take bucket "
                    "fusion's alpha from it (default: the profile's sync_s)");

@@ -122,3 +122,45 @@ PlanCandidate plan_delayed(const BackpropTimes& times, int period, int max_delay
                            const std::vector<Assignment>& starts, const SearchOptions& options);
 
 }  // namespace syncplan
+
+namespace syncplan {
+
+/// Limits of the exact method (docs/time-model.md section 14). The defaults keep it to a few
+/// milliseconds on profiles it cannot finish.
+struct ExactOptions {
+  int max_layers = 96;          ///< most layers with a sync (not pinned) it takes on; more: not run
+  long long node_limit = 200000;  ///< most branch-and-bound nodes; reaching it: "not proven"
+  /// When set, it also stops at this instant (checked every 1024 nodes, the first included): the
+  /// `plan` job's search deadline (SearchOptions::deadline), which then bounds it too.
+  std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt;
+};
+
+/// What the exact method did.
+struct ExactRun {
+  bool ran = false;             ///< false when the profile has more than max_layers layers to place
+  bool proven_optimal = false;  ///< the whole tree was searched: no plan is shorter by more than kBestTieRelative
+  bool time_limited = false;    ///< the deadline cut it short
+  bool improved = false;        ///< it found a plan shorter than the incumbent by more than kBestTieRelative
+  long long nodes = 0;          ///< branch-and-bound nodes visited
+};
+
+/// The exact method's plan and run.
+struct ExactResult {
+  PlanCandidate candidate;  ///< algorithm "exact" when improved, else the incumbent as given
+  ExactRun run;
+};
+
+/// Branch and bound over set partitions (docs/time-model.md section 14): under SPEC section 5 a
+/// plan's period is H (F + B_L + U) plus the sum of its iterations' waits, the iterations are
+/// interchangeable and syncing a layer twice never lowers a wait, so an optimal plan puts each layer
+/// with a sync in exactly one of H blocks; pinned layers (`every_iteration`, backprop index) are in
+/// every block, layers without a sync (frozen, tied non-carriers) change no wait and go to block 0.
+/// Layers are placed in backprop order into blocks told apart only by their link-free time
+/// (symmetry breaking); a node is pruned when a lower bound on its final total wait (the suffix
+/// bound's water-filling over the blocks' link-free times, and the unplaced layers' overflows)
+/// comes within kBestTieRelative of the incumbent's. `incumbent` (any plan of `period` iterations)
+/// starts the search. Deterministic: nodes, not seconds, limit it.
+ExactResult plan_exact(const BackpropTimes& times, int period, const std::vector<bool>& every_iteration,
+                       const PlanCandidate& incumbent, const ExactOptions& options = {});
+
+}  // namespace syncplan

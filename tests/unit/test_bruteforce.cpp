@@ -1,6 +1,7 @@
 // The planners and the lower bound against exhaustive search on seeded random profiles: every
 // assignment of layers to iterations is timed by a reference implementation of SPEC section 5
-// written here, independent of simulator/, and the optimum is compared with what planner/ finds.
+// written here, independent of simulator/, and the optimum is compared with what planner/ finds
+// (the exact method of issue 14 included).
 #include "planner/strategy_table.hpp"
 #include "planner/lower_bound.hpp"
 
@@ -251,7 +252,7 @@ TEST_CASE("brute force: planners and lower bound against exhaustive search", "[b
   constexpr int kSeedsPerShape = 100;  // per (L, H) and per kind of times
   long long cases = 0, single_enumerated = 0, multi_enumerated = 0, contiguous_enumerated = 0;
   long long multisync_cases = 0, noncontiguous_better = 0, dreamddp_worse = 0, bound_tight = 0;
-  long long suffix_tight = 0, search_optimal = 0;
+  long long suffix_tight = 0, search_optimal = 0, exact_improved = 0, exact_nodes = 0;
 
   for (int layer_count = 1; layer_count <= kMaxLayers; ++layer_count) {
     for (int period = 1; period <= kMaxPeriod; ++period) {
@@ -326,6 +327,23 @@ TEST_CASE("brute force: planners and lower bound against exhaustive search", "[b
           ++multisync_cases;
         }
 
+        // (f) the exact method (issue 14), started from the worst planner's plan, proves the
+        // brute-force optimum within its node limit; a proven optimum is a bound at least the
+        // suffix bound's, and from best's plan it never changes a plan already optimal.
+        const ExactResult exact = plan_exact(times, period, {}, even);
+        REQUIRE(exact.run.ran);
+        REQUIRE(exact.run.proven_optimal);
+        const double exact_s = time_assignment(times, exact.candidate.assignment).period_s;
+        REQUIRE(same_period(exact_s, global));
+        REQUIRE(same_period(exact_s, reference_period_s(rc, exact.candidate.assignment)));
+        REQUIRE(at_most(suffix, exact_s));
+        require_single_sync_plan(exact.candidate.assignment, layer_count, period, false);
+        if (exact.run.improved) ++exact_improved;
+        exact_nodes += exact.run.nodes;
+        const ExactResult from_best = plan_exact(times, period, {}, best);
+        REQUIRE(from_best.run.proven_optimal);
+        REQUIRE(same_period(time_assignment(times, from_best.candidate.assignment).period_s, global));
+
         // (e) plans cover every layer exactly once, ascending, in contiguous groups.
         require_single_sync_plan(dp.assignment, layer_count, period, true);
         require_single_sync_plan(dreamddp.assignment, layer_count, period, true);
@@ -347,7 +365,8 @@ TEST_CASE("brute force: planners and lower bound against exhaustive search", "[b
             << noncontiguous_better << " profiles where a non-contiguous plan beats dp; "
             << dreamddp_worse << " where dreamddp is worse than dp; SPEC bound tight on "
             << bound_tight << ", suffix bound tight on " << suffix_tight << "; search optimal on "
-            << search_optimal << " (" << (100.0 * search_optimal / cases) << "%)\n";
+            << search_optimal << " (" << (100.0 * search_optimal / cases) << "%); exact proved every optimum ("
+            << exact_nodes << " nodes from plsgd-even's plans, shorter than it on " << exact_improved << ")\n";
   // Issue 4: search finds the optimum in most cases.
   REQUIRE(search_optimal * 10 >= cases * 9);
   REQUIRE(cases == kMaxLayers * kMaxPeriod * 2 * kSeedsPerShape);

@@ -232,7 +232,7 @@ TEST_CASE("delayed bound: a sync longer than TAU iterations of compute, met by t
     REQUIRE(outcome.timing.period_s == exactly(period));
     REQUIRE(outcome.lower_bound_s == exactly(period));
     REQUIRE(outcome.link_limit_s == exactly(7.5));
-    REQUIRE(outcome.chosen_search.stop == SearchStop::kBound);
+    REQUIRE(outcome.chosen_search->stop == SearchStop::kBound);
     CHECK(outcome.plan.layers[0].sync_delays == std::vector<int>{j2_delay});  // forward order: j2 first
     CHECK(outcome.plan.layers[1].sync_delays == std::vector<int>{0});           // j1 (not written to the file)
   }
@@ -252,7 +252,7 @@ TEST_CASE("plan --max-delay: the 2-layer case meets the link limit, delays chose
   REQUIRE(outcome.link_limit_s == exactly(5.5));
   REQUIRE(outcome.lower_bound_s == exactly(5.5));
   REQUIRE(outcome.gap_to_lower_bound == 0);
-  REQUIRE(outcome.chosen_search.stop == SearchStop::kBound);
+  REQUIRE(outcome.chosen_search->stop == SearchStop::kBound);
   REQUIRE(outcome.strategy("dp").period_s == exactly(7.5));  // the table stays the TAU = 0 strategies
   // Profile order is forward: j2 first.
   REQUIRE(outcome.plan.layers[0].name == "j2");
