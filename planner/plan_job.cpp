@@ -133,6 +133,7 @@ void plan_delayed_averaging(PlanOutcome& outcome, JobPlans& plans, const PlanReq
   outcome.search_runs.push_back(*outcome.chosen.search_run);
   outcome.chosen_search = *outcome.chosen.search_run;
   outcome.lower_bound_s = delayed_lower_bound_s(outcome.times, outcome.period, request.max_delay);
+}
 
 // The exact method on best's plan (docs/time-model.md 14), when the plan is not already at the
 // suffix bound: a shorter plan it finds is chosen; a proof makes the chosen period the bound.
