@@ -66,19 +66,42 @@ void print_assignment(std::ostream& out, const BackpropTimes& times, const Assig
   if (buckets) table[0].insert(table[0].begin() + 3, "buckets");
   // A delayed plan (docs/time-model.md section 13): the largest delay of each iteration's syncs.
   const bool delayed = assignment.delayed();
-  if (delayed) table[0].insert(table[0].begin() + 3, "max_delay");
+  // And where a step waits for syncs: the iterations whose delayed syncs it applies (h - d for a
+  // sync of delay d), so that an iteration without syncs of its own that waits says for what.
+  std::vector<std::string> applies(assignment.period());
+  if (delayed) {
+    table[0].insert(table[0].begin() + 3, "max_delay");
+    table[0].insert(table[0].begin() + 4, "applies_syncs_of");
+    for (int g = 0; g < assignment.period(); ++g) {
+      std::vector<int> seen;
+      for (const int d : assignment.delays[g]) {
+        if (std::find(seen.begin(), seen.end(), d) != seen.end()) continue;
+        seen.push_back(d);
+      }
+      std::sort(seen.begin(), seen.end());
+      for (const int d : seen) {
+        std::string& into = applies[g + d];
+        into += (into.empty() ? "" : ",") + std::to_string(g);
+      }
+    }
+    for (std::string& text : applies)
+      if (text.empty()) text = "-";
+  }
   for (int h = 0; h < assignment.period(); ++h) {
     const std::vector<int>& layers = assignment.iterations[h];
     // A run of iterations without syncs and with one wait (0, or a delayed sync's) is one row, "first-last".
     if (layers.empty()) {
       int last = h;
       while (last + 1 < assignment.period() && assignment.iterations[last + 1].empty() &&
-             timing.wait_s[last + 1] == timing.wait_s[h])
+             timing.wait_s[last + 1] == timing.wait_s[h] && applies[last + 1] == applies[h])
         ++last;
       table.push_back({last == h ? std::to_string(h) : std::to_string(h) + "-" + std::to_string(last),
                        "0", "0", "-", "-", seconds_text(timing.wait_s[h])});
       if (buckets) table.back().insert(table.back().begin() + 3, "0");
-      if (delayed) table.back().insert(table.back().begin() + 3, "-");
+      if (delayed) {
+        table.back().insert(table.back().begin() + 3, "-");
+        table.back().insert(table.back().begin() + 4, applies[h]);  // "-" for a run (one applies at one step only)
+      }
       h = last;
       continue;
     }
@@ -86,9 +109,11 @@ void print_assignment(std::ostream& out, const BackpropTimes& times, const Assig
                      std::to_string(layers.size() - planned.iterations[h].size()), times.names[layers.front()],
                      times.names[layers.back()], seconds_text(timing.wait_s[h])});
     if (buckets) table.back().insert(table.back().begin() + 3, std::to_string(buckets->iterations[h].size()));
-    if (delayed)
+    if (delayed) {
       table.back().insert(table.back().begin() + 3,
                           std::to_string(*std::max_element(assignment.delays[h].begin(), assignment.delays[h].end())));
+      table.back().insert(table.back().begin() + 4, applies[h]);
+    }
   }
   print_table(out, table);
 }
@@ -175,12 +200,15 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
                                                   : "suffix bound; ")
             << "SPEC section 5's: " << seconds_text(outcome.spec_lower_bound_s) << " s)\n";
   const bool delayed = options.max_delay > 0;
+  const int reach = std::min(options.max_delay, outcome.period - 1);  // the largest delay a sync can have
   if (delayed)
     std::cout << "bound of delayed plans: " << seconds_text(outcome.lower_bound_s) << " s per period (link limit "
               << seconds_text(outcome.link_limit_s) << " s; docs/time-model.md section 13)\n"
               << "the table's plans have no delays; the chosen plan is a delayed-averaging plan (--max-delay "
-              << options.max_delay << ": a sync may end up to " << options.max_delay
-              << " iterations after its own, applied as a correction)\n";
+              << options.max_delay << ": a sync may end up to " << reach << (reach == 1 ? " iteration" : " iterations")
+              << " after its own, applied as a correction"
+              << (reach < options.max_delay ? ", at most H - 1 = " + std::to_string(reach) + " within the period" : "")
+              << ")\n";
   std::cout << "chosen: " << outcome.chosen.algorithm
             << (outcome.chosen.algorithm != outcome.requested_algorithm
                     ? " (via --algorithm " + outcome.requested_algorithm + ")"
@@ -328,7 +356,7 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_option("--seed", options->seed_text, "search: random seed, a whole number >= 0 (default: 1)");
   plan->add_option("--exact-nodes", options->exact.node_limit,
                    "with --algorithm best: the exact method's most branch-and-bound nodes, >= 1; it proves the plan "
-                   "optimal or finds a shorter one on profiles of at most 96 layers to place (default: 200000)");
+                   "optimal or finds a shorter one on profiles of at most 96 layers to place (default: 1000000)");
   plan->add_option("--cluster", options->sync.cluster_path,
                    "syncplan.cluster/v1 file: plan for its all-reduce times (see --sync-time) and take bucket "
                    "fusion's alpha from it (default: the profile's sync_s)");

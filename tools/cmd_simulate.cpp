@@ -217,6 +217,21 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
     std::cout << "period model (one worker, same all-reduce times): period_s "
               << seconds_text(outcome.period_model->period_s) << "; DES mean per period "
               << seconds_text(outcome.document.period_s()) << '\n';
+  // A plan's predicted period (the period model at planning time) against the DES's: equal to 1e-9
+  // with identical workers and the plan's all-reduce times (docs/des.md); otherwise the
+  // cluster adds what the plan did not model.
+  if (request.plan && request.plan->predicted) {
+    const double predicted = request.plan->predicted->period_s, simulated = outcome.document.period_s();
+    const double difference = std::abs(simulated - predicted) / std::max(std::abs(predicted), 1e-300);
+    if (difference <= 1e-9)
+      std::cout << "reproduces the plan's predicted period_s " << seconds_text(predicted) << " (relative difference "
+                << difference << ")\n";
+    else
+      std::cout << "differs from the plan's predicted period_s " << seconds_text(predicted) << " (DES mean per period "
+                << seconds_text(simulated) << ", relative difference " << difference
+                << "): the plan was made on other all-reduce times, or this cluster has what the period model "
+                   "leaves out (stragglers, jitter, more workers than simulated alike)\n";
+  }
   std::vector<std::vector<std::string>> table = {{"iteration", "iteration_s", "slowest_worker_s", "fastest_worker_s"}};
   constexpr int kShownRows = 20;
   for (int i = 0; i < count; ++i) {

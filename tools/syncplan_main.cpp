@@ -90,6 +90,10 @@ std::string conversion_message(const CLI::App& app, const std::string& what) {
   type = type.substr(0, type.find(':'));
   const std::string kind = type == "INT" ? "an integer" : type == "UINT" ? "a whole number >= 0"
                            : type == "FLOAT" ? "a number" : "a valid value";
+  // Digits that did not convert are a whole number too large for the option's type.
+  static const std::regex digits(R"([+-]?[0-9]+)");
+  if ((type == "INT" || type == "UINT") && value.size() <= 4096 && std::regex_match(value, digits))
+    return name + ": '" + value + "' is out of range (too large for " + kind + " here)";
   return name + ": '" + value + "' is not " + kind;
 }
 

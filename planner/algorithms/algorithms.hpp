@@ -129,7 +129,7 @@ namespace syncplan {
 /// milliseconds on profiles it cannot finish.
 struct ExactOptions {
   int max_layers = 96;          ///< most layers with a sync (not pinned) it takes on; more: not run
-  long long node_limit = 200000;  ///< most branch-and-bound nodes; reaching it: "not proven"
+  long long node_limit = 1000000;  ///< most branch-and-bound nodes; reaching it: "not proven"
   /// When set, it also stops at this instant (checked every 1024 nodes, the first included): the
   /// `plan` job's search deadline (SearchOptions::deadline), which then bounds it too.
   std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt;
@@ -157,8 +157,10 @@ struct ExactResult {
 /// every block, layers without a sync (frozen, tied non-carriers) change no wait and go to block 0.
 /// Layers are placed in backprop order into blocks told apart only by their link-free time
 /// (symmetry breaking); a node is pruned when a lower bound on its final total wait (the suffix
-/// bound's water-filling over the blocks' link-free times, and the unplaced layers' overflows)
-/// comes within kBestTieRelative of the incumbent's. `incumbent` (any plan of `period` iterations)
+/// bound's water-filling over the blocks' link-free times, only over as many blocks as there are
+/// layers left to receive, and the unplaced layers' overflows) comes within kBestTieRelative of
+/// the incumbent's, or when a transposition table (a 128-bit fingerprint per node, at most 2^21
+/// entries) shows an equivalent node searched with no more wait so far. `incumbent` (any plan of `period` iterations)
 /// starts the search. Deterministic: nodes, not seconds, limit it.
 ExactResult plan_exact(const BackpropTimes& times, int period, const std::vector<bool>& every_iteration,
                        const PlanCandidate& incumbent, const ExactOptions& options = {});

@@ -18,6 +18,8 @@
 #   delayed_tiny                      plan --max-delay 1: the hand-derived delayed plan, reproduced by simulate
 #   delayed_main_job                  the README's main job with --max-delay 1 and 3: within 5% of
 #                                     max(H x compute, sum of syncs); the DES runs the delayed plan
+#   exact_llama                       the 8-layer Llama at 16 x 10 Gbit/s, batch 32: the exact method proves
+#                                     search's plan optimal within the default node limit, not within 100,000
 set -euo pipefail
 
 case_name="$1" syncplan="$2" python="$3" workdir="$4"
@@ -373,6 +375,17 @@ delayed_tiny() {
   run plan --profile profile.json --period 2 --max-delay 1 -o plan.json --report report.json | tee plan.txt
   grep -q "^chosen: delayed-search (via --algorithm best), period 0.006000 s, gap to bound of delayed plans 0.00% (proven optimal)$" plan.txt ||
     { echo "FAIL: the delayed plan's line"; exit 1; }
+  # The plan's table says which iterations' syncs each step applies: all three start in iteration
+  # 0 with delay 1, so step 1, without syncs of its own, applies iteration 0's.
+  grep -Eq "^iteration +syncs +extra +max_delay +applies_syncs_of " plan.txt &&
+    grep -Eq "^1 +0 +0 +- +0 +- +- +0\.000000$" plan.txt ||
+    { echo "FAIL: the delayed plan's table (applies_syncs_of)"; exit 1; }
+  grep -q "a sync may end up to 1 iteration after its own, applied as a correction)" plan.txt ||
+    { echo "FAIL: the delayed plan's reach"; exit 1; }
+  # TAU beyond H - 1: the reach is H - 1, said so.
+  run plan --profile profile.json --period 2 --max-delay 5 -o plan5.json | tee plan5.txt
+  grep -q "up to 1 iteration after its own, applied as a correction, at most H - 1 = 1 within the period)" plan5.txt ||
+    { echo "FAIL: --max-delay 5 at H = 2 did not say its reach is H - 1"; exit 1; }
   run simulate --profile profile.json --plan plan.json -o result.json --trace trace.json | tee simulate.txt
   grep -q "reproduces the plan's predicted figures" simulate.txt ||
     { echo "FAIL: simulate --plan did not reproduce the delayed plan"; exit 1; }
@@ -403,7 +416,10 @@ delayed_main_job() {
     # A generous limit: the searches stop after their rounds or at the bound, well before it, on a loaded machine too.
     run plan --profile profile.json --cluster "$cluster" --period 10 --max-delay "$tau" --time-limit-s 60 \
       -o "plan$tau.json" --report "report$tau.json"
-    run simulate --profile profile.json --cluster "$cluster" --plan "plan$tau.json" -o "des$tau.json"
+    run simulate --profile profile.json --cluster "$cluster" --plan "plan$tau.json" -o "des$tau.json" | tee "des$tau.txt"
+    # Identical workers, the plan's all-reduce times: the DES reproduces the predicted period.
+    grep -q "^reproduces the plan's predicted period_s " "des$tau.txt" ||
+      { echo "FAIL: simulate --cluster --plan did not say it reproduces the delayed plan's period"; exit 1; }
   done
   "$python" - <<'PY' || { echo "FAIL: delayed main job"; exit 1; }
 import json
@@ -428,7 +444,39 @@ for tau in (1, 3):
 PY
 }
 
+# docs/time-model.md section 6's table: on the 8-layer Llama (estimated for H100-SXM) at 16 x 10
+# Gbit/s, batch 32, the suffix bound is 4.77% below search's plan; the exact method proves that plan
+# optimal within the default node limit (it needs 425,903 nodes), so the optimum is the bound and
+# the gap 0. The check is independent of the exact method's own figure: the proven optimum must
+# equal the period search found on its own (the table's search row) and lie above the suffix bound,
+# and with --exact-nodes 100000 (too few) the plan is the same but not proven.
+exact_llama() {
+  sed -e 's/"workers": 8/"workers": 16/' "$repo_data/clusters/8nodes-1gpu-10gbps.json" >cluster16.json
+  run plan --model dreamddp-llama-8l --batch 32 --cluster cluster16.json --period 10 -o plan.json --report report.json |
+    tee plan.txt
+  grep -q "(proven optimal)$" plan.txt || { echo "FAIL: the Llama plan is not proven optimal"; exit 1; }
+  run plan --model dreamddp-llama-8l --batch 32 --cluster cluster16.json --period 10 --exact-nodes 100000 \
+    -o plan_few.json --report report_few.json | tee plan_few.txt
+  grep -q "(exact method: not proven within 100000 nodes, --exact-nodes)$" plan_few.txt ||
+    { echo "FAIL: 100,000 nodes should not prove the Llama plan"; exit 1; }
+  "$python" - <<'PY' || { echo "FAIL: exact llama"; exit 1; }
+import json
+report, few = json.load(open("report.json")), json.load(open("report_few.json"))
+chosen, exact, bounds = report["chosen"], report["exact"], report["lower_bounds"]
+assert chosen["proven_optimal"] is True and chosen["bound"] == "exact" and chosen["gap_to_lower_bound"] == 0, chosen
+assert exact["nodes"] < exact["node_limit"] == 1000000 and not exact["time_limited"], exact
+search = report["strategies"]["search"]["period_s"]
+assert abs(chosen["period_s"] - search) <= 1e-9 * search, (chosen["period_s"], search)
+assert abs(bounds["exact_s"] - chosen["period_s"]) <= 1e-12 * search, bounds
+assert bounds["suffix_s"] < bounds["exact_s"] and chosen["period_s"] / bounds["suffix_s"] - 1 > 0.04, bounds
+assert few["chosen"]["proven_optimal"] is False and few["exact"]["nodes"] == 100000, few["exact"]
+assert few["chosen"]["period_s"] == chosen["period_s"] and few["chosen"]["gap_to_lower_bound"] > 0.04, few["chosen"]
+print(f"ok: Llama-8L proven optimal in {exact['nodes']} nodes; suffix bound {bounds['suffix_s']:.6f} s, "
+      f"optimum {bounds['exact_s']:.6f} s")
+PY
+}
+
 case "$case_name" in
-  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times | delayed_tiny | delayed_main_job) "$case_name" "$@" ;;
+  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times | delayed_tiny | delayed_main_job | exact_llama) "$case_name" "$@" ;;
   *) echo "cli_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac

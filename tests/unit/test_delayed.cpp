@@ -2,6 +2,7 @@
 // cases, the delay choice on random assignments, the link limit, and `plan --max-delay` as a job.
 #include "core/errors.hpp"
 #include "core/field_error.hpp"
+#include "planner/algorithms/delayed_search_state.hpp"
 #include "planner/lower_bound.hpp"
 #include "planner/plan_job.hpp"
 #include "test_support.hpp"
@@ -177,6 +178,83 @@ TEST_CASE("delay choice: the largest delays' period, and no delay can be lowered
           const PeriodTiming worse = time_delayed(times, lowered);
           REQUIRE(worse.wait_s[h + d - 1] > timing.wait_s[h + d - 1]);
         }
+    }
+  }
+}
+
+TEST_CASE("delayed-search's incremental timing equals the period model on random moves", "[planner][delayed]") {
+  // The method: every period DelayedSearchState predicts for a relocation, a swap or an insertion
+  // (and holds after committing one) is the period time_delayed gives the same plan, edited by hand
+  // and timed whole, under the largest delays (with_max_delays). Random plans with layers synced
+  // twice and pinned layers (in every iteration), which never move; TAU from 0 to H.
+  for (std::uint64_t seed = 1; seed <= 60; ++seed) {
+    const int period = 1 + static_cast<int>(seed % 6);
+    RandomCase random = random_case(seed, 10, period);
+    const BackpropTimes& times = random.times;
+    std::mt19937_64 pick(seed * 7919);
+    std::vector<bool> pinned(times.size(), false);
+    pinned[pick() % times.size()] = true;
+    Assignment plan = random.assignment;
+    for (std::size_t j = 0; j < times.size(); ++j)
+      if (pinned[j])
+        for (auto& layers : plan.iterations)
+          if (!std::binary_search(layers.begin(), layers.end(), static_cast<int>(j)))
+            layers.insert(std::upper_bound(layers.begin(), layers.end(), static_cast<int>(j)), static_cast<int>(j));
+    // One movable layer (synced once, not pinned, with an all-reduce) leaves the plan, to be inserted.
+    int outside = -1;
+    for (int j = static_cast<int>(times.size()) - 1; j >= 0 && outside < 0; --j) {
+      int count = 0;
+      for (const auto& layers : plan.iterations) count += std::binary_search(layers.begin(), layers.end(), j) ? 1 : 0;
+      if (count == 1 && !pinned[j] && has_allreduce(times, j)) outside = j;
+    }
+    REQUIRE(outside >= 0);
+    for (auto& layers : plan.iterations) std::erase(layers, outside);
+    const int tau = static_cast<int>(seed % (period + 1));
+    const auto timed = [&](const Assignment& edited) { return time_delayed(times, with_max_delays(edited, tau)).period_s; };
+    INFO("seed " << seed << ", H = " << period << ", TAU = " << tau);
+    DelayedSearchState state(times, plan.iterations, tau, pinned);
+    REQUIRE(state.period_s() == Approx(timed(plan)).epsilon(1e-12));
+    const auto place = [](Assignment& edited, int j, int from, int to) {
+      if (from >= 0) std::erase(edited.iterations[from], j);
+      auto& target = edited.iterations[to];
+      target.insert(std::upper_bound(target.begin(), target.end(), j), j);
+    };
+    for (int to = 0; to < period; ++to) {
+      Assignment edited = plan;
+      place(edited, outside, -1, to);
+      REQUIRE(state.insertion_period_s(outside, to) == Approx(timed(edited)).epsilon(1e-12));
+    }
+    const int to_insert = static_cast<int>(pick() % period);
+    state.insert(outside, to_insert);
+    place(plan, outside, -1, to_insert);
+    REQUIRE(state.period_s() == Approx(timed(plan)).epsilon(1e-12));
+    REQUIRE(state.iterations() == plan.iterations);
+    const std::vector<int>& movable = state.movable();
+    REQUIRE_FALSE(movable.empty());
+    for (const int j : movable) REQUIRE_FALSE(pinned[j]);
+    REQUIRE(std::find(movable.begin(), movable.end(), outside) == movable.end());  // inserted: it does not move
+    for (int move = 0; move < 40; ++move) {
+      const int j = movable[pick() % movable.size()];
+      const int k = movable[pick() % movable.size()];
+      Assignment edited = plan;
+      const int a = state.iteration_of(j), b = state.iteration_of(k);
+      if (move % 2 == 0 || a == b) {
+        const int to = static_cast<int>(pick() % period);
+        if (to == a) continue;
+        place(edited, j, a, to);
+        REQUIRE(state.relocation_period_s(j, to) == Approx(timed(edited)).epsilon(1e-12));
+        if (pick() % 2 == 0) continue;  // asked only: nothing changes
+        state.relocate(j, to);
+      } else {
+        place(edited, j, a, b);
+        place(edited, k, b, a);
+        REQUIRE(state.swap_period_s(j, k) == Approx(timed(edited)).epsilon(1e-12));
+        if (pick() % 2 == 0) continue;
+        state.swap(j, k);
+      }
+      plan = edited;
+      REQUIRE(state.iterations() == plan.iterations);
+      REQUIRE(state.period_s() == Approx(timed(plan)).epsilon(1e-12));
     }
   }
 }

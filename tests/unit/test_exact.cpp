@@ -148,7 +148,7 @@ TEST_CASE("plan job: the report names the bound and says when the plan is proven
     REQUIRE(report["chosen"]["bound"] == "exact");
     REQUIRE(report["chosen"]["proven_optimal"] == true);
     REQUIRE(report["exact"]["proven_optimal"] == true);
-    REQUIRE(report["exact"]["node_limit"] == 200000);
+    REQUIRE(report["exact"]["node_limit"] == 1000000);  // the default node limit (ExactOptions)
   }
   SECTION("dp: no exact method; the gap is to the suffix bound, 4.8 / 4.7 - 1") {
     request.algorithm = "dp";
