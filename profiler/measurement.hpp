@@ -91,12 +91,13 @@ struct CeilingViolation {
   double flops_per_s = 0;
 };
 
-/// How far above the measured GEMM ceiling a layer may run before the check fails it: 1.25, i.e.
-/// 25 %. The ceiling (best of 5 runs) and the layers (median of the repeats) are timed at different
+/// How far above the measured GEMM ceiling a layer may run before the check fails it: 1.5, i.e.
+/// 50 %. The ceiling (best of 5 runs) and the layers (median of the repeats) are timed at different
 /// moments, and on a shared or frequency-scaling machine the same product's rate varies by 10-20 %
-/// between moments; the errors the check exists to catch (a FLOP count or a timer off by a factor,
-/// typically 2 or more) stay far outside this margin (docs/profiler.md section 6).
-inline constexpr double kGemmCeilingMargin = 1.25;
+/// between moments, more on a loaded 2-core CI machine (25 % failed falsely there once); the
+/// errors the check exists to catch (a FLOP count or a timer off by a factor, typically 2 or
+/// more) stay outside this margin (docs/profiler.md section 6).
+inline constexpr double kGemmCeilingMargin = 1.5;
 
 /// The layers (and passes) whose median FLOP/s exceeds `ceiling_flops_per_s` x kGemmCeilingMargin:
 /// the ceiling rule of every device (CPU and CUDA alike).
