@@ -37,7 +37,7 @@ name, start, end = sys.argv[1], float(sys.argv[2]), float(sys.argv[3])
 report = json.load(open("report.json"))
 chosen = report["chosen"]
 exact = report.get("exact") or {}
-print(f"{name}\t{chosen['gap_to_lower_bound']:.6f}\t{chosen.get('bound', '-')}\t{chosen.get('proven_optimal', False)}\t"
+print(f"{name}\t{100 * chosen['gap_to_lower_bound']:.4f}%\t{chosen.get('bound', '-')}\t{chosen.get('proven_optimal', False)}\t"
       f"{exact.get('nodes', '-')}\t{end - start:.3f}")
 PY
 )")
@@ -80,5 +80,5 @@ done
 printf '%s\n' "profile	gap	bound	proven_optimal	exact_nodes	wall_s" "${rows[@]}" | column -t -s $'\t'
 printf '%s\n' "${rows[@]}" | "$python" -c '
 import sys
-gaps = [float(line.split("\t")[1]) for line in sys.stdin if line.strip()]
-print(f"{len(gaps)} profiles: mean gap {100 * sum(gaps) / len(gaps):.3f}%, largest {100 * max(gaps):.3f}%")'
+gaps = [float(line.split("\t")[1].rstrip("%")) for line in sys.stdin if line.strip()]
+print(f"{len(gaps)} profiles: mean gap {sum(gaps) / len(gaps):.3f}%, largest {max(gaps):.3f}%")'

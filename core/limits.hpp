@@ -32,6 +32,10 @@ inline constexpr int kMaxPeriod = 10'000;
 /// simulated worker and iteration; real comparisons run tens to thousands of iterations.
 inline constexpr std::int64_t kMaxIterations = 100'000;
 
+/// Branch-and-bound nodes of plan's exact method (--exact-nodes): at most 10^12. At about 0.25 us a
+/// node that is days of search; the job's time limit cuts it sooner (docs/time-model.md 14).
+inline constexpr long long kMaxExactNodes = 1'000'000'000'000LL;
+
 /// Communication streams per worker in the DES (--comm-streams): at most 64; frameworks use one to
 /// a few (NCCL's channels are below the stream level).
 inline constexpr std::int64_t kMaxCommStreams = 64;

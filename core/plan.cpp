@@ -93,7 +93,8 @@ std::vector<int> read_sync_delays(const Json& value, const std::string& where, c
   if (!value.is_array()) throw InputError(field + ": expected an array, got " + json_type_name(value));
   if (value.size() != iterations.size())
     throw InputError(field + ": expected " + std::to_string(iterations.size()) +
-                     " entries (one per sync iteration), got " + std::to_string(value.size()));
+                     (iterations.size() == 1 ? " entry" : " entries") + " (one per sync iteration), got " +
+                     std::to_string(value.size()));
   std::vector<int> delays;
   for (std::size_t i = 0; i < value.size(); ++i) {
     const std::optional<std::int64_t> whole = integer_value(value[i]);

@@ -3,6 +3,7 @@
 
 #include "core/errors.hpp"
 #include "core/field_error.hpp"
+#include "core/limits.hpp"
 #include "planner/fill.hpp"
 #include "planner/lower_bound.hpp"
 
@@ -173,8 +174,9 @@ void validate_plan_request(const PlanRequest& request) {
     throw FieldError("search.time_limit_s", "search.time_limit_s: must be in (0, 86400] seconds");
   if (search.rounds < 0) throw FieldError("search.rounds", "search.rounds: must be >= 0");
   if (search.patience < 0) throw FieldError("search.patience", "search.patience: must be >= 0");
-  if (request.exact.node_limit < 1)
-    throw FieldError("exact.node_limit", "exact.node_limit: must be >= 1, got " + std::to_string(request.exact.node_limit));
+  if (request.exact.node_limit < 1 || request.exact.node_limit > limits::kMaxExactNodes)
+    throw FieldError("exact.node_limit", "exact.node_limit: must be in 1.." + std::to_string(limits::kMaxExactNodes) +
+                                             ", got " + std::to_string(request.exact.node_limit));
   if (request.exact.max_layers < 0)
     throw FieldError("exact.max_layers", "exact.max_layers: must be >= 0, got " + std::to_string(request.exact.max_layers));
   if (request.max_overhead && !(*request.max_overhead > 0 && *request.max_overhead <= 100))

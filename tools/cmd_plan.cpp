@@ -35,6 +35,7 @@ struct PlanOptions {
   bool fuse_buckets = false;
   double alpha_s = 0;
   bool alpha_given = false;
+  bool exact_nodes_given = false;  // --exact-nodes on the command line
   int max_delay = 0;  // --max-delay: delayed averaging (docs/time-model.md section 13); 0: none
 };
 
@@ -168,6 +169,10 @@ PlanRequest plan_request(const PlanOptions& options) {
   request.max_delay = options.max_delay;
   with_flags(kPlanFlags, [&] { validate_plan_request(request); });
   if (options.alpha_given && !options.fuse_buckets) throw InputError("--alpha-s: only with --fuse-buckets");
+  // The exact method runs only for best's unfused plans without delays (docs/time-model.md 14).
+  if (options.exact_nodes_given && (options.algorithm != "best" || options.fuse_buckets || options.max_delay > 0))
+    throw InputError("--exact-nodes: only with --algorithm best, without --fuse-buckets and --max-delay (the exact "
+                     "method runs for nothing else)");
   return request;
 }
 
@@ -204,11 +209,15 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
   if (delayed)
     std::cout << "bound of delayed plans: " << seconds_text(outcome.lower_bound_s) << " s per period (link limit "
               << seconds_text(outcome.link_limit_s) << " s; docs/time-model.md section 13)\n"
-              << "the table's plans have no delays; the chosen plan is a delayed-averaging plan (--max-delay "
-              << options.max_delay << ": a sync may end up to " << reach << (reach == 1 ? " iteration" : " iterations")
-              << " after its own, applied as a correction"
-              << (reach < options.max_delay ? ", at most H - 1 = " + std::to_string(reach) + " within the period" : "")
-              << ")\n";
+              << (reach == 0
+                      ? "at H = 1 no sync can end in a later iteration of the period (--max-delay " +
+                            std::to_string(options.max_delay) + " allows at most H - 1 = 0): the chosen plan has no delays\n"
+                      : "the table's plans have no delays; the chosen plan is a delayed-averaging plan (--max-delay " +
+                            std::to_string(options.max_delay) + ": a sync may end up to " + count_text(reach, "iteration") +
+                            " after its own, applied as a correction" +
+                            (reach < options.max_delay ? ", at most H - 1 = " + std::to_string(reach) + " within the period"
+                                                       : "") +
+                            ")\n");
   std::cout << "chosen: " << outcome.chosen.algorithm
             << (outcome.chosen.algorithm != outcome.requested_algorithm
                     ? " (via --algorithm " + outcome.requested_algorithm + ")"
@@ -217,7 +226,7 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
             << (delayed ? "bound of delayed plans " : "lower bound ") << format_percent(outcome.gap_to_lower_bound)
             << (outcome.proven_optimal ? " (proven optimal)"
                 : outcome.exact_run    ? " (exact method: not proven within " +
-                                          std::to_string(outcome.exact_run->nodes) + " nodes" +
+                                          count_text(outcome.exact_run->nodes, "node") +
                                           (outcome.exact_run->time_limited ? ", stopped by --time-limit-s)"
                                                                            : ", --exact-nodes)")
                                        : "")
@@ -354,7 +363,7 @@ void add_plan_command(CLI::App& app, Action& action) {
                    "search: converged after this many perturbation rounds in a row without a strict improvement, "
                    ">= 0 (default: 40)");
   plan->add_option("--seed", options->seed_text, "search: random seed, a whole number >= 0 (default: 1)");
-  plan->add_option("--exact-nodes", options->exact.node_limit,
+  CLI::Option* exact_nodes = plan->add_option("--exact-nodes", options->exact.node_limit,
                    "with --algorithm best: the exact method's most branch-and-bound nodes, >= 1; it proves the plan "
                    "optimal or finds a shorter one on profiles of at most 96 layers to place (default: 1000000)");
   plan->add_option("--cluster", options->sync.cluster_path,
@@ -377,9 +386,10 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_option("-o,--output", options->output_path, "plan to write (syncplan.plan/v1 JSON)")->required();
   plan->add_option("--report", options->report_path,
                    "also write a JSON report: strategies' period_s, lower_bound_period_s, chosen plan");
-  plan->callback([&action, options, sync_time, max_overhead, alpha] {
+  plan->callback([&action, options, sync_time, max_overhead, alpha, exact_nodes] {
     options->max_overhead_given = max_overhead->count() > 0;
     options->alpha_given = alpha->count() > 0;
+    options->exact_nodes_given = exact_nodes->count() > 0;
     options->sync.sync_time_given = sync_time->count() > 0;
     action = [options] { return run_plan(*options); };
   });

@@ -220,7 +220,11 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
   // A plan's predicted period (the period model at planning time) against the DES's: equal to 1e-9
   // with identical workers and the plan's all-reduce times (docs/des.md); otherwise the
   // cluster adds what the plan did not model.
-  if (request.plan && request.plan->predicted) {
+  if (request.plan && request.plan->predicted && count % period != 0) {
+    std::cout << "not compared with the plan's predicted period_s " << seconds_text(request.plan->predicted->period_s)
+              << ": --iterations " << count << " is not a multiple of the period H = " << period
+              << "\n";
+  } else if (request.plan && request.plan->predicted) {
     const double predicted = request.plan->predicted->period_s, simulated = outcome.document.period_s();
     const double difference = std::abs(simulated - predicted) / std::max(std::abs(predicted), 1e-300);
     if (difference <= 1e-9)

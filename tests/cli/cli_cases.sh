@@ -386,6 +386,10 @@ delayed_tiny() {
   run plan --profile profile.json --period 2 --max-delay 5 -o plan5.json | tee plan5.txt
   grep -q "up to 1 iteration after its own, applied as a correction, at most H - 1 = 1 within the period)" plan5.txt ||
     { echo "FAIL: --max-delay 5 at H = 2 did not say its reach is H - 1"; exit 1; }
+  # H = 1: no delay is possible, said so.
+  run plan --profile profile.json --period 1 --max-delay 2 -o plan1.json | tee plan1.txt
+  grep -q "^at H = 1 no sync can end in a later iteration of the period (--max-delay 2 allows at most H - 1 = 0)" plan1.txt ||
+    { echo "FAIL: --max-delay 2 at H = 1 did not say no delay is possible"; exit 1; }
   run simulate --profile profile.json --plan plan.json -o result.json --trace trace.json | tee simulate.txt
   grep -q "reproduces the plan's predicted figures" simulate.txt ||
     { echo "FAIL: simulate --plan did not reproduce the delayed plan"; exit 1; }
