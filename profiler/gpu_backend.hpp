@@ -23,8 +23,9 @@ extern "C" {
 /// The version of GpuBackendTable; a library of another version is refused. The table passes C++
 /// objects (Model, Measurement) by pointer: the library must come from the same build. 2:
 /// LayerSamples gained update_s (the CPU profile's optimizer step), so a version-1 library's
-/// Measurement has another layout. 3: the table gained `training` (GpuTrainingEntryPoints).
-inline constexpr int kGpuBackendVersion = 3;
+/// Measurement has another layout. 3: the table gained `training` (GpuTrainingEntryPoints). 4:
+/// the trainer gained delayed averaging's snapshot_buffer, snapshot and correct.
+inline constexpr int kGpuBackendVersion = 4;
 /// The one symbol the library exports: `const GpuBackendTable* syncplan_gpu_backend(void)`.
 inline constexpr const char* kGpuBackendEntryPoint = "syncplan_gpu_backend";
 /// The library's file name, looked for in ../lib beside the executable.
@@ -58,6 +59,14 @@ struct GpuIterationTimes {
 /// get_state, set_state: parameters and AdamW's moments, parameter_count floats each in host
 ///   memory, and AdamW's step counter (a checkpoint); set_state synchronizes.
 /// parameter_count: floats in the parameter arena.
+/// Delayed averaging (docs/runtime.md section 11, docs/time-model.md section 13), in device memory:
+/// snapshot_buffer: `floats` fp32 of device memory owned by the trainer (freed by destroy), *out.
+/// snapshot: enqueues, after the work enqueued so far, copies of the `count` tensors (device
+///   memory) one after another into `own` and into `mean` (device memory of snapshot_buffer, at
+///   least their total floats each); *ready_event is the event recorded after them, which the
+///   all-reduce of `mean` waits for (cudaEvent_t, recorded anew at each call).
+/// correct: enqueues p <- p + (mean - own) over the tensors (the same order and layout), in fp32
+///   without fused multiply-adds (the CPU's bits), before the work enqueued after it (the step).
 struct GpuTrainingEntryPoints {
   int (*create)(const Model* model, const Workload* workload, const AdamWOptions* adamw, int device, void** out,
                 AbiStatus* status) = nullptr;
@@ -78,6 +87,11 @@ struct GpuTrainingEntryPoints {
   int (*set_state)(void* state, const float* parameters, const float* first_moment, const float* second_moment,
                    std::int64_t adam_step, AbiStatus* status) = nullptr;
   std::int64_t (*parameter_count)(const void* state) = nullptr;
+  int (*snapshot_buffer)(void* state, std::size_t floats, float** out, AbiStatus* status) = nullptr;
+  int (*snapshot)(void* state, const CommBuffer* tensors, std::size_t count, float* own, float* mean,
+                  void** ready_event, AbiStatus* status) = nullptr;
+  int (*correct)(void* state, const CommBuffer* tensors, std::size_t count, const float* own, const float* mean,
+                 AbiStatus* status) = nullptr;
 };
 
 /// The functions of the GPU backend library.

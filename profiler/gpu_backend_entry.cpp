@@ -127,6 +127,28 @@ std::int64_t train_parameter_count(const void* state) {
   return static_cast<const cuda::CudaTrainer*>(state)->parameter_count();
 }
 
+// The tensors of a snapshot or correction as the trainer's device spans.
+std::vector<cuda::DeviceSpan> device_spans(const CommBuffer* tensors, std::size_t count) {
+  std::vector<cuda::DeviceSpan> spans;
+  for (std::size_t t = 0; t < count; ++t)
+    spans.push_back(cuda::DeviceSpan{tensors[t].data, static_cast<std::int64_t>(tensors[t].count), Dtype::kFp32});
+  return spans;
+}
+
+int train_snapshot_buffer(void* state, std::size_t floats, float** out, AbiStatus* status) {
+  return abi_call(status, [&] { *out = trainer(state).snapshot_buffer(floats); });
+}
+
+int train_snapshot(void* state, const CommBuffer* tensors, std::size_t count, float* own, float* mean,
+                   void** ready_event, AbiStatus* status) {
+  return abi_call(status, [&] { *ready_event = trainer(state).snapshot(device_spans(tensors, count), own, mean); });
+}
+
+int train_correct(void* state, const CommBuffer* tensors, std::size_t count, const float* own, const float* mean,
+                  AbiStatus* status) {
+  return abi_call(status, [&] { trainer(state).correct(device_spans(tensors, count), own, mean); });
+}
+
 GpuTrainingEntryPoints training_entry_points() {
   GpuTrainingEntryPoints entry;
   entry.create = train_create;
@@ -142,6 +164,9 @@ GpuTrainingEntryPoints training_entry_points() {
   entry.get_state = train_get_state;
   entry.set_state = train_set_state;
   entry.parameter_count = train_parameter_count;
+  entry.snapshot_buffer = train_snapshot_buffer;
+  entry.snapshot = train_snapshot;
+  entry.correct = train_correct;
   return entry;
 }
 

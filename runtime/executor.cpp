@@ -69,9 +69,12 @@ Executor::Executor(Schedule schedule, Communicator& comm, const LayerBuffers& bu
     emulated_ = std::make_unique<AllreduceModel>(cluster, Topology(cluster));
   }
   const bool delayed = schedule_.delayed();
-  if (delayed && std::string(comm_.buffer_place()) != "host")
-    throw InputError(std::string("a delayed-averaging schedule (sync_delays) keeps its snapshots in host memory; the ") +
-                     comm_.backend() + " communicator averages " + comm_.buffer_place() + " memory");
+  const bool on_host = std::string(comm_.buffer_place()) == "host";
+  if (delayed && !on_host && !options_.device_snapshots)
+    throw InputError(std::string("a delayed-averaging schedule (sync_delays) needs snapshots where the ") +
+                     comm_.backend() + " communicator averages, in " + comm_.buffer_place() +
+                     " memory, and the training device offers none");
+  if (!on_host) host_snapshots_ = false;
   for (const std::vector<ScheduleBucket>& buckets : schedule_.iterations) {
     auto& spans = spans_.emplace_back();
     auto& names = names_.emplace_back();
@@ -88,8 +91,16 @@ Executor::Executor(Schedule schedule, Communicator& comm, const LayerBuffers& bu
       }
       names.push_back(schedule_.layer_names.at(bucket.layers.front()));
       if (bucket.delay > 0) {
-        snapshots[b].own.resize(elements);
-        snapshots[b].mean.resize(elements);
+        Snapshot& snapshot = snapshots[b];
+        if (host_snapshots_) {
+          snapshot.own_host.resize(elements);
+          snapshot.mean_host.resize(elements);
+          snapshot.own = snapshot.own_host;
+          snapshot.mean = snapshot.mean_host;
+        } else {
+          snapshot.own = options_.device_snapshots->allocate(elements);
+          snapshot.mean = options_.device_snapshots->allocate(elements);
+        }
       }
     }
   }
@@ -141,11 +152,16 @@ void Executor::launch(std::size_t bucket) {
     // Delayed averaging (docs/time-model.md section 13, step 1): the parameters iteration h used
     // (its step has not run) are copied twice, one copy kept as s, the other averaged into m.
     Snapshot& snapshot = snapshots_[h][bucket];
-    auto into = snapshot.own.begin();
-    for (const std::span<float> tensor : spans_[h][bucket]) into = std::copy(tensor.begin(), tensor.end(), into);
-    std::copy(snapshot.own.begin(), snapshot.own.end(), snapshot.mean.begin());
-    const std::span<float> mean(snapshot.mean);
-    const BucketRequest request = comm_.start(names_[h][bucket], std::span<const std::span<float>>(&mean, 1), nullptr);
+    void* ready = nullptr;
+    if (host_snapshots_) {
+      auto into = snapshot.own.begin();
+      for (const std::span<float> tensor : spans_[h][bucket]) into = std::copy(tensor.begin(), tensor.end(), into);
+      std::copy(snapshot.own.begin(), snapshot.own.end(), snapshot.mean.begin());
+    } else {
+      ready = options_.device_snapshots->take(spans_[h][bucket], snapshot.own, snapshot.mean);
+    }
+    const BucketRequest request =
+        comm_.start(names_[h][bucket], std::span<const std::span<float>>(&snapshot.mean, 1), ready);
     delayed_.push_back({{request, bucket, 0, tag}, h, iteration_ + scheduled.delay, false, {iteration_, record, 0}});
     current_.buckets.push_back(std::move(record));
     return;
@@ -234,12 +250,16 @@ void Executor::apply_due() {
                                        delayed.flight.tag),
                               bucket.emulated_end_s);
     const Snapshot& snapshot = snapshots_[delayed.h][delayed.flight.bucket];
-    std::size_t at = 0;
-    for (const std::span<float> tensor : spans_[delayed.h][delayed.flight.bucket])
-      for (float& p : tensor) {
-        p = p + (snapshot.mean[at] - snapshot.own[at]);
-        ++at;
-      }
+    if (host_snapshots_) {
+      std::size_t at = 0;
+      for (const std::span<float> tensor : spans_[delayed.h][delayed.flight.bucket])
+        for (float& p : tensor) {
+          p = p + (snapshot.mean[at] - snapshot.own[at]);
+          ++at;
+        }
+    } else {
+      options_.device_snapshots->correct(spans_[delayed.h][delayed.flight.bucket], snapshot.own, snapshot.mean);
+    }
     delayed.record.applied_s = clock_.now_s();
     current_.applied.push_back(std::move(delayed.record));
   }

@@ -70,6 +70,20 @@ struct BucketWatch {
 };
 
 /// Options of an executor.
+/// Delayed averaging's snapshots in device memory (a GPU's; docs/runtime.md section 11), in order
+/// with the device's compute: the training device's TrainingDevice::snapshot_buffer, snapshot and
+/// correct. Tensors are fp32 spans of device memory (pointer and float count; never read here).
+struct DeviceSnapshots {
+  /// `floats` floats of device memory that stay for the executor's life.
+  std::function<std::span<float>(std::size_t floats)> allocate;
+  /// Enqueues copies of `tensors`, one after another, into `own` and into `mean`, after the work
+  /// enqueued so far; returns what the all-reduce of `mean` waits for (a ready event).
+  std::function<void*(std::span<const std::span<float>> tensors, std::span<float> own, std::span<float> mean)> take;
+  /// Enqueues p <- p + (mean - own) over `tensors`, before the work enqueued after it (the step).
+  std::function<void(std::span<const std::span<float>> tensors, std::span<const float> own, std::span<const float> mean)>
+      correct;
+};
+
 struct ExecutorOptions {
   double timeout_s = 300;              ///< deadline of each bucket's wait before (or after) the step, s; > 0, finite
   std::optional<EmulatedLink> link;    ///< emulated link; none: buckets complete when the all-reduce does
@@ -81,6 +95,10 @@ struct ExecutorOptions {
   /// last backward), a kAfterStep one for nothing (the trainer finished the device's step). None:
   /// every bucket is launched with a null ready_event (the CPU: computed on return).
   std::function<void*(std::size_t layer)> ready_event;
+  /// Where the communicator averages device memory (buffer_place "device"), a delayed schedule's
+  /// snapshots and corrections go through these (the training device's memory and stream); none:
+  /// a delayed schedule needs a communicator of host memory.
+  std::optional<DeviceSnapshots> device_snapshots;
 };
 
 /// The buffers a bucket's layer averages: model layer index -> its tensors (parameters or
@@ -182,8 +200,9 @@ class Executor {
   // A delayed bucket in flight: its own snapshot and the copy being averaged (host memory, one
   // per delayed bucket of the period, reused each period), and its record until it is applied.
   struct Snapshot {
-    std::vector<float> own;   // s: this rank's parameters at launch, the bucket's tensors in order
-    std::vector<float> mean;  // m: the copy of s the communicator averages in place
+    std::span<float> own;   // s: this rank's parameters at launch, the bucket's tensors in order
+    std::span<float> mean;  // m: the copy of s the communicator averages in place
+    std::vector<float> own_host, mean_host;  // their memory where the communicator averages host memory
   };
   struct Delayed {
     Flight flight;               // flight.bucket indexes iterations[h]; flight.record is unused
@@ -217,6 +236,7 @@ class Executor {
   std::int64_t started_ = 0;     // buckets started so far (the tags without a watch)
   double link_free_s_ = 0;       // when the emulated link is free (s on the run clock)
   std::vector<Flight> in_flight_;
+  bool host_snapshots_ = true;                    // the snapshots are host memory, copied here
   std::vector<std::vector<Snapshot>> snapshots_;  // snapshots_[h][b]: empty vectors unless delay > 0
   std::vector<Delayed> delayed_;                  // delayed buckets in flight, in launch order
   std::int64_t newest_tag_ = -1;                  // the tag of the bucket started last

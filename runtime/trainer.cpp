@@ -114,15 +114,19 @@ void choose_cuda_device(const MpiSession& mpi, Setup& setup) {
   setup.cuda_device = mpi.local_rank();
 }
 
-// A delayed-averaging plan (docs/runtime.md section 11): the snapshots and corrections are host
-// code, so not on a GPU; and a checkpoint saves no sync in flight, so every step it is saved
-// after must be a period position where none is. The steps n K (K = checkpoint_every) fall on
-// the positions that are multiples of gcd(K, H). Throws FieldError "device" or "checkpoint_every".
-void check_delayed_run(const TrainRequest& request, const Schedule& schedule) {
-  if (request.device != "cpu")
-    throw FieldError("device", "device " + request.device + ": the delayed-averaging plan " + request.plan_path +
-                                   " (sync_delays) runs on --device cpu only: the GPU trainer has no snapshot and "
-                                   "correction yet (docs/runtime.md section 11)");
+// A delayed-averaging plan (docs/runtime.md section 11): on a GPU the backend must offer the
+// snapshots and corrections in device memory; and a checkpoint saves no sync in flight, so every
+// step it is saved after must be a period position where none is. The steps n K (K =
+// checkpoint_every) fall on the positions that are multiples of gcd(K, H). Throws FieldError
+// "device" or "checkpoint_every".
+void check_delayed_run(const TrainRequest& request, const Schedule& schedule, const Setup& setup) {
+  if (setup.gpu) {
+    const GpuTrainingEntryPoints& training = setup.gpu->training();
+    if (training.snapshot_buffer == nullptr || training.snapshot == nullptr || training.correct == nullptr)
+      throw FieldError("device", std::string("device cuda: the GPU backend (") + setup.gpu->description() +
+                                     ") has no snapshots and corrections for the delayed-averaging plan " +
+                                     request.plan_path + " (sync_delays; docs/runtime.md section 11)");
+  }
   if (request.checkpoint_dir.empty()) return;
   const int period = schedule.period();
   const std::int64_t step = std::gcd(request.checkpoint_every, static_cast<std::int64_t>(period));
@@ -158,13 +162,13 @@ Setup read_setup(const MpiSession& mpi, const TrainRequest& request) {
     setup.schedule = read_plan_schedule(setup.model, request.plan_path);
     setup.schedule_identity = schedule_identity(read_plan_file(request.plan_path, runtime_profile(setup.model)));
   }
-  if (setup.schedule.delayed()) check_delayed_run(request, setup.schedule);
   try {
     setup.shard.emplace(request.data_path, mpi.rank(), mpi.size(), request.batch, request.seq);
   } catch (const InputError& e) {
     throw InputError("--data " + std::string(e.what()));
   }
   if (request.device == "cuda") choose_cuda_device(mpi, setup);
+  if (setup.schedule.delayed()) check_delayed_run(request, setup.schedule, setup);
   return setup;
 }
 
@@ -358,6 +362,17 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
   std::vector<void*> ready(layers, nullptr);
   ExecutorOptions options;
   options.ready_event = [&](std::size_t layer) { return ready.at(layer); };
+  // A delayed plan on a GPU: its snapshots live in device memory, copied and corrected on the
+  // device's stream (docs/runtime.md section 11); on the CPU the executor keeps them itself.
+  if (device.device_snapshots())
+    options.device_snapshots = DeviceSnapshots{
+        [&](std::size_t floats) { return device.snapshot_buffer(floats); },
+        [&](std::span<const std::span<float>> tensors, std::span<float> own, std::span<float> mean) {
+          return device.snapshot(tensors, own, mean);
+        },
+        [&](std::span<const std::span<float>> tensors, std::span<const float> own, std::span<const float> mean) {
+          device.correct(tensors, own, mean);
+        }};
   options.timeout_s = request.timeout_s;
   options.link = request.link;
   options.first_iteration = first_step;

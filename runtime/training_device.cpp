@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <string>
 
 namespace syncplan {
 
@@ -15,6 +16,16 @@ double IterationCompute::compute_s() const {
   for (const PassTime& pass : forward) total += pass.duration_s;
   for (const PassTime& pass : backward) total += pass.duration_s;
   return total;
+}
+
+std::span<float> TrainingDevice::snapshot_buffer(std::size_t) {
+  throw InternalError(std::string("TrainingDevice::snapshot_buffer on the ") + name() + " device");
+}
+void* TrainingDevice::snapshot(std::span<const std::span<float>>, std::span<float>, std::span<float>) {
+  throw InternalError(std::string("TrainingDevice::snapshot on the ") + name() + " device");
+}
+void TrainingDevice::correct(std::span<const std::span<float>>, std::span<const float>, std::span<const float>) {
+  throw InternalError(std::string("TrainingDevice::correct on the ") + name() + " device");
 }
 
 namespace {
@@ -166,6 +177,28 @@ class CudaTrainingDevice final : public TrainingDevice {
                      &status);
     check(status);
   }
+  bool device_snapshots() const override {
+    return entry_.snapshot_buffer != nullptr && entry_.snapshot != nullptr && entry_.correct != nullptr;
+  }
+  std::span<float> snapshot_buffer(std::size_t floats) override {
+    if (!device_snapshots()) return TrainingDevice::snapshot_buffer(floats);
+    float* memory = nullptr;
+    call([&](AbiStatus* s) { entry_.snapshot_buffer(state_, floats, &memory, s); });
+    return {memory, floats};
+  }
+  void* snapshot(std::span<const std::span<float>> tensors, std::span<float> own, std::span<float> mean) override {
+    if (!device_snapshots()) return TrainingDevice::snapshot(tensors, own, mean);
+    const std::vector<CommBuffer> buffers = comm_buffers(tensors, own.size(), mean.size());
+    void* ready = nullptr;
+    call([&](AbiStatus* s) { entry_.snapshot(state_, buffers.data(), buffers.size(), own.data(), mean.data(), &ready, s); });
+    return ready;
+  }
+  void correct(std::span<const std::span<float>> tensors, std::span<const float> own,
+               std::span<const float> mean) override {
+    if (!device_snapshots()) return TrainingDevice::correct(tensors, own, mean);
+    const std::vector<CommBuffer> buffers = comm_buffers(tensors, own.size(), mean.size());
+    call([&](AbiStatus* s) { entry_.correct(state_, buffers.data(), buffers.size(), own.data(), mean.data(), s); });
+  }
   void restore(const TrainingState& state) override {
     const auto n = static_cast<std::size_t>(parameter_count());
     for (const std::vector<float>* tensor : {&state.parameters, &state.adam_m, &state.adam_v})
@@ -181,6 +214,22 @@ class CudaTrainingDevice final : public TrainingDevice {
  private:
   // A layer's tensors: a block has at most a dozen (norms, attention, MLP); room for many more.
   static constexpr std::size_t kMaxTensorsPerLayer = 64;
+
+  // The tensors of a snapshot as the table's buffers; InternalError when `own` or `mean` (of
+  // `own_floats`, `mean_floats`) is shorter than the tensors together.
+  static std::vector<CommBuffer> comm_buffers(std::span<const std::span<float>> tensors, std::size_t own_floats,
+                                              std::size_t mean_floats) {
+    std::vector<CommBuffer> buffers;
+    std::size_t total = 0;
+    for (const std::span<float> tensor : tensors) {
+      buffers.push_back({tensor.data(), tensor.size()});
+      total += tensor.size();
+    }
+    if (own_floats < total || mean_floats < total)
+      throw InternalError("snapshot of " + std::to_string(total) + " floats into buffers of " +
+                          std::to_string(own_floats) + " and " + std::to_string(mean_floats));
+    return buffers;
+  }
 
   template <class Call>
   void call(Call&& body) {

@@ -75,6 +75,21 @@ class TrainingDevice {
   /// Puts `state`'s parameters, moments and step counter back. InputError "AdamW state: ..." when
   /// a tensor's length is not parameter_count().
   virtual void restore(const TrainingState& state) = 0;
+  /// Delayed averaging in the device's memory (docs/runtime.md section 11): true when the device
+  /// offers snapshot_buffer, snapshot and correct (a GPU whose backend has them); false on the CPU,
+  /// whose tensors are host memory (the executor copies them itself).
+  virtual bool device_snapshots() const { return false; }
+  /// `floats` floats of device memory for a snapshot, owned by the device. InternalError where
+  /// device_snapshots() is false.
+  virtual std::span<float> snapshot_buffer(std::size_t floats);
+  /// Enqueues copies of `tensors` into `own` and `mean` after the work enqueued so far; returns
+  /// the event mean's all-reduce waits for (ExecutorOptions::device_snapshots). InternalError where
+  /// device_snapshots() is false.
+  virtual void* snapshot(std::span<const std::span<float>> tensors, std::span<float> own, std::span<float> mean);
+  /// Enqueues p <- p + (mean - own) over `tensors` before the work enqueued after it (the step).
+  /// InternalError where device_snapshots() is false.
+  virtual void correct(std::span<const std::span<float>> tensors, std::span<const float> own,
+                       std::span<const float> mean);
 };
 
 /// The CPU device: model/cpu's CpuGraph in fp32 and model/adamw's AdamW, each pass timed on

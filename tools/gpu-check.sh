@@ -368,6 +368,29 @@ if needs train-compare train train-profile; then
   check train-compare $? "$(grep -h '^MAPE' "$more/train-compare.txt" 2>/dev/null | head -1)"
 fi
 
+# --- 6c. a delayed-averaging plan on the GPU --------------------------------------------------------
+step 6c "train with a delayed-averaging plan on the GPU (snapshots and corrections on the device, docs/runtime.md section 11)"
+if needs train-delayed train; then
+  # One rank: the all-reduce of a group of one returns the snapshot, so every correction adds
+  # m - s = 0; the step runs the device's copies, the ready event and the correction kernel, and
+  # the log must list the applied syncs and a finite loss.
+  run --to "$more/train-delayed-plan.txt" timeout -k 10 120 "$syncplan" plan --model gpt2 --batch 4 --seq 256 \
+    --cluster "$cluster" --period 4 --max-delay 2 -o "$more/train-delayed.plan.json" &&
+    run --to "$more/train-delayed.txt" one_rank 240 "$syncplan" run --device cuda --model gpt2 \
+      --plan "$more/train-delayed.plan.json" --data "$more/train-text.txt" --batch 4 --seq 256 --iterations 8 --seed 1 \
+      --lr 3e-4 --log "$more/train-delayed.jsonl" &&
+    { ((dry_run)) || python3 -c 'import json, math, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+applied = sum(len(l.get("applied", [])) for l in lines)
+assert len(lines) == 8 and applied > 0 and all(math.isfinite(l["loss"]) for l in lines), (len(lines), applied)
+first, last = lines[0]["loss"], lines[-1]["loss"]
+print(f"delayed plan on the GPU: {applied} corrections applied over 8 steps, loss {first:.4f} -> {last:.4f}")' \
+      "$more/train-delayed.jsonl" >"$more/train-delayed-check.txt" 2>&1; }
+  status=$?
+  ((dry_run)) || tee -a "$log" <"$more/train-delayed-check.txt"
+  check train-delayed "$status" "$(tail -n 1 "$more/train-delayed-check.txt" 2>/dev/null)"
+fi
+
 # --- 7. the roofline, for comparison ----------------------------------------------------------------
 step 7 "the roofline estimate for the H200 at the same size (an estimate, for comparison)"
 if needs estimate build; then

@@ -4,6 +4,7 @@
 #include "core/cuda_check.hpp"
 #include "core/errors.hpp"
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 
@@ -23,6 +24,13 @@ __global__ void adamw_kernel(std::int64_t n, float* p, const float* g, float* m,
   v[i] = __fadd_rn(__fmul_rn(b2, v[i]), __fmul_rn(__fmul_rn(1.0f - b2, gi), gi));
   const float m_hat = m[i] / correction1, v_hat = v[i] / correction2;
   p[i] = __fsub_rn(__fmul_rn(p[i], decay), __fmul_rn(lr, m_hat) / __fadd_rn(sqrtf(v_hat), eps));
+}
+
+// Delayed averaging's correction, element i: p + (mean - own), IEEE-rounded as the CPU computes it.
+__global__ void correction_kernel(std::int64_t n, float* p, const float* own, const float* mean) {
+  const std::int64_t i = static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= n) return;
+  p[i] = __fadd_rn(p[i], __fsub_rn(mean[i], own[i]));
 }
 
 double elapsed_s(cudaEvent_t from, cudaEvent_t to) {
@@ -91,6 +99,7 @@ CudaTrainer::CudaTrainer(const Model& model, const Workload& workload, const Ada
   origin_ = make_event();
   update_start_ = make_event();
   update_end_ = make_event();
+  SYNCPLAN_CUDA_CHECK(cudaEventCreateWithFlags(&snapshot_done_, cudaEventDisableTiming));
   for (std::size_t l = 0; l < graph_.layer_count(); ++l) {
     forward_start_.push_back(make_event());
     forward_end_.push_back(make_event());
@@ -105,7 +114,7 @@ CudaTrainer::~CudaTrainer() {
   if (stream_ != nullptr) cudaStreamSynchronize(stream_);
   for (const auto* events : {&forward_start_, &forward_end_, &backward_start_, &backward_end_})
     for (cudaEvent_t event : *events) cudaEventDestroy(event);
-  for (cudaEvent_t event : {origin_, update_start_, update_end_})
+  for (cudaEvent_t event : {origin_, update_start_, update_end_, snapshot_done_})
     if (event != nullptr) cudaEventDestroy(event);
   if (stream_ != nullptr) cudaStreamDestroy(stream_);
 }
@@ -195,6 +204,38 @@ void CudaTrainer::set_state(const float* parameters, const float* first_moment, 
   SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(second_moment_.data(), second_moment, bytes, cudaMemcpyHostToDevice, stream_));
   SYNCPLAN_CUDA_CHECK(cudaStreamSynchronize(stream_));
   adam_step_ = adam_step;
+}
+
+float* CudaTrainer::snapshot_buffer(std::size_t floats) {
+  snapshots_.emplace_back(std::max<std::size_t>(floats, 1) * sizeof(float));
+  return static_cast<float*>(snapshots_.back().data());
+}
+
+cudaEvent_t CudaTrainer::snapshot(std::span<const DeviceSpan> tensors, float* own, float* mean) {
+  for (const DeviceSpan& tensor : tensors) {
+    if (tensor.dtype != Dtype::kFp32) throw InternalError("CudaTrainer::snapshot: a tensor not in fp32");
+    const auto bytes = static_cast<std::size_t>(tensor.bytes());
+    SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(own, tensor.data, bytes, cudaMemcpyDeviceToDevice, stream_));
+    SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(mean, tensor.data, bytes, cudaMemcpyDeviceToDevice, stream_));
+    own += tensor.elements;
+    mean += tensor.elements;
+  }
+  SYNCPLAN_CUDA_CHECK(cudaEventRecord(snapshot_done_, stream_));
+  return snapshot_done_;
+}
+
+void CudaTrainer::correct(std::span<const DeviceSpan> tensors, const float* own, const float* mean) {
+  for (const DeviceSpan& tensor : tensors) {
+    if (tensor.dtype != Dtype::kFp32) throw InternalError("CudaTrainer::correct: a tensor not in fp32");
+    if (tensor.elements > 0) {
+      const auto blocks = static_cast<unsigned>((tensor.elements + kAdamThreads - 1) / kAdamThreads);
+      correction_kernel<<<blocks, kAdamThreads, 0, stream_>>>(tensor.elements, static_cast<float*>(tensor.data), own,
+                                                              mean);
+      SYNCPLAN_CUDA_CHECK(cudaGetLastError());
+    }
+    own += tensor.elements;
+    mean += tensor.elements;
+  }
 }
 
 }  // namespace syncplan::cuda

@@ -72,6 +72,19 @@ class CudaTrainer {
   void get_state(float* parameters, float* first_moment, float* second_moment, std::int64_t& adam_step) const;
   void set_state(const float* parameters, const float* first_moment, const float* second_moment, std::int64_t adam_step);
 
+  /// Delayed averaging (docs/runtime.md section 11): `floats` fp32 of device memory, owned by the
+  /// trainer until it is destroyed. LibraryError when CUDA cannot allocate it.
+  float* snapshot_buffer(std::size_t floats);
+  /// Enqueues, after the work enqueued so far, copies of `tensors` (fp32, device memory) one after
+  /// another into `own` and into `mean` (each at least their total floats); returns the event
+  /// recorded after them (the same event object every call, recorded anew), which the all-reduce
+  /// of `mean` waits for. InternalError for a tensor not fp32.
+  cudaEvent_t snapshot(std::span<const DeviceSpan> tensors, float* own, float* mean);
+  /// Enqueues p <- p + (mean - own) over `tensors` (laid out as snapshot copied them), fp32 with
+  /// IEEE rounding and no fused multiply-add (the CPU executor's bits); later work (the step) runs
+  /// after it on the stream. `mean` must be complete (the communicator's test said so).
+  void correct(std::span<const DeviceSpan> tensors, const float* own, const float* mean);
+
  private:
   static int select(int device);
   float* parameters() const { return static_cast<float*>(graph_.parameters().data); }
@@ -85,6 +98,8 @@ class CudaTrainer {
   DeviceBuffer frozen_copy_;
   std::int64_t adam_step_ = 0;
   cudaEvent_t origin_ = nullptr, update_start_ = nullptr, update_end_ = nullptr;
+  cudaEvent_t snapshot_done_ = nullptr;  // recorded after each snapshot's copies
+  std::vector<DeviceBuffer> snapshots_;  // snapshot_buffer's allocations
   std::vector<cudaEvent_t> forward_start_, forward_end_, backward_start_, backward_end_;
 };
 

@@ -7,7 +7,8 @@
 // Built a third time with FAKE_GPU_TRAINER = 1 (fake_gpu_trainer): a "device" that is host memory,
 // so that `syncplan run --device cuda` runs its whole GPU path on any machine: the trainer's
 // entry points over CpuGraph and AdamW (the CPU trainer's numbers, so a run must equal the CPU
-// run bit for bit), and "NCCL" entry points whose communicator is the MPI backend table.
+// run bit for bit), delayed averaging's snapshots and corrections (unless $FAKE_GPU_NO_SNAPSHOTS
+// is set), and "NCCL" entry points whose communicator is the MPI backend table.
 #include "profiler/gpu_backend.hpp"
 
 #include <cstdio>
@@ -93,6 +94,7 @@ struct FakeTrainer {
   std::vector<GpuIterationTimes> times;
   GpuIterationTimes update;
   Clock::time_point origin;
+  std::vector<std::vector<float>> snapshots;  // snapshot_buffer's "device memory"
 };
 
 FakeTrainer& fake(void* state) { return *static_cast<FakeTrainer*>(state); }
@@ -194,6 +196,35 @@ std::int64_t train_parameter_count(const void* state) {
   return static_cast<std::int64_t>(static_cast<const FakeTrainer*>(state)->graph.parameters().size());
 }
 
+// Delayed averaging's entry points, on the host "device" memory as the executor computes them on
+// the CPU (copies; p + (mean - own) in float), so that a delayed run equals the CPU run bit for bit.
+int train_snapshot_buffer(void* state, std::size_t floats, float** out, AbiStatus* status) {
+  return guarded(status, [&] {
+    std::vector<float>& memory = fake(state).snapshots.emplace_back(std::max<std::size_t>(floats, 1));
+    *out = memory.data();
+  });
+}
+int train_snapshot(void*, const CommBuffer* tensors, std::size_t count, float* own, float* mean, void** ready_event,
+                   AbiStatus* status) {
+  return guarded(status, [&] {
+    for (std::size_t t = 0; t < count; ++t) {
+      own = std::copy(tensors[t].data, tensors[t].data + tensors[t].count, own);
+      mean = std::copy(tensors[t].data, tensors[t].data + tensors[t].count, mean);
+    }
+    *ready_event = nullptr;  // copied on return; the MPI table takes no event
+  });
+}
+int train_correct(void*, const CommBuffer* tensors, std::size_t count, const float* own, const float* mean,
+                  AbiStatus* status) {
+  return guarded(status, [&] {
+    for (std::size_t t = 0; t < count; ++t)
+      for (std::size_t i = 0; i < tensors[t].count; ++i) {
+        float& p = tensors[t].data[i];
+        p = p + (*mean++ - *own++);
+      }
+  });
+}
+
 // ---- "NCCL": the MPI backend table on the host "device" memory ---------------------------------
 
 int nccl_unique_id(unsigned char* id, AbiStatus* status) {
@@ -227,6 +258,12 @@ extern "C" __attribute__((visibility("default"))) const GpuBackendTable* syncpla
     made.training = {train_create, train_destroy, train_initialize, train_set_batch, train_begin, train_forward,
                      train_backward, train_step, train_finish, train_layer_buffers, train_get_state, train_set_state,
                      train_parameter_count};
+    // $FAKE_GPU_NO_SNAPSHOTS: a backend without delayed averaging's entry points (refused for such plans).
+    if (std::getenv("FAKE_GPU_NO_SNAPSHOTS") == nullptr) {
+      made.training.snapshot_buffer = train_snapshot_buffer;
+      made.training.snapshot = train_snapshot;
+      made.training.correct = train_correct;
+    }
     made.nccl = {nccl_unique_id, nccl_open};
 #endif
     return made;  // without FAKE_GPU_TRAINER, nccl and training stay null: "built without NCCL"

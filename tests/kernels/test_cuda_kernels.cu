@@ -444,6 +444,68 @@ bool check_trainer() {
   return ok;
 }
 
+// Delayed averaging's device half (docs/runtime.md section 11) on tiny-gpt's wte and c_fc tensors:
+// snapshot copies them, one after another, into own and mean; after mean is changed (as the
+// all-reduce would) and the live parameters moved (as a step would), correct gives, bit for bit,
+// p + (mean - own) as the CPU executor computes it (fp32, no fused multiply-add).
+bool check_snapshots() {
+  const Model model = test::shipped_model("tiny-gpt");
+  Workload w;
+  w.batch = 2;
+  w.seq = 32;
+  cuda::CudaTrainer gpu(model, w, AdamWOptions{}, 0);
+  gpu.initialize(5);
+  std::vector<cuda::DeviceSpan> tensors;
+  for (std::size_t l = 0; l < model.layers.size(); ++l)
+    if (model.layers[l].name == "transformer.wte" || model.layers[l].name == "transformer.h.0.mlp.c_fc")
+      for (const cuda::DeviceSpan& tensor : gpu.layer_buffers(l, false)) tensors.push_back(tensor);
+  std::size_t total = 0;
+  for (const cuda::DeviceSpan& tensor : tensors) total += static_cast<std::size_t>(tensor.elements);
+  float* own = gpu.snapshot_buffer(total);
+  float* mean = gpu.snapshot_buffer(total);
+  bool ok = !tensors.empty() && gpu.snapshot(tensors, own, mean) != nullptr;
+  SYNCPLAN_CUDA_CHECK(cudaDeviceSynchronize());
+  // The live tensors as the host sees them now (the snapshot's expected content).
+  std::vector<float> live(total), own_host(total), mean_host(total);
+  std::size_t at = 0;
+  for (const cuda::DeviceSpan& tensor : tensors) {
+    SYNCPLAN_CUDA_CHECK(cudaMemcpy(live.data() + at, tensor.data, static_cast<std::size_t>(tensor.bytes()),
+                                   cudaMemcpyDeviceToHost));
+    at += static_cast<std::size_t>(tensor.elements);
+  }
+  SYNCPLAN_CUDA_CHECK(cudaMemcpy(own_host.data(), own, total * sizeof(float), cudaMemcpyDeviceToHost));
+  SYNCPLAN_CUDA_CHECK(cudaMemcpy(mean_host.data(), mean, total * sizeof(float), cudaMemcpyDeviceToHost));
+  ok &= own_host == live && mean_host == live;
+  // "All-reduced" mean and "stepped" parameters: arbitrary, distinct values.
+  std::vector<float> new_mean(total), moved(total), expected(total);
+  for (std::size_t i = 0; i < total; ++i) {
+    new_mean[i] = live[i] * 0.5f + 0.001f * static_cast<float>(i % 97);
+    moved[i] = live[i] - 0.003f * static_cast<float>(i % 13);
+    volatile float difference = new_mean[i] - own_host[i];  // rounded on its own, as the executor's
+    expected[i] = moved[i] + difference;
+  }
+  SYNCPLAN_CUDA_CHECK(cudaMemcpy(mean, new_mean.data(), total * sizeof(float), cudaMemcpyHostToDevice));
+  at = 0;
+  for (const cuda::DeviceSpan& tensor : tensors) {
+    SYNCPLAN_CUDA_CHECK(cudaMemcpy(tensor.data, moved.data() + at, static_cast<std::size_t>(tensor.bytes()),
+                                   cudaMemcpyHostToDevice));
+    at += static_cast<std::size_t>(tensor.elements);
+  }
+  gpu.correct(tensors, own, mean);
+  SYNCPLAN_CUDA_CHECK(cudaDeviceSynchronize());
+  std::vector<float> corrected(total);
+  at = 0;
+  for (const cuda::DeviceSpan& tensor : tensors) {
+    SYNCPLAN_CUDA_CHECK(cudaMemcpy(corrected.data() + at, tensor.data, static_cast<std::size_t>(tensor.bytes()),
+                                   cudaMemcpyDeviceToHost));
+    at += static_cast<std::size_t>(tensor.elements);
+  }
+  ok &= corrected == expected;
+  std::printf("%s  CudaTrainer snapshot and correction of %zu tensors (%zu floats): copies exact, p + (m - s) bit for bit\n",
+              ok ? "ok  " : "FAIL", tensors.size(), total);
+  return ok;
+}
+
 }  // namespace
 
 int main() {
@@ -480,6 +542,7 @@ int main() {
     failures += !check_graph_too_large();
     failures += !check_adamw(context);
     failures += !check_trainer();
+    failures += !check_snapshots();
     failures += !check_profiler(Dtype::kFp32);
     failures += !check_profiler(Dtype::kBf16);
     std::printf("%s: %d failing case%s\n", failures == 0 ? "PASS" : "FAIL", failures, failures == 1 ? "" : "s");

@@ -24,8 +24,9 @@
 #               communicator) on the stand-in backend $FAKE_GPU_TRAINER (host memory, MPI;
 #               tests/kernels/fake_gpu_backend.cpp): every strategy's log equals the CPU run's loss
 #               for loss and bucket for bucket, a resumed run continues exactly, and a backend
-#               without a trainer or with too few devices is refused (exit 2, one line), and so
-#               is a delayed-averaging plan (the GPU trainer has no snapshots and corrections)
+#               without a trainer or with too few devices is refused (exit 2, one line); a
+#               delayed-averaging plan runs as on the CPU, bit for bit ($DELAYED_REFERENCE checks its
+#               checkpoint), and a backend without snapshots and corrections is refused for it
 # Exit 77 (a skip) when the GPL-3 text is missing.
 #
 # usage: run_cases.sh CASE SYNCPLAN PYTHON WORKDIR [MPIEXEC]
@@ -291,9 +292,22 @@ EOF_PY
       --strategy ssgd --period 1 "${common[@]}" --iterations 2
     SYNCPLAN_GPU_BACKEND="$FAKE_GPU_TRAINER" FAKE_GPU_DEVICES=0 expect_refused "--device cuda: no CUDA device is visible" \
       --device cuda --strategy ssgd --period 1 "${common[@]}" --iterations 2
+    # A delayed-averaging plan: the snapshots and corrections go through the trainer's entry
+    # points (device memory, its stream), and must give the CPU run's bits: the same losses and
+    # buckets, the log's sync_delays and applied syncs as the plan says, and the checkpoint of
+    # step 8 equal to delayed_reference's own replicas (it computes the corrections itself). The
+    # emulated 0.05 Gbit/s link keeps the delayed all-reduces in flight past their steps.
+    [[ -f "${DELAYED_REFERENCE:-}" ]] || { echo "FAIL: set DELAYED_REFERENCE to the delayed_reference program"; exit 1; }
     make_delayed_plans >/dev/null
-    SYNCPLAN_GPU_BACKEND="$FAKE_GPU_TRAINER" expect_refused \
-      "--device cuda: the delayed-averaging plan delayed.json (sync_delays) runs on --device cpu only" --device cuda \
+    mpi 2 run --plan delayed.json "${common[@]}" --iterations 8 --log cpu-delayed.jsonl >/dev/null
+    SYNCPLAN_GPU_BACKEND="$FAKE_GPU_TRAINER" mpi 2 run --device cuda --plan delayed.json "${common[@]}" --iterations 8 \
+      --emulate-link-Gbps 0.05 --checkpoint cuda-delayed --checkpoint-every 4 --log cuda-delayed.jsonl >/dev/null
+    same_losses cpu-delayed.jsonl cuda-delayed.jsonl
+    check delayed cuda-delayed.jsonl - delayed.json profile.json
+    "$DELAYED_REFERENCE" delayed.json "$text" 4 32 3 0.003 cuda-delayed 4 8
+    # A backend without the snapshot entry points is refused for such a plan, before any step.
+    SYNCPLAN_GPU_BACKEND="$FAKE_GPU_TRAINER" FAKE_GPU_NO_SNAPSHOTS=1 expect_refused \
+      "has no snapshots and corrections for the delayed-averaging plan delayed.json" --device cuda \
       --plan delayed.json "${common[@]}" --iterations 2
     ;;
   *) echo "run_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;

@@ -59,17 +59,21 @@ struct ScriptedComm {
   std::vector<std::size_t> started_elements;  // per start, its total element count
   std::vector<int> polls;                     // per request id, tests so far
   std::vector<std::vector<CommBuffer>> buffers;  // per request id, its buffers
+  std::vector<void*> ready;                      // per request id, the ready event it was given
+  const char* place = "host";                    // buffer_place
 };
 
 CommBackendTable scripted_table(ScriptedComm& comm) {
   CommBackendTable table;
   table.name = "scripted";
-  table.buffer_place = "host";
+  table.buffer_place = comm.place;
   table.state = &comm;
   table.rank = 0;
   table.size = comm.size;
-  table.start = [](void* state, const CommBuffer* buffers, std::size_t count, void*, std::int64_t* request, AbiStatus* status) {
+  table.start = [](void* state, const CommBuffer* buffers, std::size_t count, void* ready, std::int64_t* request,
+                   AbiStatus* status) {
     auto& self = *static_cast<ScriptedComm*>(state);
+    self.ready.push_back(ready);
     std::size_t elements = 0;
     for (std::size_t b = 0; b < count; ++b) elements += buffers[b].count;
     self.started_elements.push_back(elements);
@@ -595,6 +599,83 @@ TEST_CASE("a delayed bucket averages a snapshot on the side and is applied as p 
   Executor short_run(schedule, comm, store.buffers(), clock);
   run_hooks(short_run, L);
   CHECK(short_run.drain() == 1);
+}
+
+TEST_CASE("on a communicator of device memory, delayed snapshots and corrections go through DeviceSnapshots",
+          "[runtime]") {
+  // The same plan and numbers as the host case above, the communicator now saying "device": the
+  // executor must not touch the snapshot memory itself but allocate it (two buffers per delayed
+  // bucket), take each snapshot through `take` and hand its ready event to the all-reduce of
+  // mean, and correct through `correct` before the step of h + d, in sync order. The functions
+  // here do on host memory what a GPU's do (copies; p + (m - s)), and record their calls.
+  const Model& model = tiny_gpt();
+  const Profile profile = runtime_profile(model);
+  const std::size_t fc = index_of(model, "transformer.h.0.mlp.c_fc"), wte = index_of(model, "transformer.wte");
+  const Schedule schedule = plan_schedule(model, plan_from_json(delayed_plan_document(profile, true), "p.json", profile), "p.json");
+  ScriptedComm scripted;
+  scripted.add_when_done = 1;  // m = s + 1
+  scripted.place = "device";
+  Communicator comm(scripted_table(scripted));
+  LayerStore store(model);
+  RunClock clock;
+  CHECK_THROWS_WITH(Executor(schedule, comm, store.buffers(), clock),
+                    Catch::Contains("needs snapshots where the scripted communicator averages, in device memory"));
+
+  std::vector<std::vector<float>> memory;  // the "device" buffers
+  memory.reserve(8);
+  int sentinel = 0;
+  std::vector<std::size_t> taken, corrected;  // the first tensor's size of each call
+  const std::size_t L = model.layers.size();
+  int step = 0, corrected_at_step = -1;
+  ExecutorOptions options;
+  options.device_snapshots = DeviceSnapshots{
+      [&](std::size_t floats) { return std::span<float>(memory.emplace_back(floats, -7.0f)); },
+      [&](std::span<const std::span<float>> tensors, std::span<float> own, std::span<float> mean) {
+        auto o = own.begin(), m = mean.begin();
+        for (const std::span<float> tensor : tensors) {
+          o = std::copy(tensor.begin(), tensor.end(), o);
+          m = std::copy(tensor.begin(), tensor.end(), m);
+        }
+        taken.push_back(tensors.front().size());
+        return static_cast<void*>(&sentinel);
+      },
+      [&](std::span<const std::span<float>> tensors, std::span<const float> own, std::span<const float> mean) {
+        std::size_t at = 0;
+        for (const std::span<float> tensor : tensors)
+          for (float& p : tensor) {
+            p = p + (mean[at] - own[at]);
+            ++at;
+          }
+        corrected.push_back(tensors.front().size());
+        corrected_at_step = step;
+      }};
+  Executor executor(schedule, comm, store.buffers(), clock, options);
+  CHECK(memory.size() == 4);  // own and mean of c_fc's and wte's delayed buckets
+  const auto fc_size = store.tensors[fc].size(), wte_size = store.tensors[wte].size();
+  run_hooks(executor, L, [&] { std::fill(store.tensors[fc].begin(), store.tensors[fc].end(), 5.0f); ++step; });
+  CHECK(taken == std::vector<std::size_t>{fc_size});
+  run_hooks(executor, L, [&] { std::fill(store.tensors[wte].begin(), store.tensors[wte].end(), 3.0f); ++step; });
+  CHECK(taken == std::vector<std::size_t>{fc_size, wte_size});
+  CHECK(corrected.empty());
+  run_hooks(executor, L, [&] {
+    // Before this (the third) step: c_fc 5 + (2 - 1) = 6, wte 3 + (2 - 1) = 4, c_fc first.
+    CHECK(corrected == std::vector<std::size_t>{fc_size, wte_size});
+    CHECK(corrected_at_step == 2);
+    CHECK(std::all_of(store.tensors[fc].begin(), store.tensors[fc].end(), [](float p) { return p == 6.0f; }));
+    CHECK(std::all_of(store.tensors[wte].begin(), store.tensors[wte].end(), [](float p) { return p == 4.0f; }));
+    ++step;
+  });
+  // The delayed all-reduces got the snapshots' ready event and their mean buffer, no other.
+  int with_sentinel = 0;
+  for (std::size_t id = 0; id < scripted.ready.size(); ++id)
+    if (scripted.ready[id] == &sentinel) {
+      ++with_sentinel;
+      REQUIRE(scripted.buffers[id].size() == 1);
+      const float* data = scripted.buffers[id][0].data;
+      CHECK(std::any_of(memory.begin(), memory.end(), [&](const std::vector<float>& m) { return m.data() == data; }));
+    }
+  CHECK(with_sentinel == 2);
+  CHECK(executor.drain() == 0);
 }
 
 TEST_CASE("a delayed bucket that never completes times out before the step it is due at, or in drain", "[runtime]") {
