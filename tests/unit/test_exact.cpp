@@ -1,6 +1,7 @@
 // The exact method (planner/algorithms/exact.cpp, docs/time-model.md 14) on hand-derived cases
 // where the suffix bound is loose, against enumeration with pinned layers, at its node limit, and
 // in the plan job and its report (chosen.bound, chosen.proven_optimal, lower_bounds.exact_s).
+#include "core/limits.hpp"
 #include "core/report.hpp"
 #include "planner/lower_bound.hpp"
 #include "planner/plan_job.hpp"
@@ -186,7 +187,9 @@ TEST_CASE("plan job: the report names the bound and says when the plan is proven
   }
   SECTION("bad limits are refused naming the field") {
     request.exact.node_limit = 0;
-    REQUIRE_THROWS_WITH(run_plan_job(request), "exact.node_limit: must be >= 1, got 0");
+    REQUIRE_THROWS_WITH(run_plan_job(request), "exact.node_limit: must be in 1..1000000000000, got 0");
+    request.exact.node_limit = limits::kMaxExactNodes + 1;  // 10^12 + 1: past the largest
+    REQUIRE_THROWS_WITH(run_plan_job(request), "exact.node_limit: must be in 1..1000000000000, got 1000000000001");
   }
   SECTION("fused plans keep the fused bound") {
     request.bucket_alpha_s = 0.0;

@@ -378,7 +378,7 @@ TEST_CASE("json: bad sync_delays are refused naming the layer and the field", "[
     REQUIRE_THROWS_WITH(read_plan_text(layers), Contains("plan.json") && Contains("layer 'a'") &&
                                                     Contains("'sync_delays'") && Contains(words));
   };
-  SECTION("wrong length") { refused(R"({"name": "a", "sync_iterations": [0], "sync_delays": [1, 0]})", "expected 1 entries"); }
+  SECTION("wrong length") { refused(R"({"name": "a", "sync_iterations": [0], "sync_delays": [1, 0]})", "expected 1 entry (one per sync iteration), got 2"); }
   SECTION("negative") { refused(R"({"name": "a", "sync_iterations": [0], "sync_delays": [-1]})", "whole numbers >= 0"); }
   SECTION("fractional") { refused(R"({"name": "a", "sync_iterations": [0], "sync_delays": [0.5]})", "whole numbers >= 0"); }
   SECTION("not an array") { refused(R"({"name": "a", "sync_iterations": [0], "sync_delays": 1})", "expected an array"); }
