@@ -141,7 +141,11 @@ void plan_delayed_averaging(PlanOutcome& outcome, JobPlans& plans, const PlanReq
 void prove_or_improve(PlanOutcome& outcome, const std::vector<bool>& pinned, const ExactOptions& options) {
   const BackpropTimes& times = outcome.times;
   const double period_s = time_assignment(times, outcome.chosen.assignment).period_s;
-  if (gap_to_lower_bound(period_s, outcome.lower_bound_s) == 0) return;
+  const double gap = gap_to_lower_bound(period_s, outcome.lower_bound_s);
+  if (gap == 0) return;
+  // Larger profiles cost more per node: searched only where the gap is worth it.
+  const int placeable = exact_placeable_layers(times, pinned);
+  if (placeable > options.always_layers && gap <= options.large_min_gap) return;
   ExactResult exact = plan_exact(times, outcome.period, pinned, outcome.chosen, options);
   if (!exact.run.ran) return;
   outcome.exact_run = exact.run;

@@ -49,8 +49,9 @@ struct PlanRequest {
   int max_delay = 0;
   /// With algorithm "best" and no bucket fusion: the exact method's limits (docs/time-model.md 14).
   /// It runs after best when the plan's gap to the suffix bound is not 0 and the profile has at
-  /// most exact.max_layers layers to place; a shorter plan it finds replaces best's. It also stops
-  /// at the job's search deadline (search.time_limit_s). node_limit >= 1, max_layers >= 0.
+  /// most exact.always_layers layers to place, or at most exact.max_layers and a gap above
+  /// exact.large_min_gap; a shorter plan it finds replaces best's. It also stops at the job's
+  /// search deadline (search.time_limit_s). node_limit >= 1, max_layers >= 0.
   ExactOptions exact;
 };
 

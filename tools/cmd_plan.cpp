@@ -365,7 +365,8 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_option("--seed", options->seed_text, "search: random seed, a whole number >= 0 (default: 1)");
   CLI::Option* exact_nodes = plan->add_option("--exact-nodes", options->exact.node_limit,
                    "with --algorithm best: the exact method's most branch-and-bound nodes, >= 1; it proves the plan "
-                   "optimal or finds a shorter one on profiles of at most 96 layers to place (default: 1000000)");
+                   "optimal or finds a shorter one on profiles of at most 96 layers to place, or 1024 where the "
+                   "gap is above 1% (default: 1000000)");
   plan->add_option("--cluster", options->sync.cluster_path,
                    "syncplan.cluster/v1 file: plan for its all-reduce times (see --sync-time) and take bucket "
                    "fusion's alpha from it (default: the profile's sync_s)");

@@ -125,15 +125,24 @@ PlanCandidate plan_delayed(const BackpropTimes& times, int period, int max_delay
 
 namespace syncplan {
 
-/// Limits of the exact method (docs/time-model.md section 14). The defaults keep it to a few
-/// milliseconds on profiles it cannot finish.
+/// Limits of the exact method (docs/time-model.md section 14). The defaults keep it to about a
+/// quarter of a second on profiles it cannot finish (a node costs O(L + H log H)).
 struct ExactOptions {
-  int max_layers = 96;          ///< most layers with a sync (not pinned) it takes on; more: not run
+  int max_layers = 1024;        ///< most layers with a sync (not pinned) it takes on; more: not run
   long long node_limit = 1000000;  ///< most branch-and-bound nodes; reaching it: "not proven"
   /// When set, it also stops at this instant (checked every 1024 nodes, the first included): the
   /// `plan` job's search deadline (SearchOptions::deadline), which then bounds it too.
   std::optional<std::chrono::steady_clock::time_point> deadline = std::nullopt;
+  /// The plan job's policy: it runs the method at any gap above 0 on profiles of at most this many
+  /// layers to place, and on larger ones (up to max_layers) only when the gap to the suffix bound
+  /// exceeds large_min_gap (a fraction), since a node costs O(L + H log H).
+  int always_layers = 96;
+  double large_min_gap = 0.01;
 };
+
+/// The layers the exact method places (docs/time-model.md section 14): those with a sync of their
+/// own (sync_s > 0) that are not pinned (`every_iteration`, backprop index).
+int exact_placeable_layers(const BackpropTimes& times, const std::vector<bool>& every_iteration);
 
 /// What the exact method did.
 struct ExactRun {

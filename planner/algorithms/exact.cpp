@@ -272,15 +272,20 @@ class PartitionSearch {
 
 }  // namespace
 
+int exact_placeable_layers(const BackpropTimes& times, const std::vector<bool>& every_iteration) {
+  int placeable = 0;
+  for (std::size_t j = 0; j < times.size(); ++j)
+    placeable += !(j < every_iteration.size() && every_iteration[j]) && times.sync_s[j] > 0 ? 1 : 0;
+  return placeable;
+}
+
 ExactResult plan_exact(const BackpropTimes& times, int period, const std::vector<bool>& every_iteration,
                        const PlanCandidate& incumbent, const ExactOptions& options) {
   require_valid_period(period);
   SYNCPLAN_CHECK(incumbent.assignment.period() == period);
   ExactResult result{incumbent, {}};
   const auto pinned = [&](std::size_t j) { return j < every_iteration.size() && every_iteration[j]; };
-  int placeable = 0;
-  for (std::size_t j = 0; j < times.size(); ++j) placeable += !pinned(j) && times.sync_s[j] > 0 ? 1 : 0;
-  if (placeable > options.max_layers) return result;
+  if (exact_placeable_layers(times, every_iteration) > options.max_layers) return result;
   result.run.ran = true;
 
   double incumbent_wait = 0;

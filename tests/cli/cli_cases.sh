@@ -18,6 +18,7 @@
 #   delayed_tiny                      plan --max-delay 1: the hand-derived delayed plan, reproduced by simulate
 #   delayed_main_job                  the README's main job with --max-delay 1 and 3: within 5% of
 #                                     max(H x compute, sum of syncs); the DES runs the delayed plan
+#   exact_large                       gpt2-medium (147 layers to place): searched where the gap is above 1%
 #   exact_llama                       the 8-layer Llama at 16 x 10 Gbit/s, batch 32: the exact method proves
 #                                     search's plan optimal within the default node limit, not within 100,000
 set -euo pipefail
@@ -480,7 +481,31 @@ print(f"ok: Llama-8L proven optimal in {exact['nodes']} nodes; suffix bound {bou
 PY
 }
 
+# docs/time-model.md section 14's policy for profiles of more than 96 layers to place (GPT-2 medium,
+# 147, estimated for H100-SXM, 8 x 10 Gbit/s): at batch 22 the gap to the suffix bound
+# is above 1% (2.31% before), so the exact method runs and proves search's plan optimal; at batch 8
+# it is 0.85%, below 1%, so it does not run (no exact block in the report) and the gap stays.
+exact_large() {
+  local cluster="$repo_data/clusters/8nodes-1gpu-10gbps.json"
+  run plan --model gpt2-medium --batch 22 --cluster "$cluster" --period 10 -o plan22.json --report report22.json |
+    tee plan22.txt
+  grep -q "(proven optimal)$" plan22.txt || { echo "FAIL: gpt2-medium at batch 22 is not proven optimal"; exit 1; }
+  run plan --model gpt2-medium --batch 8 --cluster "$cluster" --period 10 -o plan8.json --report report8.json
+  "$python" - <<'PY' || { echo "FAIL: exact large"; exit 1; }
+import json
+big, small = json.load(open("report22.json")), json.load(open("report8.json"))
+bounds = big["lower_bounds"]
+assert big["exact"]["proven_optimal"] and big["chosen"]["bound"] == "exact", big["exact"]
+assert big["chosen"]["period_s"] / bounds["suffix_s"] - 1 > 0.01, bounds  # the gap that made it run
+assert abs(bounds["exact_s"] - big["chosen"]["period_s"]) <= 1e-12 * bounds["exact_s"], bounds
+assert "exact" not in small and small["chosen"]["bound"] == "suffix", small["chosen"]
+assert 0 < small["chosen"]["gap_to_lower_bound"] <= 0.01, small["chosen"]
+print(f"ok: gpt2-medium: batch 22 proven in {big['exact']['nodes']} nodes; batch 8 not searched "
+      f"(gap {small['chosen']['gap_to_lower_bound']:.2%})")
+PY
+}
+
 case "$case_name" in
-  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times | delayed_tiny | delayed_main_job | exact_llama) "$case_name" "$@" ;;
+  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times | delayed_tiny | delayed_main_job | exact_llama | exact_large) "$case_name" "$@" ;;
   *) echo "cli_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac
