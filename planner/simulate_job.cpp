@@ -143,6 +143,8 @@ DesOutcome simulate_des(const SimulateRequest& request) {
   document.overlap_fraction = result.overlap_fraction();
   // Without a cluster file the links are link_cluster's stand-ins: their bytes describe nothing.
   if (request.sync.cluster) document.link_bytes = result.link_bytes;
+  if (request.plan && request.plan->predicted && document.iterations % document.period == 0)
+    outcome.prediction_difference = relative_difference(request.plan->predicted->period_s, document.period_s());
   return outcome;
 }
 

@@ -59,6 +59,10 @@ struct DesOutcome {
   /// The period model on the same all-reduce times, for comparison (when there is an assignment).
   std::optional<PeriodTiming> period_model;
   DesRunResult document;                 ///< the syncplan.result/v1 document ("engine": "des")
+  /// With a plan that has predicted figures and whole periods simulated: the relative difference
+  /// between its predicted period_s and the DES's mean per period (0 to 1e-9 with identical
+  /// workers and the plan's all-reduce times, docs/des.md); none otherwise.
+  std::optional<double> prediction_difference;
 };
 
 /// The period model: request.sync without a cluster's cost model. Throws FieldError "strategy ..."

@@ -74,13 +74,10 @@ void print_assignment(std::ostream& out, const BackpropTimes& times, const Assig
     table[0].insert(table[0].begin() + 3, "max_delay");
     table[0].insert(table[0].begin() + 4, "applies_syncs_of");
     for (int g = 0; g < assignment.period(); ++g) {
-      std::vector<int> seen;
-      for (const int d : assignment.delays[g]) {
-        if (std::find(seen.begin(), seen.end(), d) != seen.end()) continue;
-        seen.push_back(d);
-      }
-      std::sort(seen.begin(), seen.end());
-      for (const int d : seen) {
+      std::vector<int> delays = assignment.delays[g];
+      std::sort(delays.begin(), delays.end());
+      delays.erase(std::unique(delays.begin(), delays.end()), delays.end());
+      for (const int d : delays) {
         std::string& into = applies[g + d];
         into += (into.empty() ? "" : ",") + std::to_string(g);
       }

@@ -10,7 +10,6 @@
 #include "tools/cli_common.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <iostream>
 #include <limits>
 #include <memory>
@@ -218,21 +217,20 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
               << seconds_text(outcome.period_model->period_s) << "; DES mean per period "
               << seconds_text(outcome.document.period_s()) << '\n';
   // A plan's predicted period (the period model at planning time) against the DES's: equal to 1e-9
-  // with identical workers and the plan's all-reduce times (docs/des.md); otherwise the
-  // cluster adds what the plan did not model.
-  if (request.plan && request.plan->predicted && count % period != 0) {
-    std::cout << "not compared with the plan's predicted period_s " << seconds_text(request.plan->predicted->period_s)
-              << ": --iterations " << count << " is not a multiple of the period H = " << period
-              << "\n";
-  } else if (request.plan && request.plan->predicted) {
-    const double predicted = request.plan->predicted->period_s, simulated = outcome.document.period_s();
-    const double difference = std::abs(simulated - predicted) / std::max(std::abs(predicted), 1e-300);
-    if (difference <= 1e-9)
+  // with identical workers and the plan's all-reduce times; otherwise the cluster adds what the plan
+  // did not model.
+  if (request.plan && request.plan->predicted) {
+    const double predicted = request.plan->predicted->period_s;
+    if (!outcome.prediction_difference)
+      std::cout << "not compared with the plan's predicted period_s " << seconds_text(predicted) << ": --iterations "
+                << count << " is not a multiple of the period H = " << period << '\n';
+    else if (*outcome.prediction_difference <= 1e-9)
       std::cout << "reproduces the plan's predicted period_s " << seconds_text(predicted) << " (relative difference "
-                << difference << ")\n";
+                << *outcome.prediction_difference << ")\n";
     else
       std::cout << "differs from the plan's predicted period_s " << seconds_text(predicted) << " (DES mean per period "
-                << seconds_text(simulated) << ", relative difference " << difference
+                << seconds_text(outcome.document.period_s()) << ", relative difference "
+                << *outcome.prediction_difference
                 << "): the plan was made on other all-reduce times, or this cluster has what the period model "
                    "leaves out (stragglers, jitter, more workers than simulated alike)\n";
   }

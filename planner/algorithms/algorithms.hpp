@@ -169,8 +169,8 @@ struct ExactResult {
 /// bound's water-filling over the blocks' link-free times, only over as many blocks as there are
 /// layers left to receive, and the unplaced layers' overflows) comes within kBestTieRelative of
 /// the incumbent's, or when a transposition table (a 128-bit fingerprint per node, at most 2^21
-/// entries) shows an equivalent node searched with no more wait so far. `incumbent` (any plan of `period` iterations)
-/// starts the search. Deterministic: nodes, not seconds, limit it.
+/// entries) shows an equivalent node searched with no more wait so far. `incumbent` (any plan of
+/// `period` iterations) starts the search. Deterministic: nodes, not seconds, limit it.
 ExactResult plan_exact(const BackpropTimes& times, int period, const std::vector<bool>& every_iteration,
                        const PlanCandidate& incumbent, const ExactOptions& options = {});
 

@@ -13,15 +13,14 @@
 
 namespace syncplan {
 
-// Section 13's timing under the largest delays, kept per iteration (T_h and the end of h's last
-// sync), so that a move re-times only the iterations from the first it touches: the syncs of
-// earlier iterations, and so their ends, do not change. Only layers with an all-reduce of their
-// own that sync exactly once and are not pinned move: a sync that costs nothing is not on the link
-// and binds no step (section 13), so where such a layer sits changes no period.
 /// A plan's iterations (ascending backprop indices per iteration, H = iterations.size() >= 1)
 /// timed as time_delayed does under the largest delays d_h = min(max_delay, H - 1 - h)
-/// (with_max_delays), in seconds. Holds a pointer to `times`, which must outlive it; layer indices
-/// must be in range and max_delay >= 0 (not checked). Moves keep the iterations sorted.
+/// (with_max_delays), in seconds, kept per iteration (T_h and the end of h's last sync) so that a
+/// move re-times only the iterations from the first it touches: earlier iterations' syncs, and so
+/// their ends, do not change. Only layers with an all-reduce of their own that sync exactly once and
+/// are not pinned move (a sync that costs nothing is not on the link and binds no step, section
+/// 13). Holds a pointer to `times`, which must outlive it; layer indices must be in range and
+/// max_delay >= 0 (not checked). Moves keep the iterations sorted.
 class DelayedSearchState {
  public:
   DelayedSearchState(const BackpropTimes& times, std::vector<std::vector<int>> iterations, int max_delay,
@@ -64,7 +63,7 @@ class DelayedSearchState {
   int period() const { return static_cast<int>(iterations_.size()); }
   int iteration_of(int j) const { return where_[j]; }
 
-  // The period if movable layer j moved to iteration `to` (nothing changes).
+  /// The period if movable layer j moved to iteration `to` (nothing changes).
   double relocation_period_s(int j, int to) {
     const int from = where_[j];
     move(j, from, to);
@@ -72,7 +71,7 @@ class DelayedSearchState {
     move(j, to, from);
     return period;
   }
-  // The period if movable layers j and k (in different iterations) swapped iterations.
+  /// The period if movable layers j and k (in different iterations) swapped iterations.
   double swap_period_s(int j, int k) {
     const int a = where_[j], b = where_[k];
     move(j, a, b);
@@ -82,19 +81,20 @@ class DelayedSearchState {
     move(j, b, a);
     return period;
   }
-  // The period if layer j, in no iteration yet, were added to iteration `to` (nothing changes).
+  /// The period if layer j, in no iteration yet, were added to iteration `to` (nothing changes).
   double insertion_period_s(int j, int to) {
     add(j, to);
     const double period = retime(to);
     remove(j, to);
     return period;
   }
-  // Adds layer j, in no iteration yet, to iteration `to` (it does not become movable).
+  /// Adds layer j, in no iteration yet, to iteration `to` (it does not become movable).
   void insert(int j, int to) {
     add(j, to);
     retime(to);
     commit(to);
   }
+  /// Moves movable layer j to iteration `to`, and swap(j, k) exchanges two movable layers' iterations.
   void relocate(int j, int to) {
     const int from = where_[j];
     move(j, from, to);

@@ -426,6 +426,10 @@ delayed_main_job() {
     grep -q "^reproduces the plan's predicted period_s " "des$tau.txt" ||
       { echo "FAIL: simulate --cluster --plan did not say it reproduces the delayed plan's period"; exit 1; }
   done
+  # 7 iterations of H = 10 are no whole period: said so, not compared.
+  run simulate --profile profile.json --cluster "$cluster" --plan plan1.json --iterations 7 -o des7.json | tee des7.txt
+  grep -q "^not compared with the plan's predicted period_s .*: --iterations 7 is not a multiple of the period H = 10$" des7.txt ||
+    { echo "FAIL: a partial period was compared with the plan's prediction"; exit 1; }
   "$python" - <<'PY' || { echo "FAIL: delayed main job"; exit 1; }
 import json
 plain = json.load(open("report0.json"))
