@@ -3,8 +3,12 @@
 
 #include <sys/resource.h>
 #include <unistd.h>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 
 #include <algorithm>
+#include <limits>
 
 #include <fstream>
 #include <sstream>
@@ -42,6 +46,23 @@ double available_memory_bytes() {
     available = std::min(available, std::max(0.0, static_cast<double>(limit.rlim_cur) - used));
   }
   return available;
+}
+
+bool keep_freed_memory() {
+#if defined(__GLIBC__)
+  // No mmap-served blocks (they are unmapped on free), and a trim threshold no heap reaches (the
+  // largest value mallopt takes is INT_MAX bytes: 2 GiB of free top kept).
+  const bool no_mmap = mallopt(M_MMAP_MAX, 0) == 1;
+  const bool no_trim = mallopt(M_TRIM_THRESHOLD, std::numeric_limits<int>::max()) == 1;
+  return no_mmap && no_trim;
+#else
+  return false;
+#endif
+}
+
+long minor_page_faults() {
+  rusage usage{};
+  return getrusage(RUSAGE_SELF, &usage) == 0 ? usage.ru_minflt : 0;
 }
 
 }  // namespace syncplan

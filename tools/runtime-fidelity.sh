@@ -1,27 +1,68 @@
 #!/usr/bin/env bash
-# Reproduces the README's two tables on the runtime's fidelity ("The runtime against its
-# prediction"): the MAPE of the DES against `syncplan run` for ssgd and wfbp on 2 ranks, and the
-# plan's promise on an emulated 1 Gbit/s link (ssgd, flsgd, plsgd-even, best). Both come from
-# tests/runtime/fidelity_cases.sh (the CTest tests runtime.fidelity.{fidelity,promise}), here with
-# longer runs: each schedule 3 times, 24 iterations each, the first 8 (two periods of H = 4) left out.
+# Reproduces the README's tables on the runtime's fidelity ("The runtime against its prediction",
+# docs/runtime.md section 7), from tests/runtime/fidelity_cases.sh with longer runs and the
+# limits switched on (the CTest tests run the same pipeline and check only its logic):
+#   default       the MAPE of the DES against `syncplan run` for ssgd and wfbp on 2 ranks over
+#                 shared memory, and the plan's promise on the emulated 1 Gbit/s link
+#   --shaped R,.. over a real link per rate R (tc's syntax: 200mbit,50mbit): tools/shaped-link.sh
+#                 shapes loopback in a private namespace; ssgd, wfbp, flsgd, plsgd-even, the best
+#                 plan and a delayed plan (H = 4), each predicted from the shaped link's cluster file
+#                 and from profile-link run inside the namespace; --ranks P (default 2) ranks
+# Every case runs even when one fails; the script then exits 1 naming them.
 #
-# usage: tools/runtime-fidelity.sh [OUT_DIR]   (default: out/runtime-fidelity; SYNCPLAN=path/to/syncplan,
-#        MPIEXEC=mpirun, PYTHON=python3; FIDELITY_ITERATIONS, FIDELITY_SKIP as in fidelity_cases.sh)
-# Needs mpirun and /usr/share/common-licenses/GPL-3; about two minutes on 2 idle cores. Run it on an
-# otherwise idle machine: the tables measure time.
+# usage: tools/runtime-fidelity.sh [--shaped RATES] [--ranks P] [OUT_DIR]   (default out/runtime-fidelity;
+#        SYNCPLAN=path/to/syncplan, MPIEXEC=mpirun, PYTHON=python3; FIDELITY_ITERATIONS, FIDELITY_SKIP,
+#        FIDELITY_ROUNDS as in fidelity_cases.sh)
+# Needs mpirun and /usr/share/common-licenses/GPL-3; --shaped needs root (or user namespaces) and tc.
+# Run it on an otherwise idle machine: the tables measure time. The default takes about two minutes on
+# 2 cores; --shaped 200mbit,50mbit about eight.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
 syncplan=${SYNCPLAN:-$root/build/bin/syncplan}
-out=${1:-$root/out/runtime-fidelity}
+rates="" ranks=2 out=""
+while [[ $# -gt 0 ]]; do
+  case "$1" in
+    --shaped) rates="${2:?--shaped needs rates}"; shift 2 ;;
+    --ranks) ranks="${2:?--ranks needs a count}"; shift 2 ;;
+    -*) echo "runtime-fidelity.sh: unknown option '$1'" >&2; exit 2 ;;
+    *) out="$1"; shift ;;
+  esac
+done
+out=${out:-$root/out/runtime-fidelity}
 if [[ ! -x $syncplan ]]; then
   echo "runtime-fidelity.sh: no syncplan at $syncplan (build it: tools/build.sh, or set SYNCPLAN)" >&2
   exit 2
 fi
+syncplan=$(cd "$(dirname "$syncplan")" && pwd)/$(basename "$syncplan")
 export FIDELITY_ITERATIONS=${FIDELITY_ITERATIONS:-24} FIDELITY_SKIP=${FIDELITY_SKIP:-8} FIDELITY_ROUNDS=${FIDELITY_ROUNDS:-3}
+export FIDELITY_MEAN_LIMIT=${FIDELITY_MEAN_LIMIT:-35} FIDELITY_PROMISE_TOLERANCE=${FIDELITY_PROMISE_TOLERANCE:-15}
+export FIDELITY_PROMISE_SPEEDUP=${FIDELITY_PROMISE_SPEEDUP:-80}
 mkdir -p "$out"
-for case_name in fidelity promise; do
-  echo "== $case_name (files in $out/$case_name)"
-  bash "$root/tests/runtime/fidelity_cases.sh" "$case_name" "$syncplan" "${PYTHON:-python3}" "$out/$case_name" \
-    "${MPIEXEC:-mpirun}"
-done
+out=$(cd "$out" && pwd)
+failed=()
+run_case() {  # run_case LABEL DIR CASE [WRAPPER...]
+  local label="$1" dir="$2" case_name="$3"
+  shift 3
+  echo "== $label (files in $dir)"
+  if ! "$@" bash "$root/tests/runtime/fidelity_cases.sh" "$case_name" "$syncplan" "${PYTHON:-python3}" "$dir" \
+      "${MPIEXEC:-mpirun}"; then
+    failed+=("$label")
+  fi
+}
+if [[ -z $rates ]]; then
+  for case_name in fidelity promise; do run_case "$case_name" "$out/$case_name" "$case_name"; done
+else
+  IFS=, read -r -a rate_list <<<"$rates"
+  for rate in "${rate_list[@]}"; do
+    dir="$out/shaped-$rate-np$ranks"
+    mkdir -p "$dir"
+    FIDELITY_CLUSTER="$dir.cluster.json" FIDELITY_RANKS=$ranks \
+      run_case "shaped $rate, $ranks ranks" "$dir" shaped \
+      "$root/tools/shaped-link.sh" --ranks "$ranks" --cluster "$dir.cluster.json" "$rate" --
+  done
+fi
+if [[ ${#failed[@]} -gt 0 ]]; then
+  echo "runtime-fidelity.sh: failed: ${failed[*]}" >&2
+  exit 1
+fi

@@ -1,5 +1,6 @@
 // The syncplan command line: subcommands, and the mapping of errors to exit codes (SPEC section 2).
 #include "core/errors.hpp"
+#include "core/host_memory.hpp"
 #include "tools/cli_common.hpp"
 
 #include <CLI/CLI.hpp>
@@ -132,6 +133,8 @@ std::string radix_value_message(const CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // Before any allocation: profile and run compute in the same steady state (core/host_memory.hpp).
+  syncplan::keep_freed_memory();
   CLI::App app{"syncplan: plan and simulate communication schedules for data-parallel training "
                "(S-SGD, WFBP, local SGD, partial sync / DreamDDP). Times are in seconds."};
   app.require_subcommand(1);

@@ -5,8 +5,13 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tools/build.sh
 jobs=$(nproc 2>/dev/null || echo 2)
-cd build
-ctest --output-on-failure -j "$jobs"
-cd ..
+# A failing CTest test does not stop the fuzzers: the run reports both, then fails.
+ctest_status=0
+(cd build && ctest --output-on-failure -j "$jobs") || ctest_status=$?
+fuzz_status=0
 fuzz_seconds=${SYNCPLAN_FUZZ_SECONDS:-20}
-[[ "$fuzz_seconds" == 0 ]] || tests/fuzz/run.sh --seconds "$fuzz_seconds" --parallel "$jobs"
+[[ "$fuzz_seconds" == 0 ]] || tests/fuzz/run.sh --seconds "$fuzz_seconds" --parallel "$jobs" || fuzz_status=$?
+if [[ $ctest_status != 0 || $fuzz_status != 0 ]]; then
+  echo "test.sh: failed (ctest exit $ctest_status, fuzzers exit $fuzz_status)" >&2
+  exit 1
+fi

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Checks that every CTest test has exactly the labels of issue 10's list (unit, golden, des, cli,
-link, torch, gpu, kernels, and issue 12's runtime), so `ctest -L NAME` selects every test of a kind. Reads CTest's own
+link, torch, gpu, kernels, issue 12's runtime and issue 22's reallink), so `ctest -L NAME` selects every test of a kind. Reads CTest's own
 test list (`ctest --show-only=json-v1`) of the build folder given; exits 1 naming each test
 without a label or with an unknown one."""
 import json
 import subprocess
 import sys
 
-KNOWN_LABELS = {"unit", "golden", "des", "cli", "link", "torch", "gpu", "kernels", "runtime"}
+KNOWN_LABELS = {"unit", "golden", "des", "cli", "link", "torch", "gpu", "kernels", "runtime", "reallink"}
 
 
 def label_problems(tests):

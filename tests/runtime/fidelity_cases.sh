@@ -3,11 +3,17 @@
 # prediction against `syncplan run`'s measured iterations, through `syncplan compare` (checked and
 # tabled by check_fidelity.py), each schedule run several times, the schedules taking turns:
 #   fidelity  no emulation: the link is a `profile-link` fit on the same 2 ranks; ssgd and wfbp;
-#             prints the MAPEs (README target <= 10 %); fails when a mean iteration is more than
-#             FIDELITY_MEAN_LIMIT (35 %) from its prediction from the runs' compute
+#             prints the MAPEs (README target <= 10 %); with FIDELITY_MEAN_LIMIT set (a percent;
+#             tools/runtime-fidelity.sh: 35) fails when a mean iteration is further than that from
+#             its prediction from the runs' compute
 #   promise   an emulated 1 Gbit/s, 50 us link (tests/runtime/data/emulated-2ranks-1gbps.json):
-#             ssgd, flsgd, plsgd-even and the `best` plan, H = 4; each measured period within 15 %
-#             of the DES's, and the measured speedup of best over ssgd >= 80 % of the predicted one
+#             ssgd, flsgd, plsgd-even and the `best` plan, H = 4; with FIDELITY_PROMISE_TOLERANCE
+#             and FIDELITY_PROMISE_SPEEDUP set (tools/runtime-fidelity.sh: 15 and 80) each measured
+#             period within the tolerance of the DES's, and the measured speedup of best over ssgd
+#             at least that percent of the predicted one
+# Unset, the limits are `none`: the CTest tests run the whole pipeline and check its logic (every
+# step ran, whole periods compared, the tables printed), not the machine's timing, which two
+# busy processes beside them change by more than any useful tolerance (issue 22 item 7).
 #   checker   check_fidelity.py itself on hand-made files (a pass, a fail, trace-profile)
 # Two predictions of each: from `profile --device cpu` run as two processes at once (each rank
 # computes beside another), which the `best` plan is planned on; and from the runs' own compute
@@ -18,8 +24,8 @@
 # usage: fidelity_cases.sh CASE SYNCPLAN PYTHON WORKDIR [MPIEXEC]
 # Environment (tools/runtime-fidelity.sh sets them for longer runs): FIDELITY_ITERATIONS (12 per
 # run), FIDELITY_SKIP (4), FIDELITY_ROUNDS (3 runs of each schedule), FIDELITY_BATCH (4),
-# FIDELITY_SEQ (32), FIDELITY_PERIOD (4), FIDELITY_MEAN_LIMIT (35 %: a bound for a broken
-# pipeline, not the target), FIDELITY_MPI_OPTIONS (--bind-to none).
+# FIDELITY_SEQ (32), FIDELITY_PERIOD (4), FIDELITY_MEAN_LIMIT, FIDELITY_PROMISE_TOLERANCE and
+# FIDELITY_PROMISE_SPEEDUP (percents, or none: the default), FIDELITY_MPI_OPTIONS (--bind-to none).
 set -euo pipefail
 
 case_name="$1" syncplan="$2" python="$3" workdir="$4" mpiexec="${5:-mpirun}"
@@ -106,7 +112,7 @@ case "$case_name" in
     run_rounds "${schedules[@]}"
     simulate_options=(--link link.json)
     predict "${schedules[@]}"
-    check fidelity "${FIDELITY_MEAN_LIMIT:-35}" ssgd=ssgd.compare.json:ssgd.own.compare.json \
+    check fidelity "${FIDELITY_MEAN_LIMIT:-none}" ssgd=ssgd.compare.json:ssgd.own.compare.json \
       wfbp=wfbp.compare.json:wfbp.own.compare.json
     ;;
   promise)
@@ -118,9 +124,66 @@ case "$case_name" in
     run_options=(--emulate-link-Gbps 1 --emulate-latency-us 50)
     run_rounds "${schedules[@]}"
     predict "${schedules[@]}"
-    check promise 15 80 "$period" ssgd=ssgd.compare.json:ssgd.own.compare.json \
+    check promise "${FIDELITY_PROMISE_TOLERANCE:-none}" "${FIDELITY_PROMISE_SPEEDUP:-none}" "$period" ssgd=ssgd.compare.json:ssgd.own.compare.json \
       flsgd=flsgd.compare.json:flsgd.own.compare.json plsgd-even=plsgd-even.compare.json:plsgd-even.own.compare.json \
       best=best.compare.json:best.own.compare.json
+    ;;
+  shaped)
+    # Over a real link: run inside tools/shaped-link.sh (tools/runtime-fidelity.sh --shaped does),
+    # which shapes loopback and writes the cluster file that models it ($FIDELITY_CLUSTER). Every
+    # schedule predicted two ways: from that cluster file, and from profile-link measured here (how
+    # a user calibrates); each measured twice: over the shaped link, and with the shaping lifted
+    # (tc qdisc del, same namespace, the same schedule: the compute-only part it subtracts).
+    [[ -n "${SHAPED_LINK_RATE:-}" ]] || { echo "shaped: run inside tools/shaped-link.sh" >&2; exit 2; }
+    cluster="${FIDELITY_CLUSTER:?the cluster file of tools/shaped-link.sh}"
+    ranks="${FIDELITY_RANKS:-2}"
+    mpi() {
+      echo "\$ mpirun -np $ranks syncplan $*"
+      timeout -k 5 900 "$mpiexec" --oversubscribe "${mpi_options[@]}" -np "$ranks" "$syncplan" "$@"
+    }
+    mpi profile-link --backend mpi -b 16K -e 4M -f 2 -w 2 -n 5 -o link.json >link.txt
+    tail -n 3 link.txt
+    profile_loaded
+    "$syncplan" plan --profile profile.json --cluster "$cluster" --period "$period" --algorithm best -o best.json >best.txt
+    "$syncplan" plan --profile profile.json --cluster "$cluster" --period "$period" --max-delay 1 -o delayed.json \
+      >delayed.txt
+    schedules=("ssgd=--strategy ssgd --period $period" "wfbp=--strategy wfbp --period $period"
+               "flsgd=--strategy flsgd --period $period" "plsgd-even=--strategy plsgd-even --period $period"
+               "best=--plan best.json" "delayed=--plan delayed.json")
+    run_rounds "${schedules[@]}"
+    # The compute-only runs: loopback unshaped (MPI over it takes a few ms per iteration here).
+    tc qdisc del dev lo root
+    mkdir -p compute && (cd compute && run_rounds "${schedules[@]/=--plan /=--plan ../}")
+    tc qdisc add dev lo root tbf rate "$SHAPED_LINK_RATE" burst "$SHAPED_LINK_BURST" latency 100ms
+    # The compute-only prediction: the same DES on a link that costs nothing.
+    "$python" -c 'import json, sys; c = json.load(open(sys.argv[1]))
+for key in ("intra_node", "inter_node"): c[key] = {"bandwidth_Gbps": 1e6, "latency_us": 0}
+c["name"] = "the shaped-link cluster with a link that costs nothing (compute only)"
+json.dump(c, open("free-link.json", "w"), indent=1)' "$cluster"
+    table=()
+    for entry in "${schedules[@]}"; do
+      name="${entry%%=*}"
+      read -r -a schedule <<<"${entry#*=}"
+      for way in cluster link compute; do
+        case $way in
+          cluster) source=(--cluster "$cluster") ;;
+          link) source=(--cluster "$cluster" --link link.json) ;;
+          compute) source=(--cluster free-link.json) ;;
+        esac
+        "$syncplan" simulate --profile profile.json "${source[@]}" "${schedule[@]}" --iterations "$iterations" \
+          -o "$name.$way.des.json" >"$name.$way.des.txt" 2>"$name.$way.des.err" || { cat "$name.$way.des.err"; exit 1; }
+        runs=()
+        for round in $(seq 1 "$rounds"); do
+          if [[ $way == compute ]]; then runs+=("$name.$way.des.json" "compute/$name.r$round.jsonl")
+          else runs+=("$name.$way.des.json" "$name.r$round.jsonl"); fi
+        done
+        "$syncplan" compare "${runs[@]}" --skip "$skip" --json "$name.$way.compare.json" >"$name.$way.compare.txt"
+      done
+      table+=("$name=$name.cluster.compare.json:$name.link.compare.json:$name.compute.compare.json")
+    done
+    cat ./*.link.des.err | sort -u
+    check steady profile.json "$skip" ./compute/*.r*.trace.json
+    check shaped "${FIDELITY_SHAPED_TOLERANCE:-none}" "$period" "${table[@]}"
     ;;
   checker)
     # check_fidelity.py on hand-made files, numbers derived here. Two 2-iteration runs (H = 2,
@@ -141,6 +204,23 @@ case "$case_name" in
     fi
     grep -q "+60.0% from the predicted 1.0000 s" bad.txt && grep -q "is 62% of the predicted 2.00x" bad.txt \
       || { cat bad.txt; echo "FAIL: the failure does not name the period's error and the speedup kept"; exit 1; }
+    # Limits `none` (the CTest runs): the same 60% error is printed and passes.
+    check promise none none 2 ssgd=ssgd.json:ssgd.json best=slow.json:slow.json >none.txt
+    grep -q "+60.0%" none.txt && grep -q "timing not checked" none.txt \
+      || { cat none.txt; echo "FAIL: limits none did not print the error and pass"; exit 1; }
+    # order: ssgd 1.0 s, best 0.5 s measured and predicted: best first on both sides, rho 1.00. With
+    # best measured 0.8 against predicted 0.5 and a third run "mid" measured 0.7, predicted 0.7:
+    # measured mid 0.7 < best 0.8 < ssgd 1.0; predicted best 0.5 < mid 0.7 < ssgd 1.0. Ranks measured (ssgd 3, best 2, mid 1), predicted (3, 1, 2): d = (0, 1, -1),
+    # rho = 1 - 6 x 2 / (3 x 8) = 0.50; the orders differ: it fails.
+    check order ssgd=ssgd.json:ssgd.json best=best.json:best.json | tee order.txt
+    grep -q "measured best, ssgd; predicted best, ssgd; Spearman's rank correlation 1.00" order.txt \
+      || { echo "FAIL: order of two schedules"; exit 1; }
+    pair mid.json 0.7 0.7
+    if check order ssgd=ssgd.json:ssgd.json best=slow.json:slow.json mid=mid.json:mid.json >order-bad.txt 2>&1; then
+      cat order-bad.txt; echo "FAIL: a different order passed"; exit 1
+    fi
+    grep -q "measured mid, best, ssgd; predicted best, mid, ssgd; Spearman's rank correlation 0.50" order-bad.txt \
+      || { cat order-bad.txt; echo "FAIL: the order's failure does not show both orders and rho 0.50"; exit 1; }
     # trace-profile: one iteration, rank 0 computes 1 + 2 + 0.5 ms, rank 1 3 + 1 + 0.5 ms (the
     # slower): layer a's forward 3 ms, backward 1 ms; the update's 0.5 ms all a's (its 10 of 10
     # parameters); b has none: update 0.
