@@ -7,7 +7,9 @@
 #   --shaped R,.. over a real link per rate R (tc's syntax: 200mbit,50mbit): tools/shaped-link.sh
 #                 shapes loopback in a private namespace; ssgd, wfbp, flsgd, plsgd-even, the best
 #                 plan and a delayed plan (H = 4), each predicted from the shaped link's cluster file
-#                 and from profile-link run inside the namespace; --ranks P (default 2) ranks
+#                 and from profile-link run inside the namespace; --ranks P (default 2) ranks; then,
+#                 with 2 ranks, PyTorch on gloo over the same link (tools/ddp-compare.sh: DDP,
+#                 S-SGD, local SGD with PeriodicModelAverager) from the gloo sweep and the cluster file
 # Every case runs even when one fails; the script then exits 1 naming them.
 #
 # usage: tools/runtime-fidelity.sh [--shaped RATES] [--ranks P] [OUT_DIR]   (default out/runtime-fidelity;
@@ -60,6 +62,12 @@ else
     FIDELITY_CLUSTER="$dir.cluster.json" FIDELITY_RANKS=$ranks \
       run_case "shaped $rate, $ranks ranks" "$dir" shaped \
       "$root/tools/shaped-link.sh" --ranks "$ranks" --cluster "$dir.cluster.json" "$rate" --
+    if [[ $ranks == 2 && ${FIDELITY_TORCH:-1} == 1 ]]; then
+      echo "== PyTorch (gloo) over the shaped link $rate (files in $dir-torch)"
+      DDP_COMPARE_CLUSTER="$dir.cluster.json" SYNCPLAN="$syncplan" \
+        "$root/tools/shaped-link.sh" --ranks 2 "$rate" -- "$root/tools/ddp-compare.sh" "$dir-torch" \
+        || failed+=("PyTorch $rate")
+    fi
   done
 fi
 if [[ ${#failed[@]} -gt 0 ]]; then

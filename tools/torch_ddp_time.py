@@ -13,6 +13,10 @@ batch every iteration, one thread per rank) in each configuration in turn:
   ssgd      S-SGD, one all-reduce per layer after backprop: each leaf module's own trainable
             gradients flattened into one buffer, all-reduced (sum) and divided by the ranks, in
             backprop order, then the step (syncplan's `ssgd`: no overlap, docs/time-model.md 3)
+  localsgd:H  local SGD with PyTorch's own PeriodicModelAverager (period H, no warm-up): after
+            every H-th step the whole model's parameters are averaged in one flat all-reduce
+            (syncplan's `flsgd` on a profile whose one layer is the whole model; the timed
+            iterations must be a multiple of H and start at a multiple of H: --warmup and --iters)
 Per configuration: --warmup untimed iterations, a barrier, --iters timed ones; the time is the
 max over ranks of each rank's mean iteration (s), the least over --rounds round-robin rounds. Rank 0 writes {"configs": {name: seconds}}.
 
@@ -55,7 +59,7 @@ def parse_arguments(argv):
     measure = commands.add_parser("measure", help="time the configurations (seconds per iteration)")
     measure.add_argument("--nproc", type=int, help=torch_profile.NPROC_HELP)
     measure.add_argument("--configs", default=DEFAULT_CONFIGS,
-                         help=f"comma-separated: compute, ddp:CAP_MB, ssgd (default: {DEFAULT_CONFIGS})")
+                         help=f"comma-separated: compute, ddp:CAP_MB, ssgd, localsgd:H (default: {DEFAULT_CONFIGS})")
     measure.add_argument("--batch", type=int, default=4, help="sequences per batch and rank (default: 4)")
     measure.add_argument("--seq", type=int, default=64, help="tokens per sequence (default: 64)")
     measure.add_argument("--iters", type=int, default=20, help="timed iterations per configuration (default: 20)")
@@ -84,16 +88,21 @@ def parse_arguments(argv):
 
 
 def parse_config(text):
-    """'ddp:25' -> ('ddp:25', 25.0); 'compute' and 'ssgd' -> (name, None)."""
+    """'ddp:25' -> ('ddp:25', 25.0); 'localsgd:4' -> ('localsgd:4', 4); 'compute' and 'ssgd' ->
+    (name, None)."""
     if text in ("compute", "ssgd"):
         return text, None
     kind, _, cap = text.partition(":")
+    if kind == "localsgd":
+        if not cap.isdigit() or int(cap) < 1:
+            raise UsageError(f"--configs: '{text}': localsgd:H needs a whole period H >= 1")
+        return text, int(cap)
     try:
         cap_mb = float(cap)
     except ValueError:
         cap_mb = -1.0
     if kind != "ddp" or not cap_mb > 0:
-        raise UsageError(f"--configs: '{text}' is not compute, ssgd or ddp:CAP_MB with a cap > 0")
+        raise UsageError(f"--configs: '{text}' is not compute, ssgd, localsgd:H or ddp:CAP_MB with a cap > 0")
     return text, cap_mb
 
 
@@ -135,6 +144,11 @@ def time_config(torch, args, name, cap_mb, world):
     model.train()
     torch.manual_seed(1 + dist.get_rank())  # each rank its own batch
     inputs = model.example_inputs(args.batch, args.seq)
+    averager = None
+    if name.startswith("localsgd:"):
+        from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
+        averager = PeriodicModelAverager(period=cap_mb, warmup_steps=0)
+        cap_mb = None  # no DDP: each rank trains its own replica between the averages
     if cap_mb:
         # The causal masks are constant bool buffers, which gloo cannot broadcast: DDP leaves them.
         torch.nn.parallel.DistributedDataParallel._set_params_and_buffers_to_ignore_for_model(
@@ -149,6 +163,8 @@ def time_config(torch, args, name, cap_mb, world):
         if name == "ssgd":
             average_per_layer(torch, layers, world)
         optimizer.step()
+        if averager is not None:  # before zero_grad: torch 1.13's averager skips parameters without .grad
+            averager.average_parameters(model.parameters())
         optimizer.zero_grad(set_to_none=True)
 
     for _ in range(args.warmup):
