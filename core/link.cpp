@@ -1,4 +1,5 @@
-// syncplan.link/v1 reading, validation and writing; the bandwidth conventions of nccl-tests.
+// syncplan.link/v1 reading, validation and writing; the link model (LinkModel); the bandwidth
+// conventions of nccl-tests.
 #include "core/link.hpp"
 
 #include "core/errors.hpp"
@@ -7,6 +8,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 
 namespace syncplan {
@@ -40,48 +42,10 @@ LinkSample sample_from_json(const Json& value, const std::string& where) {
 // A sample the log-log interpolation can use: a size and a time whose logarithms are finite.
 bool measured(const LinkSample& sample) { return sample.size_bytes > 0 && sample.time_s > 0; }
 
-// The measured sizes that bracket a size: the largest at or below it and the smallest at or above
-// it, each with the sum and count of its samples' times (a repeated size is its mean).
-struct Bracket {
-  double below_bytes = -1, below_sum_s = 0;
-  int below_count = 0;
-  double above_bytes = std::numeric_limits<double>::infinity(), above_sum_s = 0;
-  int above_count = 0;
-
-  void add(const LinkSample& sample, double size_bytes) {
-    const double size = static_cast<double>(sample.size_bytes);
-    if (size <= size_bytes && size >= below_bytes) {
-      if (size > below_bytes) below_sum_s = 0, below_count = 0, below_bytes = size;
-      below_sum_s += sample.time_s;
-      ++below_count;
-    }
-    if (size >= size_bytes && size <= above_bytes) {
-      if (size < above_bytes) above_sum_s = 0, above_count = 0, above_bytes = size;
-      above_sum_s += sample.time_s;
-      ++above_count;
-    }
-  }
-};
-
-// The number of smallest measured sizes the start-up time is taken from (LinkFit::startup_s).
+// The number of smallest measured sizes the start-up time is taken from (LinkModel::startup_s).
 constexpr std::size_t kStartupSizes = 3;
 
 }  // namespace
-
-double LinkFit::time_s(double size_bytes) const {
-  const double line_s = alpha_s + beta_s_per_byte * (size_bytes > 0 ? size_bytes : 0.0);
-  if (!(size_bytes > 0)) return line_s;
-  Bracket bracket;
-  for (const LinkSample& sample : samples)
-    if (measured(sample)) bracket.add(sample, size_bytes);
-  if (bracket.below_count == 0 || bracket.above_count == 0) return line_s;  // outside the measured sizes
-  const double below_s = bracket.below_sum_s / bracket.below_count;
-  if (bracket.below_bytes == bracket.above_bytes) return below_s;           // a measured size
-  const double above_s = bracket.above_sum_s / bracket.above_count;
-  // docs/link.md: log t = log t_a + (log n - log n_a) / (log n_b - log n_a) x (log t_b - log t_a).
-  const double fraction = std::log(size_bytes / bracket.below_bytes) / std::log(bracket.above_bytes / bracket.below_bytes);
-  return below_s * std::exp(fraction * std::log(above_s / below_s));
-}
 
 std::vector<LinkPoint> link_points(const LinkFit& link) {
   std::vector<LinkSample> sorted;
@@ -100,13 +64,72 @@ std::vector<LinkPoint> link_points(const LinkFit& link) {
   return points;
 }
 
-double LinkFit::startup_s() const {
-  const std::vector<LinkPoint> points = link_points(*this);
-  if (points.empty()) return alpha_s;
+double LinkFit::time_s(double size_bytes) const { return LinkModel(*this).time_s(size_bytes); }
+
+double LinkFit::startup_s() const { return LinkModel(*this).startup_s(); }
+
+LinkModel::LinkModel(const LinkFit& link)
+    : points_(link_points(link)), alpha_s_(link.alpha_s), beta_s_per_byte_(link.beta_s_per_byte) {
+  if (points_.empty()) {
+    startup_s_ = alpha_s_;
+    least_s_per_byte_ = beta_s_per_byte_;
+    return;
+  }
+  // docs/link.md: t'_i = min_{j >= i} t_j. An all-reduce of n bytes can always run as one of a
+  // larger measured size (padded), and timing noise only adds time.
+  for (std::size_t i = points_.size() - 1; i-- > 0;)
+    points_[i].time_s = std::min(points_[i].time_s, points_[i + 1].time_s);
   double least_s = std::numeric_limits<double>::infinity();
-  for (std::size_t i = 0; i < std::min(points.size(), kStartupSizes); ++i)
-    least_s = std::min(least_s, points[i].time_s - beta_s_per_byte * points[i].size_bytes);
-  return std::max(least_s, 0.0);
+  for (std::size_t i = 0; i < std::min(points_.size(), kStartupSizes); ++i)
+    least_s = std::min(least_s, points_[i].time_s - beta_s_per_byte_ * points_[i].size_bytes);
+  // <= t'_1 - beta n_1 <= t'_1: the chord below the first point rises.
+  startup_s_ = std::max(least_s, 0.0);
+  least_s_per_byte_ = std::numeric_limits<double>::infinity();
+  for (const LinkPoint& point : points_) least_s_per_byte_ = std::min(least_s_per_byte_, point.time_s / point.size_bytes);
+}
+
+double LinkModel::time_s(double size_bytes) const {
+  const double n = size_bytes > 0 ? size_bytes : 0.0;  // negative and NaN count as 0
+  if (points_.empty()) return alpha_s_ + beta_s_per_byte_ * n;
+  const LinkPoint& first = points_.front();
+  const LinkPoint& last = points_.back();
+  // Each branch is clamped to its segment's end times, so that rounding never makes the model
+  // fall where two formulas meet.
+  if (n < first.size_bytes)  // the chord from (0, t_0) to the first point
+    return std::min(first.time_s, startup_s_ + (first.time_s - startup_s_) * (n / first.size_bytes));
+  if (n > last.size_bytes) return last.time_s * (n / last.size_bytes);  // the largest size's algbw; n / n_P > 1
+  const auto above = std::lower_bound(points_.begin(), points_.end(), n,
+                                      [](const LinkPoint& point, double size) { return point.size_bytes < size; });
+  if (above->size_bytes == n) return above->time_s;  // a measured size
+  const LinkPoint& below = *(above - 1);
+  // docs/link.md: log t = log t_a + (log n - log n_a) / (log n_b - log n_a) x (log t_b - log t_a).
+  const double fraction = std::log(n / below.size_bytes) / std::log(above->size_bytes / below.size_bytes);
+  return std::clamp(below.time_s * std::exp(fraction * std::log(above->time_s / below.time_s)), below.time_s,
+                    above->time_s);
+}
+
+double LinkModel::largest_size_algbw_GBps() const {
+  return points_.empty() ? 0.0 : points_.back().size_bytes / points_.back().time_s / units::kBytesPerGB;
+}
+
+std::optional<std::string> poor_link_fit_warning(const LinkFit& link, const std::string& origin) {
+  if (!(link.r_squared < kPoorFitRSquared)) return std::nullopt;
+  return "link " + origin + ": the alpha-beta line fits its samples poorly (R^2 " + format_short(link.r_squared, 3) +
+         " < " + format_short(kPoorFitRSquared, 1) + "); all-reduce times come from the samples themselves "
+         "(docs/link.md), but check the measurement (a protocol change, a traffic shaper, a congested run)";
+}
+
+std::optional<std::string> beyond_sweep_warning(const LinkModel& model, double largest_allreduce_bytes,
+                                                const std::string& origin) {
+  const double largest_measured = model.largest_size_bytes();
+  if (largest_measured == 0 || !(largest_allreduce_bytes > largest_measured)) return std::nullopt;
+  char largest[48], measured[48], algbw[32];
+  std::snprintf(largest, sizeof largest, "%.0f", largest_allreduce_bytes);
+  std::snprintf(measured, sizeof measured, "%.0f", largest_measured);
+  std::snprintf(algbw, sizeof algbw, "%.4g", model.largest_size_algbw_GBps());
+  return "link " + origin + ": all-reduces up to " + largest + " bytes are beyond the sweep (largest measured size " +
+         measured + " bytes); their times are extrapolated at the largest size's bandwidth, algbw " + algbw +
+         " GB/s (docs/link.md \"The link model\")";
 }
 
 double algbw_GBps(std::int64_t size_bytes, double time_s) {

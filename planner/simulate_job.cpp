@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 
 namespace syncplan {
 
@@ -74,7 +75,9 @@ DesOutcome simulate_des(const SimulateRequest& request) {
   // A link fit alone: its workers, all-reduce times from the fit (link_cluster).
   const Cluster cluster = request.sync.cluster ? *request.sync.cluster : link_cluster(*request.sync.link);
   const SyncTimeSource source = request.sync.source;
-  const LinkFit* link = request.sync.link_used ? &*request.sync.link : nullptr;
+  const std::shared_ptr<const LinkModel> link_model =
+      request.sync.link_used ? std::make_shared<const LinkModel>(*request.sync.link) : nullptr;
+  const LinkModel* link = link_model.get();
   require_strategy_period(request);
   DesOutcome outcome;
   outcome.layers = des_layers(request.sync.profile, request.origin, source);

@@ -38,14 +38,10 @@ struct AlphaBetaFit {
 /// fall as the size grows: no link model).
 AlphaBetaFit fit_alpha_beta(const std::vector<LinkSample>& samples, FitErrors errors, const std::string& origin);
 
-/// Below this R^2 the single line describes the samples poorly: importers and the sweep warn
-/// (docs/link.md, "Checks"). `--link` times from the samples anyway (LinkFit::time_s).
-inline constexpr double kPoorFitRSquared = 0.9;
-
-/// When fit.r_squared < kPoorFitRSquared, one line for people (no "warning:" prefix), prefixed by
-/// `origin`: the R^2 and the (up to) three sample sizes whose times the line alpha + beta n misses
-/// most in relative terms, with their errors; std::nullopt for a good fit. Samples of time 0 are
-/// not ranked (no relative error).
+/// When fit.r_squared < kPoorFitRSquared (core/link.hpp), one line for people (no "warning:"
+/// prefix), prefixed by `origin`: the R^2 and the (up to) three sample sizes whose times the line
+/// alpha + beta n misses most in relative terms, with their errors; std::nullopt for a good fit.
+/// Samples of time 0 are not ranked (no relative error).
 std::optional<std::string> poor_fit_warning(const AlphaBetaFit& fit, const std::vector<LinkSample>& samples,
                                             const std::string& origin);
 

@@ -46,10 +46,27 @@ double fused_sync_s(std::span<const double> member_sync_s, double alpha_s) {
   return startup + excess;
 }
 
-double link_least_s_per_byte(const LinkFit& link) {
-  double least = link.beta_s_per_byte;
-  for (const LinkPoint& point : link_points(link)) least = std::min(least, point.time_s / point.size_bytes);
-  return least;
+double largest_allreduce_bytes(const BackpropTimes& times, bool fused) {
+  if (!times.link) return 0;
+  double largest = 0, all = 0;
+  for (std::size_t j = 0; j < times.size(); ++j)
+    if (has_allreduce(times, static_cast<int>(j))) {
+      largest = std::max(largest, times.sync_bytes[j]);
+      all += times.sync_bytes[j];
+    }
+  return fused ? all : largest;
+}
+
+double largest_allreduce_bytes(const BackpropTimes& times, const Buckets& buckets) {
+  if (!times.link) return 0;
+  double largest = 0;
+  for (const auto& iteration : buckets.iterations)
+    for (const auto& bucket : iteration) {
+      double bytes = 0;
+      for (const int j : bucket) bytes += times.sync_bytes[j];
+      largest = std::max(largest, bytes);
+    }
+  return largest;
 }
 
 double bucket_sync_s(const BackpropTimes& times, std::span<const int> bucket, double alpha_s) {
@@ -92,7 +109,7 @@ double fuse_iteration(const BackpropTimes& times, std::span<const int> layers, d
   for (const int j : layers)
     if (has_allreduce(times, j)) a.push_back(j);
   const std::size_t m = a.size();
-  const LinkFit* link = times.link.get();
+  const LinkModel* link = times.link.get();
   // end[i]: earliest the link can finish the first i layers when a bucket ends at layer i-1;
   // first[i]: that last bucket's first layer. Later buckets start at max(ready, link free), which
   // is monotone in the link's end, so the earliest end of every prefix is all that matters.
@@ -236,9 +253,9 @@ Buckets buckets_from_plan(const PlanBuckets& plan_buckets, const Assignment& ass
 BackpropTimes excess_sync_times(const BackpropTimes& times, double alpha_s) {
   BackpropTimes excess = times;
   if (times.link) {
-    // A bucket costs link.time_s(n) >= slope x n (link_least_s_per_byte), so each layer's share
-    // slope x n_j sums to at most any bucket's cost, whatever the curve (docs/link.md).
-    const double slope = link_least_s_per_byte(*times.link);
+    // A bucket costs link.time_s(n) >= slope x n (LinkModel::least_s_per_byte), so each layer's
+    // share slope x n_j sums to at most any bucket's cost, whatever the curve (docs/link.md).
+    const double slope = times.link->least_s_per_byte();
     for (std::size_t j = 0; j < excess.size(); ++j)
       excess.sync_s[j] = std::min(times.sync_s[j], slope * times.sync_bytes[j]);
     return excess;

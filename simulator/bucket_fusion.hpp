@@ -42,10 +42,15 @@ double bucket_sync_s(const BackpropTimes& times, std::span<const int> bucket, do
 /// Each all-reduce layer of every iteration in a bucket of its own (no fusion), with `alpha_s`.
 Buckets unfused_buckets(const BackpropTimes& times, const Assignment& assignment, double alpha_s);
 
-/// The least time per byte of `link`'s model over all sizes (s/byte): min(beta, least t/n of its
-/// measured points); link.time_s(n) >= this x n for every n >= 0, since the log-log interpolation
-/// between two points keeps t/n between theirs, and alpha + beta n >= beta n outside them.
-double link_least_s_per_byte(const LinkFit& link);
+/// Under a link fit in `times` (times.link), the bytes of the largest all-reduce a plan on `times`
+/// can issue: with `fused` (buckets) every all-reduce layer's sync_bytes summed, the bucket of an
+/// iteration that syncs them all (ssgd's; fuse_buckets times it), else the largest layer's; 0
+/// without a link fit. For the link's beyond-the-sweep warning (docs/link.md "Warnings").
+double largest_allreduce_bytes(const BackpropTimes& times, bool fused);
+
+/// Under a link fit in `times`, the bytes of the largest all-reduce (bucket) in `buckets`; 0
+/// without a link fit.
+double largest_allreduce_bytes(const BackpropTimes& times, const Buckets& buckets);
 
 /// Bucket fusion: for each iteration, the partition of its all-reduce layers into buckets that are
 /// contiguous in backprop order and make the link finish earliest, by dynamic programming over
@@ -84,9 +89,9 @@ Buckets buckets_from_plan(const PlanBuckets& plan_buckets, const Assignment& ass
                           const BackpropTimes& times, const std::string& origin);
 
 /// `times` with each sync time c_j replaced by max(c_j - alpha_s, 0) (with a link fit in `times`:
-/// min(c_j, s n_j), s = link_least_s_per_byte): a bucket costs at least the sum of these over its
-/// layers and starts after all of them are ready, so any lower bound of the unfused model on these
-/// times holds for fused plans too (docs/time-model.md section 12, docs/link.md).
+/// min(c_j, s n_j), s = LinkModel::least_s_per_byte): a bucket costs at least the sum of these over
+/// its layers and starts after all of them are ready, so any lower bound of the unfused model on
+/// these times holds for fused plans too (docs/time-model.md section 12, docs/link.md).
 BackpropTimes excess_sync_times(const BackpropTimes& times, double alpha_s);
 
 }  // namespace syncplan

@@ -33,7 +33,7 @@ struct BackpropTimes {
   /// Set when a measured link times the all-reduces (--link; sync_times.hpp charge_buckets_by_link):
   /// a fused bucket costs link->time_s(sum of its layers' sync_bytes) instead of fused_sync_s
   /// (docs/link.md). Null: fused_sync_s with the bucket alpha.
-  std::shared_ptr<const LinkFit> link;
+  std::shared_ptr<const LinkModel> link;
   std::vector<double> sync_bytes;  ///< with `link`: bytes of each c_j's all-reduce (after the tie rule)
 
   std::size_t size() const { return names.size(); }

@@ -17,13 +17,14 @@ namespace {
 // model) and gets 0, not the link's start-up time.
 Profile with_link_times(Profile profile, const LinkFit& link, const std::string& profile_origin,
                         const std::string& link_origin) {
+  const LinkModel model(link);
   for (LayerProfile& layer : profile.layers) {
     if (layer.frozen) continue;  // no all-reduce to time (des_layers' frozen rule)
     if (!layer.param_bytes)
       throw InputError(profile_origin + ": layer '" + layer.name + "': field 'param_bytes' is null; the link fit " +
                        link_origin + " needs it (or use the profile's measured sync_s)");
     const double bytes = static_cast<double>(*layer.param_bytes);
-    layer.sync_s = issues_allreduce(SyncTimeSource::kModel, bytes, 0) ? link.time_s(bytes) : 0.0;
+    layer.sync_s = issues_allreduce(SyncTimeSource::kModel, bytes, 0) ? model.time_s(bytes) : 0.0;
   }
   profile.workers = link.workers;
   profile.source += "; sync_s from " + link.source + " link fit";
@@ -94,7 +95,7 @@ SyncTimes choose_sync_times(Profile profile, const std::string& origin, SyncTime
 
 void charge_buckets_by_link(BackpropTimes& times, const SyncTimes& choice, const DesLayers& layers) {
   if (!choice.link_used) return;
-  times.link = std::make_shared<const LinkFit>(*choice.link);
+  times.link = std::make_shared<const LinkModel>(*choice.link);
   times.sync_bytes = layers.param_bytes;
 }
 

@@ -28,8 +28,9 @@ struct DesStrategyContext {
   SyncTimeSource sync_time;
   double bucket_cap_bytes = kDdpBucketCapMiB * units::kBytesPerMiB;   ///< ddp's bucket cap (bytes), > 0
   double first_bucket_bytes = kDdpFirstBucketMiB * units::kBytesPerMiB;  ///< ddp's first bucket (bytes)
-  /// The link fit in use (SyncTimes::link_used), else null: all-reduces cost link->time_s(bytes).
-  const LinkFit* link = nullptr;
+  /// The model of the link fit in use (SyncTimes::link_used), else null: all-reduces cost
+  /// link->time_s(bytes).
+  const LinkModel* link = nullptr;
 };
 
 /// The period model's view of the DES inputs: backward times, and as c_j each layer's all-reduce

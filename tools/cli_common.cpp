@@ -168,4 +168,13 @@ SyncTimes read_sync_times(Profile profile, const std::string& origin, const Sync
   return choose_sync_times(std::move(profile), origin, std::move(inputs));
 }
 
+void warn_about_link(const SyncTimes& choice, double largest_allreduce_bytes) {
+  if (!choice.link) return;
+  if (const auto poor = poor_link_fit_warning(*choice.link, choice.link_origin))
+    std::cerr << "warning: " << *poor << '\n';
+  if (!choice.link_used) return;
+  if (const auto beyond = beyond_sweep_warning(LinkModel(*choice.link), largest_allreduce_bytes, choice.link_origin))
+    std::cerr << "warning: " << *beyond << '\n';
+}
+
 }  // namespace syncplan::cli

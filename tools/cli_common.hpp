@@ -114,6 +114,13 @@ SyncTimes read_sync_times(const std::string& profile_path, const SyncTimeOptions
 /// The same for a profile already in memory (e.g. made by `plan --model`); `origin` names it.
 SyncTimes read_sync_times(Profile profile, const std::string& origin, const SyncTimeOptions& options);
 
+/// Prints on stderr, once per command, the warnings about the link fit of `choice` (docs/link.md
+/// "Warnings"), one line each: its alpha-beta fit is poor (r_squared < kPoorFitRSquared), and, when
+/// the link times the all-reduces (choice.link_used), all-reduces of up to `largest_allreduce_bytes`
+/// lie beyond its largest measured size. Nothing without a link fit. Never refuses: the samples
+/// are still the model.
+void warn_about_link(const SyncTimes& choice, double largest_allreduce_bytes);
+
 /// The --sync-time help text shared by `plan` and `simulate`.
 inline constexpr const char* kSyncTimeHelp =
     "with --cluster or --link: all-reduce times from the profile's sync_s ('measured'), the link fit or the "
@@ -121,8 +128,8 @@ inline constexpr const char* kSyncTimeHelp =
     "profile's workers equal the link's or cluster's (default: auto)";
 /// The --link help text shared by `plan` and `simulate`.
 inline constexpr const char* kLinkHelp =
-    "syncplan.link/v1 file (profile-link, import nccl-tests): its samples (interpolated; the alpha-beta fit "
-    "outside them, docs/link.md) replace the cluster's nominal all-reduce times, a bucket's on its summed bytes, "
-    "at the worker count it was measured at (see --sync-time)";
+    "syncplan.link/v1 file (profile-link, import nccl-tests): its samples (interpolated, made nondecreasing; "
+    "above the largest size at its bandwidth, docs/link.md) replace the cluster's nominal all-reduce times, a "
+    "bucket's on its summed bytes, at the worker count it was measured at (see --sync-time)";
 
 }  // namespace syncplan::cli

@@ -274,6 +274,8 @@ int run_plan(const PlanOptions& options) {
   request.profile = std::move(choice.profile);
 
   const PlanOutcome outcome = with_flags(kPlanFlags, [&] { return run_plan_job(request); });
+  // Fused, the dynamic program times a bucket of every layer an iteration syncs: ssgd's all.
+  warn_about_link(choice, largest_allreduce_bytes(outcome.times, options.fuse_buckets));
   if (outcome.auto_period) {
     const AutoPeriod& automatic = *outcome.auto_period;
     std::cout << "period: H = " << automatic.period << " (--period auto): the smallest H whose planned wait, "

@@ -34,6 +34,8 @@ int run_report(const ReportCliOptions& options) {
   }
   const report::PlanPage page = report::make_plan_page(request);
   const PeriodModelOutcome& model = page.model;
+  warn_about_link(request.simulate.sync, model.buckets ? largest_allreduce_bytes(model.times, *model.buckets)
+                                                       : largest_allreduce_bytes(model.times, false));
 
   std::cout << "profile: " << describe_profile(request.simulate.sync.profile, options.profile_path) << '\n';
   if (request.simulate.sync.cluster || request.simulate.sync.link)

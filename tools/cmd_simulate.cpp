@@ -102,6 +102,8 @@ int run_simulate(const SimulateOptions& options) {
   }
   const PeriodModelOutcome outcome = with_flags(kSimulateFlags, [&] { return simulate_period_model(request); });
   const BackpropTimes& times = outcome.times;
+  warn_about_link(request.sync, outcome.buckets ? largest_allreduce_bytes(times, *outcome.buckets)
+                                                : largest_allreduce_bytes(times, false));
   const PeriodTiming& timing = outcome.timing;
   if (outcome.buckets)
     what += ", " + std::to_string(allreduce_count(*outcome.buckets)) + " fused all-reduces (alpha " +
@@ -193,6 +195,7 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
     what = "strategy " + options.strategy;
   }
   const DesOutcome outcome = with_flags(kSimulateFlags, [&] { return simulate_des(request); });
+  warn_about_link(request.sync, largest_allreduce_bytes(outcome.program, outcome.layers.param_bytes));
   if (outcome.buckets) what += ", " + std::to_string(allreduce_count(*outcome.buckets)) + " fused all-reduces";
   const DesResult& result = outcome.result;
   const int period = outcome.program.period();

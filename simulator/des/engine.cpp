@@ -28,7 +28,7 @@ namespace {
 
 // An all-reduce under a link fit: the link model on the bucket's bytes; none for 0 bytes (nothing
 // to average, issues_allreduce).
-double link_allreduce_s(const DesLayers& layers, const std::vector<int>& bucket, const LinkFit& link) {
+double link_allreduce_s(const DesLayers& layers, const std::vector<int>& bucket, const LinkModel& link) {
   double bytes = 0;
   for (const int j : bucket) bytes += layers.param_bytes[j];
   return bytes > 0 ? link.time_s(bytes) : 0.0;
@@ -37,7 +37,7 @@ double link_allreduce_s(const DesLayers& layers, const std::vector<int>& bucket,
 }  // namespace
 
 double des_allreduce_s(const DesLayers& layers, const AllreduceModel& model, SyncTimeSource source,
-                       const std::vector<int>& bucket, double bucket_alpha_s, const LinkFit* link) {
+                       const std::vector<int>& bucket, double bucket_alpha_s, const LinkModel* link) {
   if (source == SyncTimeSource::kMeasured && link) return link_allreduce_s(layers, bucket, *link);
   if (source == SyncTimeSource::kMeasured) {
     std::vector<double> member_sync_s;

@@ -30,7 +30,7 @@ struct DesOptions {
   /// kMeasured with a link fit in use (--link): every all-reduce, one layer or a bucket, is
   /// charged link->time_s(its summed param_bytes) (docs/des.md, docs/link.md), so a bucket costs
   /// the link model on its bytes rather than its layers' sum. Not owned; null: no link fit.
-  const LinkFit* link = nullptr;
+  const LinkModel* link = nullptr;
   /// The memory the run may allocate (bytes): run_des refuses a run whose des_memory_bytes
   /// estimate is larger. Unset: the host's available memory (core/host_memory.hpp).
   std::optional<double> memory_limit_bytes;
@@ -117,6 +117,6 @@ Json des_trace_json(const DesResult& result, const DesLayers& layers);
 /// charges it (s): the cost model on the summed bytes, the link model on them (`link` set,
 /// kMeasured), or fused_sync_s of the measured times with start-up `bucket_alpha_s`.
 double des_allreduce_s(const DesLayers& layers, const AllreduceModel& model, SyncTimeSource source,
-                       const std::vector<int>& bucket, double bucket_alpha_s = 0, const LinkFit* link = nullptr);
+                       const std::vector<int>& bucket, double bucket_alpha_s = 0, const LinkModel* link = nullptr);
 
 }  // namespace syncplan

@@ -3,6 +3,9 @@
 
 #include "core/errors.hpp"
 
+#include <algorithm>
+#include <cmath>
+
 namespace syncplan {
 
 SyncProgram program_from_assignment(const Assignment& assignment) {
@@ -41,6 +44,18 @@ SyncProgram every_iteration_program(const std::vector<std::vector<int>>& buckets
   for (auto& ops : program.iterations)
     for (const auto& bucket : buckets) ops.push_back({bucket, IssuePoint::kGradientReady});
   return program;
+}
+
+double largest_allreduce_bytes(const SyncProgram& program, const std::vector<double>& param_bytes) {
+  double largest = 0;
+  for (const auto& ops : program.iterations)
+    for (const SyncOp& op : ops) {
+      double bytes = 0;
+      for (const int j : op.layers)
+        if (!std::isnan(param_bytes[j])) bytes += param_bytes[j];
+      largest = std::max(largest, bytes);
+    }
+  return largest;
 }
 
 }  // namespace syncplan

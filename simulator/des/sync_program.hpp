@@ -50,4 +50,8 @@ SyncProgram all_layers_program(std::size_t layer_count, int period, IssuePoint i
 /// ready. Throws FieldError "period: ..." when period < 1.
 SyncProgram every_iteration_program(const std::vector<std::vector<int>>& buckets, int period);
 
+/// The bytes of the largest all-reduce in `program`: the most, over its ops, of the ops' layers'
+/// `param_bytes` (backprop order, DesLayers::param_bytes) summed; unknown (NaN) sizes count as 0.
+double largest_allreduce_bytes(const SyncProgram& program, const std::vector<double>& param_bytes);
+
 }  // namespace syncplan

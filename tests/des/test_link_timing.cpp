@@ -14,8 +14,8 @@ namespace {
 
 // A measured link at 4 workers: 400 kB in 500 us, 800 kB in 600 us, 1.6 MB in 1 ms (a curve: the
 // 800 kB bucket costs far less than two 400 kB all-reduces); the line alpha 100 us + 5e-10 s/B
-// only outside 400 kB .. 1.6 MB and at 0 bytes. Its start-up (three smallest sizes, t - beta n):
-// min(500 - 200, 600 - 400, 1000 - 800) us = 200 us.
+// is not the model (docs/link.md). Its start-up (three smallest sizes, t - beta n):
+// min(500 - 200, 600 - 400, 1000 - 800) us = 200 us, the time of 0 bytes.
 LinkFit curved_link() {
   LinkFit link;
   link.workers = 4;
@@ -100,10 +100,11 @@ TEST_CASE("ddp on --link alone: a bucket costs the link model on its bytes", "[d
 }
 
 TEST_CASE("mgwfbp on --link alone merges by the link model", "[des][link]") {
-  // T(n) = time_s: T(400 kB) = 500 us, T(0) = alpha = 100 us. Ready: head 1, drop 1.5, embed 2.5 ms.
-  // drop: bucket {head} ends 1 + 0.5 = 1.5; separately drop ends 1.5 + 0.1 = 1.6; merged 1.5 +
-  //   0.5 = 2.0 > 1.6: a bucket {drop} of its own (link free before it: 1.5).
-  // embed: {drop} ends 1.5 + 0.1 = 1.6; separately 2.5 + 0.5 = 3.0; merged max(2.5, 1.5) + 0.5 =
+  // T(n) = time_s: T(400 kB) = 500 us, T(0) = the start-up 200 us (docs/link.md: the chord below
+  // the smallest size starts there). Ready: head 1, drop 1.5, embed 2.5 ms.
+  // drop: bucket {head} ends 1 + 0.5 = 1.5; separately drop ends 1.5 + 0.2 = 1.7; merged 1.5 +
+  //   0.5 = 2.0 > 1.7: a bucket {drop} of its own (link free before it: 1.5).
+  // embed: {drop} ends 1.5 + 0.2 = 1.7; separately 2.5 + 0.5 = 3.0; merged max(2.5, 1.5) + 0.5 =
   //   3.0 <= 3.0: merge {drop, embed}. The DES: {head} 1 -> 1.5 ms; {drop, embed} (400 kB) 2.5 -> 3.0 ms.
   const DesOutcome outcome = simulate_des(strategy_request(link_times(three_layers(1e-3, 5e-4, 1e-3)), "mgwfbp"));
   REQUIRE(outcome.program.iterations[0].size() == 2);

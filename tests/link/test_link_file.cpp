@@ -25,14 +25,16 @@ TEST_CASE("algbw and busbw follow nccl-tests' definitions", "[link]") {
   CHECK(algbw_GBps(1024, 0) == 0);
 }
 
-TEST_CASE("LinkFit::time_s is alpha + beta x bytes", "[link]") {
-  // alpha 25 us, beta 1e-10 s/B: 1 MiB takes 25e-6 + 104.8576e-6 = 129.8576 us.
+TEST_CASE("LinkFit::time_s gives back the file's samples", "[link]") {
+  // alpha 25 us, beta 1e-10 s/B; samples on that line: 1 MiB takes 25e-6 + 104.8576e-6 = 129.8576 us.
+  // At 0 bytes the start-up time (docs/link.md): the least t - beta n of the two sizes,
+  // min(25e-6 - 8e-10, 129.8576e-6 - 104.8576e-6) s = 24.9992 us (alpha_s before the model used it).
   const LinkFit link = read_link_file(kData + "/link_good.json");
   CHECK(link.workers == 8);
   CHECK(link.source == "measured:nccl");
   CHECK(link.samples.size() == 2);
   CHECK(link.time_s(1048576) == Approx(129.8576e-6).epsilon(1e-12));
-  CHECK(link.time_s(0) == Approx(25e-6).epsilon(1e-15));
+  CHECK(link.time_s(0) == Approx(24.9992e-6).epsilon(1e-12));
 }
 
 TEST_CASE("link files round-trip exactly", "[link]") {
