@@ -19,18 +19,36 @@
 
 namespace syncplan::cli {
 
+std::string one_line(std::string message) {
+  std::string out;
+  for (const char ch : message) {
+    if (ch == '\n') out += "\\n";
+    else if (ch == '\r') out += "\\r";
+    else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {  // no terminal control codes
+      char escaped[8];
+      std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(ch));
+      out += escaped;
+    } else out += ch;
+  }
+  return out;
+}
+
 int run_on_every_rank(const MpiSession& mpi, const std::function<int()>& job) {
   // How long the other ranks wait before exiting after bad input, so that rank 0's message is out.
   constexpr std::chrono::milliseconds kReportGrace{1500};
   try {
     return job();
-  } catch (const InputError&) {
+  } catch (const InputError& e) {
     // A barrier could hang on an error found by one rank alone: a grace period instead.
     if (!mpi.is_root()) {
       std::this_thread::sleep_for(kReportGrace);
       return 2;
     }
-    throw;
+    // Printed here, before MPI_Finalize: the ranks leave it together, and mpirun ends the job as
+    // soon as a rank exits non-zero, so a line printed after it was lost now and then on a busy
+    // machine (runtime.run.delayed under ctest -j2 beside a build).
+    std::cerr << "syncplan: " << one_line(e.what()) << std::endl;
+    return 2;
   } catch (const std::exception& e) {
     // A failed MPI/CUDA/NCCL call may strike one rank while the others wait in a collective.
     if (mpi.size() > 1) {

@@ -33,12 +33,17 @@ void add_profile_link_command(CLI::App& app, Action& action);
 void add_run_command(CLI::App& app, Action& action);
 
 /// Runs an MPI command's `job` on this rank and maps its errors as every rank must: bad input
-/// (InputError, found alike on every rank or agreed on) is rethrown on rank 0 alone, which prints
-/// it; the other ranks wait 1.5 s (so that mpirun, which ends the job when the first rank exits
-/// non-zero, does not end rank 0 before its line is out) and return 2. Any other error on a rank
+/// (InputError, found alike on every rank or agreed on) is printed by rank 0 alone, here, before
+/// the caller's MpiSession finalizes MPI, and 2 returned; the other ranks wait 1.5 s (so that
+/// mpirun, which ends the job when the first rank exits non-zero, does not end rank 0 before its
+/// line is out) and return 2. Any other error on a rank
 /// of several is printed with the rank's number and ends the job (MPI_Abort, exit 1), since the
 /// others may be waiting for this rank in a collective; on one rank it is rethrown.
 int run_on_every_rank(const MpiSession& mpi, const std::function<int()>& job);
+
+/// `message` on one line: newlines as "\n", carriage returns as "\r", other control codes as
+/// "\xNN" (a newline inside a layer name must not break the one-line error of SPEC section 2).
+std::string one_line(std::string message);
 
 /// Registers `syncplan compare` (tools/cmd_compare.cpp).
 void add_compare_command(CLI::App& app, Action& action);

@@ -17,20 +17,6 @@
 
 namespace {
 
-// Error messages are one line: a newline inside a layer name must not break that.
-std::string one_line(std::string message) {
-  std::string out;
-  for (const char ch : message) {
-    if (ch == '\n') out += "\\n";
-    else if (ch == '\r') out += "\\r";
-    else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {  // no terminal control codes
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(ch));
-      out += escaped;
-    } else out += ch;
-  }
-  return out;
-}
 
 // The rank mpirun (Open MPI, MPICH, PMIx) gave this process, or 0 outside of it. Parse errors
 // come before MPI starts, from every rank alike: rank 0 alone prints them.
@@ -165,7 +151,7 @@ int main(int argc, char** argv) {
     }
     const std::string message = dynamic_cast<const CLI::ConversionError*>(&e) ? conversion_message(app, e.what())
                                                                                : std::string(e.what());
-    std::cerr << "syncplan: " << one_line(message) << " (see --help)\n";
+    std::cerr << "syncplan: " << syncplan::cli::one_line(message) << " (see --help)\n";
     return 2;
   }
   try {
@@ -177,10 +163,10 @@ int main(int argc, char** argv) {
     }
     return code;
   } catch (const syncplan::InputError& e) {
-    std::cerr << "syncplan: " << one_line(e.what()) << '\n';
+    std::cerr << "syncplan: " << syncplan::cli::one_line(e.what()) << '\n';
     return 2;
   } catch (const std::exception& e) {
-    std::cerr << "syncplan: error: " << one_line(e.what()) << '\n';
+    std::cerr << "syncplan: error: " << syncplan::cli::one_line(e.what()) << '\n';
     return 1;
   }
 }
