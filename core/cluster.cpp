@@ -28,7 +28,7 @@ double Cluster::slowdown(int worker) const {
 }
 
 bool Cluster::identical_workers() const {
-  if (jitter && jitter->sigma > 0) return false;
+  if (jitter && jitter->random()) return false;
   for (const double factor : compute_slowdown)
     if (factor != compute_slowdown.front()) return false;
   return true;
@@ -113,10 +113,23 @@ Cluster cluster_from_json(const Json& document, const std::string& origin) {
     const std::string distribution = reader.required_string("distribution");
     if (distribution == "lognormal") spec.distribution = JitterSpec::Distribution::kLognormal;
     else if (distribution == "normal") spec.distribution = JitterSpec::Distribution::kNormal;
+    else if (distribution == "measured") spec.distribution = JitterSpec::Distribution::kMeasured;
     else
-      throw InputError(where + ": field 'distribution': expected \"lognormal\" or \"normal\", got \"" +
+      throw InputError(where + ": field 'distribution': expected \"lognormal\", \"normal\" or \"measured\", got \"" +
                        distribution + "\"");
-    spec.sigma = read_number_in(reader.required("sigma"), where + ": field 'sigma'", 0, limits::kMaxJitterSigma);
+    if (spec.distribution == JitterSpec::Distribution::kMeasured) {
+      // The spread is the profile's, measured; only how the draws go together is the cluster's.
+      if (reader.has("sigma"))
+        throw InputError(where + ": field 'sigma': not used with distribution \"measured\" (the spread is the "
+                                 "profile's forward_spread, backward_spread and update_spread)");
+      if (const Json* correlation = reader.optional("correlation", Null::kRejected))
+        spec.correlation = read_number_in(*correlation, where + ": field 'correlation'", 0, 1);
+    } else {
+      spec.sigma = read_number_in(reader.required("sigma"), where + ": field 'sigma'", 0, limits::kMaxJitterSigma);
+      if (reader.has("correlation"))
+        throw InputError(where + ": field 'correlation': only with distribution \"measured\" (every lognormal or "
+                                 "normal factor is drawn on its own)");
+    }
     spec.seed = static_cast<std::uint64_t>(reader.optional_integer("seed", 0, Null::kRejected).value_or(1));
     reader.reject_unknown_keys();
     cluster.jitter = spec;
@@ -143,11 +156,17 @@ Json cluster_to_json(const Cluster& cluster) {
   document["inter_node"] = link_to_json(cluster.inter_node);
   document["allreduce"] = to_string(cluster.allreduce);
   if (!cluster.compute_slowdown.empty()) document["compute_slowdown"] = cluster.compute_slowdown;
-  if (cluster.jitter)
-    document["jitter"] = Json{{"distribution", cluster.jitter->distribution == JitterSpec::Distribution::kLognormal
-                                                   ? "lognormal" : "normal"},
-                              {"sigma", cluster.jitter->sigma},
-                              {"seed", cluster.jitter->seed}};
+  if (cluster.jitter) {
+    const JitterSpec& jitter = *cluster.jitter;
+    if (jitter.distribution == JitterSpec::Distribution::kMeasured)
+      document["jitter"] =
+          Json{{"distribution", "measured"}, {"correlation", jitter.correlation}, {"seed", jitter.seed}};
+    else
+      document["jitter"] = Json{
+          {"distribution", jitter.distribution == JitterSpec::Distribution::kLognormal ? "lognormal" : "normal"},
+          {"sigma", jitter.sigma},
+          {"seed", jitter.seed}};
+  }
   return document;
 }
 

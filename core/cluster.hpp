@@ -35,12 +35,25 @@ enum class AllreduceAlgorithm {
 /// "ring", "tree" or "hierarchical".
 std::string to_string(AllreduceAlgorithm algorithm);
 
-/// Random per-operation compute-time factors (docs/cluster.md, "jitter").
+/// Random per-operation compute times (docs/cluster.md, "jitter"): a factor on the profile's time
+/// (lognormal, normal), or a draw from the profile's measured spread (measured).
 struct JitterSpec {
-  enum class Distribution { kLognormal, kNormal };
+  enum class Distribution {
+    kLognormal,  ///< times exp(sigma z - sigma^2 / 2), z standard normal
+    kNormal,     ///< times max(0, 1 + sigma z)
+    kMeasured,   ///< each time drawn from its layer's measured spread (profile forward_spread, ...;
+                 ///< docs/des.md, "Compute spread")
+  };
   Distribution distribution = Distribution::kLognormal;
-  double sigma = 0;        ///< spread of the factor (lognormal: of its log), 0..2 (core/limits.hpp)
+  double sigma = 0;        ///< lognormal, normal: spread of the factor (lognormal: of its log), 0..2
+                           ///< (core/limits.hpp); 0 for measured
   std::uint64_t seed = 1;  ///< random seed; the same seed gives the same run
+  /// measured: the correlation, 0..1, of one worker's draws within one iteration (a Gaussian
+  /// copula: 0 independent layers and passes, 1 all at the same quantile); 0 for the others.
+  double correlation = 0;
+
+  /// True when compute times are random: a sigma above 0, or measured.
+  bool random() const { return sigma > 0 || distribution == Distribution::kMeasured; }
 };
 
 /// A whole cluster.
@@ -64,7 +77,8 @@ struct Cluster {
 /// Parses a syncplan.cluster/v1 document. Unknown keys, wrong types, workers outside 1..16,777,216 (limits::kMaxWorkers),
 /// workers not divisible by workers_per_node, a bandwidth, latency, slowdown factor or jitter sigma
 /// outside the limits of core/limits.hpp, a slowdown list of the wrong length, an unknown algorithm
-/// or distribution throw InputError naming `origin` and the field.
+/// or distribution, a jitter correlation outside 0..1, a sigma with "measured" or a correlation
+/// without it throw InputError naming `origin` and the field.
 Cluster cluster_from_json(const Json& document, const std::string& origin);
 
 /// Reads a cluster file (read_json_file + cluster_from_json).

@@ -32,6 +32,12 @@ SYNCPLAN_HOST_DEVICE inline float counter_uniform(std::uint64_t seed, std::uint6
   return static_cast<float>(counter_bits(seed, index) >> 40) * (1.0f / 16777216.0f);  // 2^24
 }
 
+/// A uniform draw in [0, 1) with 53 bits, exact in double: the discrete-event simulator's draws
+/// from measured compute spreads (docs/des.md, "Compute spread").
+SYNCPLAN_HOST_DEVICE inline double counter_unit_double(std::uint64_t seed, std::uint64_t index) {
+  return static_cast<double>(counter_bits(seed, index) >> 11) * (1.0 / 9007199254740992.0);  // 2^53
+}
+
 /// Whether dropout with probability p keeps element `index` under `seed`: kept when the uniform
 /// draw is >= p, so p = 0 keeps everything.
 SYNCPLAN_HOST_DEVICE inline bool dropout_keeps(std::uint64_t seed, std::uint64_t index, float p) {

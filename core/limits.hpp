@@ -36,6 +36,11 @@ inline constexpr std::int64_t kMaxIterations = 100'000;
 /// node that is days of search; the job's time limit cuts it sooner (docs/time-model.md 14).
 inline constexpr long long kMaxExactNodes = 1'000'000'000'000LL;
 
+/// Timed repeats behind one layer's spread (profile `samples` of `forward_spread` and the like):
+/// at most 10^9. `profile --repeats` times whole training steps, thousands at the most; the
+/// count must stay an exact int.
+inline constexpr std::int64_t kMaxSpreadSamples = 1'000'000'000;
+
 /// Communication streams per worker in the DES (--comm-streams): at most 64; frameworks use one to
 /// a few (NCCL's channels are below the stream level).
 inline constexpr std::int64_t kMaxCommStreams = 64;

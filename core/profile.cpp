@@ -2,7 +2,10 @@
 #include "core/profile.hpp"
 
 #include "core/errors.hpp"
+#include "core/statistics.hpp"
 
+#include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <unordered_set>
 
@@ -14,12 +17,78 @@ std::optional<std::size_t> Profile::find(const std::string& name) const {
   return std::nullopt;
 }
 
+TimeSpread TimeSpread::scaled(double factor) const {
+  SYNCPLAN_CHECK(factor > 0);
+  return {samples, min_s * factor, p10_s * factor, p90_s * factor, max_s * factor};
+}
+
+TimeSpread time_spread(const std::vector<double>& samples) {
+  SYNCPLAN_CHECK(!samples.empty());
+  // The median is computed as the mean of the two middle samples, the percentiles by interpolation:
+  // the clamps keep their order where the two roundings differ in the last bit.
+  const double median_s = median(samples);
+  return {static_cast<std::int64_t>(samples.size()), quantile(samples, 0), std::min(quantile(samples, 0.1), median_s),
+          std::max(quantile(samples, 0.9), median_s), quantile(samples, 1)};
+}
+
+double spread_quantile_s(const TimeSpread& spread, double median_s, double u) {
+  SYNCPLAN_CHECK(u >= 0 && u <= 1);
+  const std::array<double, 5> knots_s = {spread.min_s, spread.p10_s, median_s, spread.p90_s, spread.max_s};
+  std::size_t k = 0;  // the segment [p_k, p_k+1] that holds u
+  while (k + 2 < knots_s.size() && u > kSpreadProbabilities[k + 1]) ++k;
+  const double p0 = kSpreadProbabilities[k], p1 = kSpreadProbabilities[k + 1];
+  return knots_s[k] + (u - p0) / (p1 - p0) * (knots_s[k + 1] - knots_s[k]);
+}
+
 namespace {
 // A time of the profile: unknown, or finite and >= 0; `where` names the file and the layer or key.
 void require_valid_time(const std::string& where, const char* field, const std::optional<double>& value) {
   if (!value) return;
   if (!std::isfinite(*value)) throw InputError(where + ": field '" + field + "': non-finite value");
   if (*value < 0) throw InputError(where + ": field '" + field + "': negative value " + format_exact(*value));
+}
+
+// The shortest text that reads back as `value`, %g-style ("0.0009", "1e-05"), not format_exact's 17
+// digits: the spread's messages name numbers as the file wrote them.
+std::string shortest_text(double value) {
+  char text[32];
+  const auto written = std::to_chars(text, text + sizeof text, value, std::chars_format::general);
+  return std::string(text, written.ptr);
+}
+
+// A pass's spread (docs/formats.md, "Compute spread"): its median `time` known, its times valid
+// and ordered around that median; `where` names the file and the layer.
+void require_valid_spread(const std::string& where, const char* time_field, const char* spread_field,
+                          const std::optional<double>& time, const std::optional<TimeSpread>& spread) {
+  if (!spread) return;
+  const std::string field = where + ": field '" + spread_field + "'";
+  if (!time)
+    throw InputError(field + ": given, but '" + time_field + "' is null or absent (a spread is the spread of a "
+                     "measured time around it, its median)");
+  if (spread->samples < 1 || spread->samples > limits::kMaxSpreadSamples)
+    throw InputError(field + ": field 'samples': must be in 1.." + std::to_string(limits::kMaxSpreadSamples) +
+                     ", got " + std::to_string(spread->samples));
+  struct Knot {
+    std::string field;  // as named in messages
+    double value_s;
+  };
+  const Knot knots[] = {{"'min_s'", spread->min_s},
+                        {"'p10_s'", spread->p10_s},
+                        {"'" + std::string(time_field) + "' (the median)", *time},
+                        {"'p90_s'", spread->p90_s},
+                        {"'max_s'", spread->max_s}};
+  require_valid_time(field, "min_s", spread->min_s);
+  require_valid_time(field, "p10_s", spread->p10_s);
+  require_valid_time(field, "p90_s", spread->p90_s);
+  require_valid_time(field, "max_s", spread->max_s);
+  for (std::size_t k = 1; k < std::size(knots); ++k)
+    if (knots[k - 1].value_s > knots[k].value_s)
+      throw InputError(field + ": " + knots[k - 1].field + " " + shortest_text(knots[k - 1].value_s) + " is above " +
+                       knots[k].field + " " + shortest_text(knots[k].value_s) +
+                       "; a spread is ordered: min_s <= p10_s <= median <= p90_s <= max_s");
+  if (spread->samples == 1 && spread->min_s != spread->max_s)
+    throw InputError(field + ": 1 sample, but 'min_s' " + shortest_text(spread->min_s) + " and 'max_s' " +
+                     shortest_text(spread->max_s) + " differ");
 }
 }  // namespace
 
@@ -53,13 +122,44 @@ void validate_profile(const Profile& profile, const std::string& origin) {
     if (layer.frozen && layer.sync_s && *layer.sync_s > 0)
       throw InputError(origin + ": layer '" + layer.name + "': field 'sync_s': " + format_exact(*layer.sync_s) +
                        " s, but the layer is frozen and runs no all-reduce (give null or 0)");
-    for (const auto& [field, value] : times) require_valid_time(origin + ": layer '" + layer.name + "'", field, *value);
+    const std::string where = origin + ": layer '" + layer.name + "'";
+    for (const auto& [field, value] : times) require_valid_time(where, field, *value);
+    require_valid_spread(where, "forward_s", "forward_spread", layer.forward_s, layer.forward_spread);
+    require_valid_spread(where, "backward_s", "backward_spread", layer.backward_s, layer.backward_spread);
+    require_valid_spread(where, "update_s", "update_spread", layer.update_s, layer.update_spread);
   }
   if (profile.unattributed) {
     require_valid_time(origin + ": field 'unattributed'", "forward_s", profile.unattributed->forward_s);
     require_valid_time(origin + ": field 'unattributed'", "backward_s", profile.unattributed->backward_s);
   }
 }
+
+namespace {
+// The optional spread `key` of a layer (docs/formats.md, "Compute spread"): an object of exactly
+// samples, min_s, p10_s, p90_s and max_s; null is no spread and is refused like any wrong type.
+std::optional<TimeSpread> read_spread(ObjectReader& layer, const char* key) {
+  const Json* value = layer.optional(key, Null::kRejected);
+  if (!value) return std::nullopt;
+  ObjectReader reader(*value, layer.where() + ": field '" + key + "'");
+  TimeSpread spread;
+  spread.samples = reader.required_integer("samples", 1, limits::kMaxSpreadSamples);
+  const auto seconds = [&](const char* field) {
+    return read_number_in(reader.required(field), reader.where() + ": field '" + field + "'", 0,
+                          limits::kLongestTime_s);
+  };
+  spread.min_s = seconds("min_s");
+  spread.p10_s = seconds("p10_s");
+  spread.p90_s = seconds("p90_s");
+  spread.max_s = seconds("max_s");
+  reader.reject_unknown_keys();
+  return spread;
+}
+
+Json spread_to_json(const TimeSpread& spread) {
+  return Json{{"samples", spread.samples}, {"min_s", spread.min_s}, {"p10_s", spread.p10_s},
+              {"p90_s", spread.p90_s}, {"max_s", spread.max_s}};
+}
+}  // namespace
 
 Profile profile_from_json(const Json& document, const std::string& origin) {
   ObjectReader top(document, origin);
@@ -106,6 +206,9 @@ Profile profile_from_json(const Json& document, const std::string& origin) {
         throw InputError(where + ": field 'frozen': expected true or false, got " + json_type_name(*frozen));
       layer.frozen = frozen->get<bool>();
     }
+    layer.forward_spread = read_spread(reader, "forward_spread");
+    layer.backward_spread = read_spread(reader, "backward_spread");
+    layer.update_spread = read_spread(reader, "update_spread");
     reader.reject_unknown_keys();
     profile.layers.push_back(std::move(layer));
   }
@@ -145,6 +248,9 @@ Json profile_to_json(const Profile& profile) {
     item["sync_s"] = optional_to_json(layer.sync_s);
     if (layer.tied_to) item["tied_to"] = *layer.tied_to;
     if (layer.frozen) item["frozen"] = true;
+    if (layer.forward_spread) item["forward_spread"] = spread_to_json(*layer.forward_spread);
+    if (layer.backward_spread) item["backward_spread"] = spread_to_json(*layer.backward_spread);
+    if (layer.update_spread) item["update_spread"] = spread_to_json(*layer.update_spread);
     layers.push_back(std::move(item));
   }
   document["layers"] = std::move(layers);

@@ -3,6 +3,7 @@
 
 #include "core/json_io.hpp"
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -13,6 +14,35 @@ namespace syncplan {
 inline constexpr const char* kProfileFormat = "syncplan.profile/v1";
 /// The longest layer name a profile may hold (characters; docs/formats.md).
 inline constexpr std::size_t kLongestLayerName = limits::kLongestLayerName;
+
+/// The spread of one layer's pass (forward, backward or update) over the timed repeats: the
+/// five-number summary whose middle, the median, is the pass's own time in the profile
+/// (`forward_s`, ...). Profile keys `forward_spread`, `backward_spread`, `update_spread`
+/// (docs/formats.md, "Compute spread"); quantiles as core/statistics.hpp defines them.
+struct TimeSpread {
+  std::int64_t samples = 1;  ///< timed repeats behind it, 1..limits::kMaxSpreadSamples
+  double min_s = 0;          ///< the smallest sample (s)
+  double p10_s = 0;          ///< the 10th percentile (s)
+  double p90_s = 0;          ///< the 90th percentile (s)
+  double max_s = 0;          ///< the largest sample (s)
+
+  /// The same spread with every time multiplied by `factor` (> 0), as a time scaled with its batch.
+  TimeSpread scaled(double factor) const;
+};
+
+/// The probabilities of the spread's knots: min, p10, median, p90, max.
+inline constexpr std::array<double, 5> kSpreadProbabilities = {0.0, 0.1, 0.5, 0.9, 1.0};
+
+/// The spread of `samples` (seconds, at least one): its smallest and largest sample and its 10th
+/// and 90th percentiles (core/statistics.hpp's quantile). Its median is median(samples).
+TimeSpread time_spread(const std::vector<double>& samples);
+
+/// The inverse distribution function of a pass whose median is `median_s` and spread `spread`, at
+/// u in [0, 1]: piecewise linear through the knots (0, min_s), (0.1, p10_s), (0.5, median_s),
+/// (0.9, p90_s), (1, max_s) (docs/des.md, "Compute spread"). So a uniform u gives a time
+/// distributed as the measured repeats, smoothed between them. Throws InternalError for u outside
+/// [0, 1].
+double spread_quantile_s(const TimeSpread& spread, double median_s, double u);
 
 /// One layer (module) of the model. std::nullopt means unknown, never zero (SPEC section 3).
 struct LayerProfile {
@@ -28,6 +58,10 @@ struct LayerProfile {
   bool frozen = false;                     ///< its parameters are not trained (LoRA base weights, requires_grad
                                            ///< false): no all-reduce under any sync-time source, backward_s still
                                            ///< counts; profile key "frozen", absent = false (docs/formats.md)
+  /// The spread of forward_s, backward_s and update_s over the timed repeats (those times are
+  /// their medians); std::nullopt when not measured. Only with its time known (docs/formats.md,
+  /// "Compute spread").
+  std::optional<TimeSpread> forward_spread{}, backward_spread{}, update_spread{};
 };
 
 /// Compute of a training iteration that no layer's span covers (functional code outside modules:
@@ -54,7 +88,9 @@ struct Profile {
 
 /// Checks the invariants every profile holds (non-empty, unique non-empty names, finite
 /// non-negative times, the unattributed ones included; a frozen layer has no sync_s above 0, and a
-/// tie group is frozen as a whole); `origin` names the file in errors. Throws InputError naming the layer.
+/// tie group is frozen as a whole; a spread has its time, samples in 1..kMaxSpreadSamples, and
+/// min_s <= p10_s <= the time (its median) <= p90_s <= max_s, all equal for one sample);
+/// `origin` names the file in errors. Throws InputError naming the layer and the field.
 void validate_profile(const Profile& profile, const std::string& origin);
 
 /// Parses a syncplan.profile/v1 document. Unknown keys, wrong types, negative or non-finite

@@ -46,6 +46,8 @@ Json result_to_json(const DesRunResult& result) {
   document["period_s"] = result.period_s();
   document["total_s"] = result.total_s;
   document["mean_iteration_s"] = result.total_s / result.iterations;
+  if (result.median_iteration_s) document["median_iteration_s"] = *result.median_iteration_s;
+  if (result.p90_iteration_s) document["p90_iteration_s"] = *result.p90_iteration_s;
   document["iteration_s"] = result.iteration_s;
   document["worker_iteration_s"] = result.worker_iteration_s;
   document["exposed_comm_s"] = result.exposed_comm_s;

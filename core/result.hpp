@@ -53,6 +53,11 @@ struct DesRunResult {
   double comm_busy_s = 0;               ///< time at least one all-reduce runs (s)
   double overlap_fraction = 0;          ///< share of all-reduce time overlapping compute
   std::vector<std::pair<std::string, double>> link_bytes;  ///< bytes per directed link
+  /// With compute drawn from the profile's measured spread (a cluster's jitter "measured",
+  /// docs/des.md "Compute spread"), the prediction is a distribution: the median and the 90th
+  /// percentile of iteration_s (s; core/statistics.hpp's quantile). std::nullopt otherwise, and
+  /// then the document has neither key.
+  std::optional<double> median_iteration_s{}, p90_iteration_s{};
 
   /// The mean per period over the iterations run: the mean iteration times H,
   /// total_s / iterations x period (s). For a whole number of periods it is the mean of the

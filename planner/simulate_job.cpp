@@ -2,6 +2,7 @@
 #include "planner/simulate_job.hpp"
 
 #include "core/errors.hpp"
+#include "core/statistics.hpp"
 #include "planner/lower_bound.hpp"
 #include "simulator/topology.hpp"
 
@@ -81,6 +82,8 @@ DesOutcome simulate_des(const SimulateRequest& request) {
   require_strategy_period(request);
   DesOutcome outcome;
   outcome.layers = des_layers(request.sync.profile, request.origin, source);
+  const bool measured_spread = cluster.jitter && cluster.jitter->distribution == JitterSpec::Distribution::kMeasured;
+  if (measured_spread) require_compute_spreads(request.sync.profile, request.origin, request.sync.cluster_origin);
   const Topology topology(cluster);
   const AllreduceModel model(cluster, topology);
   const DesStrategyContext context{outcome.layers, model, source, request.bucket_cap_bytes,
@@ -144,6 +147,10 @@ DesOutcome simulate_des(const SimulateRequest& request) {
   document.worker_exposed_comm_s = result.worker_exposed_comm_s;
   document.comm_busy_s = result.comm_busy_s;
   document.overlap_fraction = result.overlap_fraction();
+  if (measured_spread) {
+    document.median_iteration_s = median(result.iteration_s);
+    document.p90_iteration_s = quantile(result.iteration_s, 0.9);
+  }
   // Without a cluster file the links are link_cluster's stand-ins: their bytes describe nothing.
   if (request.sync.cluster) document.link_bytes = result.link_bytes;
   if (request.plan && request.plan->predicted && document.iterations % document.period == 0)

@@ -57,12 +57,15 @@ void require_distinct(const std::vector<T>& list, const char* field, Text&& text
         throw FieldError(field, std::string(field) + ": " + text(list[i]) + " is given twice (each value once)");
 }
 
-// `profile` with forward and backward times multiplied by `factor` (strong scaling of a measured
-// profile: compute proportional to the batch, docs/whatif.md); update_s and sync_s unchanged.
+// `profile` with forward and backward times, and their spreads, multiplied by `factor` (strong
+// scaling of a measured profile: compute proportional to the batch, docs/whatif.md); update_s and
+// sync_s unchanged.
 Profile scaled_compute(Profile profile, double factor) {
   for (LayerProfile& layer : profile.layers) {
     if (layer.forward_s) *layer.forward_s *= factor;
     if (layer.backward_s) *layer.backward_s *= factor;
+    if (layer.forward_spread) layer.forward_spread = layer.forward_spread->scaled(factor);
+    if (layer.backward_spread) layer.backward_spread = layer.backward_spread->scaled(factor);
   }
   if (profile.unattributed) {
     if (profile.unattributed->forward_s) *profile.unattributed->forward_s *= factor;

@@ -3,6 +3,7 @@
 
 #include "core/errors.hpp"
 #include "core/limits.hpp"
+#include "core/statistics.hpp"
 #include "core/units.hpp"
 
 #include <algorithm>
@@ -164,13 +165,6 @@ double earliest_start_us(const std::vector<Span>& spans) {
   double earliest = spans.front().start_us;
   for (const Span& span : spans) earliest = std::min(earliest, span.start_us);
   return earliest;
-}
-
-double median(std::vector<double> values) {
-  SYNCPLAN_CHECK(!values.empty());
-  std::sort(values.begin(), values.end());
-  const std::size_t middle = values.size() / 2;
-  return values.size() % 2 ? values[middle] : (values[middle - 1] + values[middle]) / 2;
 }
 
 // Per layer and iteration: summed durations and whether any event was seen.

@@ -6,29 +6,25 @@
 #include <algorithm>
 #include <cmath>
 #include <iomanip>
-#include <numeric>
 #include <sstream>
 
 namespace syncplan {
 
-double median(std::vector<double> samples) {
-  SYNCPLAN_CHECK(!samples.empty());
-  const std::size_t middle = samples.size() / 2;
-  std::nth_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(middle), samples.end());
-  const double upper = samples[middle];
-  if (samples.size() % 2 == 1) return upper;
-  const double lower = *std::max_element(samples.begin(), samples.begin() + static_cast<std::ptrdiff_t>(middle));
-  return (lower + upper) / 2;
+std::optional<double> standard_deviation(const std::vector<double>& samples) {
+  if (samples.size() < 2) return std::nullopt;
+  const double n = static_cast<double>(samples.size());
+  const double average = mean(samples);
+  double squares = 0;
+  for (const double x : samples) squares += (x - average) * (x - average);
+  return std::sqrt(squares / (n - 1));
 }
 
 std::optional<double> coefficient_of_variation(const std::vector<double>& samples) {
-  if (samples.size() < 2) return std::nullopt;
-  const double n = static_cast<double>(samples.size());
-  const double mean = std::accumulate(samples.begin(), samples.end(), 0.0) / n;
-  if (mean == 0) return std::nullopt;
-  double squares = 0;
-  for (const double x : samples) squares += (x - mean) * (x - mean);
-  return std::sqrt(squares / (n - 1)) / mean;
+  const std::optional<double> deviation = standard_deviation(samples);
+  if (!deviation) return std::nullopt;
+  const double average = mean(samples);
+  if (average == 0) return std::nullopt;
+  return *deviation / average;
 }
 
 namespace {
@@ -64,7 +60,12 @@ MeasurementSummary summarize_measurement(const Model& model, const Workload& wor
     layer.forward_s = median(samples.forward_s);
     layer.backward_s = median(samples.backward_s);
     SYNCPLAN_CHECK(samples.update_s.empty() || samples.update_s.size() == repeats);
-    if (!samples.update_s.empty()) layer.update_s = median(samples.update_s);
+    if (!samples.update_s.empty()) {
+      layer.update_s = median(samples.update_s);
+      layer.update_spread = time_spread(samples.update_s);
+    }
+    layer.forward_spread = time_spread(samples.forward_s);
+    layer.backward_spread = time_spread(samples.backward_s);
     layer.forward_cv = coefficient_of_variation(samples.forward_s);
     layer.backward_cv = coefficient_of_variation(samples.backward_s);
     layer.forward_flops = work.forward.flops();
@@ -81,6 +82,20 @@ MeasurementSummary summarize_measurement(const Model& model, const Workload& wor
   summary.step_forward_s = median(step_forward_s);
   summary.step_backward_s = median(step_backward_s);
   summary.step_cv = coefficient_of_variation(step_s);
+  // The shared correlation of the layer passes (docs/profiler.md section 5): the step's variance
+  // is sum s_k^2 + r sum over pairs k != l of s_k s_l, and that sum is (sum s_k)^2 - sum s_k^2.
+  if (const std::optional<double> step_deviation = standard_deviation(step_s)) {
+    double deviations = 0, variances = 0;
+    for (const LayerSamples& samples : measurement.layers)
+      for (const auto* pass : {&samples.forward_s, &samples.backward_s}) {
+        const double deviation = standard_deviation(*pass).value_or(0.0);
+        deviations += deviation;
+        variances += deviation * deviation;
+      }
+    const double pairs = deviations * deviations - variances;
+    if (pairs > 0)
+      summary.layer_correlation = std::clamp((*step_deviation * *step_deviation - variances) / pairs, 0.0, 1.0);
+  }
   return summary;
 }
 
@@ -102,7 +117,8 @@ Json measurement_report_json(const Model& model, const Workload& workload, const
                                                                       : Json(nullptr);
   report["step"] = Json{{"forward_s", summary.step_forward_s},
                         {"backward_s", summary.step_backward_s},
-                        {"cv", optional_json(summary.step_cv)}};
+                        {"cv", optional_json(summary.step_cv)},
+                        {"layer_correlation", optional_json(summary.layer_correlation)}};
   Json layers = Json::array();
   for (std::size_t i = 0; i < summary.layers.size(); ++i) {
     const MeasuredLayer& layer = summary.layers[i];
@@ -135,7 +151,8 @@ void print_measurement_summary(std::ostream& out, const MeasurementSummary& summ
     out << ", per layer and pass median " << percent_text(spreads[spreads.size() / 2].first) << ", largest "
         << percent_text(spreads.back().first) << " (" << spreads.back().second << ")";
   }
-  out << '\n';
+  out << "; layer correlation "
+      << (summary.layer_correlation ? format_short(*summary.layer_correlation, 2) : std::string("n/a")) << '\n';
   if (!measurement.gemm_ceiling_flops_per_s) return;
   const MeasuredLayer* fastest = nullptr;
   double fastest_rate = 0;

@@ -3,6 +3,8 @@
 #pragma once
 
 #include "core/json_io.hpp"
+#include "core/profile.hpp"
+#include "core/statistics.hpp"  // median, quantile: the summaries below
 #include "model/model_spec.hpp"
 
 #include <cstdint>
@@ -40,13 +42,12 @@ struct Measurement {
   std::string gemm_ceiling_shape;                   ///< e.g. "8192 x 8192 x 8192 bf16", when measured
 };
 
-/// The median of `samples` (the mean of the two middle ones for an even count). Throws
-/// InternalError when empty.
-double median(std::vector<double> samples);
-
 /// Sample standard deviation (n - 1) over the mean; std::nullopt for fewer than 2 samples or a
 /// zero mean.
 std::optional<double> coefficient_of_variation(const std::vector<double>& samples);
+
+/// The sample standard deviation (n - 1) of `samples`; std::nullopt for fewer than 2.
+std::optional<double> standard_deviation(const std::vector<double>& samples);
 
 /// One layer of a measured profile: medians, spreads and the spec's FLOPs (docs/models.md section 3).
 struct MeasuredLayer {
@@ -56,6 +57,9 @@ struct MeasuredLayer {
   std::optional<double> update_s;         ///< median over repeats of the optimizer step's share (s); none when not timed
   std::optional<double> forward_cv;       ///< coefficient of variation over repeats
   std::optional<double> backward_cv;
+  TimeSpread forward_spread;              ///< min, p10, p90, max over repeats (the profile's forward_spread)
+  TimeSpread backward_spread;             ///< likewise of the backward (backward_spread)
+  std::optional<TimeSpread> update_spread;///< likewise of the update's share; none when not timed
   double forward_flops = 0;               ///< the spec's FLOPs of the layer's forward (matmul + vector)
   double backward_flops = 0;
   std::optional<double> forward_flops_per_s;   ///< forward_flops / forward_s; none when forward_s is 0
@@ -68,6 +72,10 @@ struct MeasurementSummary {
   double step_forward_s = 0;         ///< median over repeats of the sum of all layers' forward (s)
   double step_backward_s = 0;        ///< median over repeats of the sum of all layers' backward (s)
   std::optional<double> step_cv;     ///< coefficient of variation of the whole step's time over repeats
+  /// The one correlation r in [0, 1] between layer passes (forward and backward) that gives the
+  /// whole step's variance from theirs: (s^2 - sum s_k^2) / ((sum s_k)^2 - sum s_k^2), clamped
+  /// (docs/profiler.md section 5). std::nullopt for fewer than 2 repeats or passes that never vary.
+  std::optional<double> layer_correlation;
 };
 
 /// Medians, spreads and FLOP/s of `measurement`, which must hold one entry per layer of `model`

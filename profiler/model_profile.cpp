@@ -18,12 +18,18 @@ namespace syncplan {
 
 namespace {
 
+/// A measured layer's spreads over the repeats (the profile's forward_spread, ...).
+struct LayerSpreads {
+  std::optional<TimeSpread> forward, backward, update;
+};
+
 /// What a backend measures or estimates: each layer's forward and backward seconds, in the
 /// model's layer order, and the profile's `source` (SPEC section 3).
 struct BackendResult {
   std::string source;
   std::vector<LayerTimes> times;
   std::vector<std::optional<double>> update_s;  // per layer; empty when the backend does not time the optimizer
+  std::vector<LayerSpreads> spreads;            // per layer, measured devices; empty for the estimate
   std::optional<Json> report;      // measured devices: the side report (docs/profiler.md)
   std::vector<std::string> notes;  // lines for people
 };
@@ -81,6 +87,7 @@ BackendResult measured_backend(const Model& model, const Workload& workload, con
   for (const MeasuredLayer& layer : summary.layers) {
     result.times.push_back({layer.forward_s, layer.backward_s});
     result.update_s.push_back(layer.update_s);
+    result.spreads.push_back({layer.forward_spread, layer.backward_spread, layer.update_spread});
   }
   if (request.report)
     result.report = measurement_report_json(model, workload, request.device, timing, measurement, summary);
@@ -136,6 +143,7 @@ ModelProfile make_model_profile(const ModelProfileRequest& request) {
   BackendResult result = backend(model, workload, request);
   SYNCPLAN_CHECK(result.times.size() == model.layers.size());
   SYNCPLAN_CHECK(result.update_s.empty() || result.update_s.size() == model.layers.size());
+  SYNCPLAN_CHECK(result.spreads.empty() || result.spreads.size() == model.layers.size());
 
   ModelProfile made;
   made.profile = model_profile_skeleton(model, workload.dtype, result.source);
@@ -144,6 +152,11 @@ ModelProfile make_model_profile(const ModelProfileRequest& request) {
     made.profile.layers[i].forward_s = result.times[i].forward_s;
     made.profile.layers[i].backward_s = result.times[i].backward_s;
     if (!result.update_s.empty()) made.profile.layers[i].update_s = result.update_s[i];
+    if (!result.spreads.empty()) {
+      made.profile.layers[i].forward_spread = result.spreads[i].forward;
+      made.profile.layers[i].backward_spread = result.spreads[i].backward;
+      made.profile.layers[i].update_spread = result.spreads[i].update;
+    }
     forward_s += result.times[i].forward_s;
     backward_s += result.times[i].backward_s;
     update_s += result.update_s.empty() ? 0.0 : result.update_s[i].value_or(0.0);

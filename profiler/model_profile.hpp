@@ -37,7 +37,8 @@ struct ModelProfileRequest {
 struct ModelProfile {
   Profile profile;              ///< validated; forward_s and backward_s per layer, update_s on the cpu
                                 ///< device (AdamW's step, apportioned by parameter count; null
-                                ///< elsewhere), sync_s null
+                                ///< elsewhere), sync_s null; on the measured devices each time's
+                                ///< spread over the repeats (forward_spread, ...; docs/profiler.md section 5)
   std::optional<Json> report;   ///< measured devices, when asked: syncplan.profile-report/v1 (docs/formats.md)
   std::vector<std::string> notes;  ///< lines for people, in order: the backend's, the spread, the
                                    ///< ceiling verdict, and a summary of the model and its step time

@@ -6,6 +6,7 @@
 #include "core/field_error.hpp"
 #include "core/limits.hpp"
 #include "core/result.hpp"
+#include "core/statistics.hpp"
 #include "core/units.hpp"
 
 #include <algorithm>
@@ -32,6 +33,10 @@ const char* to_string(TimelineKind kind) {
 
 double IterationComparison::error_percent() const { return error_s() / measured_s * 100; }
 
+double StatisticComparison::error_percent() const { return error_s() / measured_s * 100; }
+
+bool StatisticComparison::within_noise() const { return std::fabs(error_percent()) <= noise_floor_percent; }
+
 namespace {
 
 // The all-reduce categories: the DES's and the run's ("allreduce"), the period model's ("sync").
@@ -54,7 +59,7 @@ const std::set<std::string> kDesResultKeys = {
     "format", "engine", "model", "profile", "cluster", "plan", "strategy", "period", "iterations", "sync_time",
     "link", "workers", "simulated_workers", "period_s", "total_s", "mean_iteration_s", "iteration_s",
     "worker_iteration_s", "exposed_comm_s", "worker_exposed_comm_s", "comm_busy_s", "overlap_fraction",
-    "link_bytes"};
+    "link_bytes", "median_iteration_s", "p90_iteration_s"};
 
 // A result's iteration_s: an array of `count` finite numbers >= 0.
 std::vector<double> read_iteration_times(const Json& value, const std::string& where, std::size_t count,
@@ -426,6 +431,32 @@ AllreduceSummary match_allreduces(const Timeline& predicted, const Timeline& mea
 
 bool is_result(TimelineKind kind) { return kind == TimelineKind::kPeriodModelResult || kind == TimelineKind::kDesResult; }
 
+// The mean, median and p90 of the compared iterations on both sides, the measured ones' noise
+// floors (bootstrap), and the run against its own median (docs/compare.md section 4).
+void compare_statistics(PairComparison& pair) {
+  std::vector<double> predicted, measured;
+  for (const IterationComparison& row : pair.iterations)
+    if (!row.skipped) {
+      predicted.push_back(row.predicted_s);
+      measured.push_back(row.measured_s);
+    }
+  const std::vector<Statistic> statistics = {[](const std::vector<double>& x) { return mean(x); },
+                                             [](const std::vector<double>& x) { return median(x); },
+                                             [](const std::vector<double>& x) { return quantile(x, 0.9); }};
+  const std::vector<double> errors =
+      bootstrap_standard_errors(measured, statistics, kBootstrapResamples, kBootstrapSeed);
+  StatisticComparison* rows[] = {&pair.mean, &pair.median, &pair.p90};
+  for (std::size_t s = 0; s < statistics.size(); ++s) {
+    rows[s]->predicted_s = statistics[s](predicted);
+    rows[s]->measured_s = statistics[s](measured);
+    rows[s]->noise_floor_percent = kNoiseFloorStandardErrors * errors[s] / rows[s]->measured_s * 100;
+  }
+  double absolute_fraction_sum = 0;
+  for (const double m : measured) absolute_fraction_sum += std::fabs(m - pair.median.measured_s) / m;
+  pair.noise_floor.median_mape_percent = absolute_fraction_sum / static_cast<double>(measured.size()) * 100;
+  pair.noise_floor.p90_over_median = pair.p90.measured_s / pair.median.measured_s;
+}
+
 }  // namespace
 
 Timeline parse_timeline(const std::string& text, const std::string& origin) {
@@ -516,6 +547,7 @@ PairComparison compare_timelines(const Timeline& predicted, const Timeline& meas
   pair.mape_percent = absolute_fraction_sum / pair.compared * 100;
   pair.mean_predicted_s /= pair.compared;
   pair.mean_measured_s /= pair.compared;
+  compare_statistics(pair);
   if (predicted.allreduces && measured.allreduces)
     pair.allreduces = match_allreduces(predicted, measured, measured.first_iteration + options.skip);
   return pair;
@@ -578,6 +610,20 @@ Json compare_to_json(const CompareReport& report) {
     document["mape_percent"] = pair.mape_percent;
     document["mean_predicted_s"] = pair.mean_predicted_s;
     document["mean_measured_s"] = pair.mean_measured_s;
+    Json statistics = Json::object();
+    for (const auto& [name, row] : {std::pair<const char*, const StatisticComparison&>{"mean", pair.mean},
+                                    {"median", pair.median},
+                                    {"p90", pair.p90}})
+      statistics[name] = Json{{"predicted_s", row.predicted_s},
+                              {"measured_s", row.measured_s},
+                              {"error_s", row.error_s()},
+                              {"error_percent", row.error_percent()},
+                              {"noise_floor_percent", row.noise_floor_percent},
+                              {"within_noise", row.within_noise()}};
+    document["statistics"] = std::move(statistics);
+    document["noise_floor"] = Json{{"median_mape_percent", pair.noise_floor.median_mape_percent},
+                                   {"p90_over_median", pair.noise_floor.p90_over_median},
+                                   {"mape_within_noise", pair.mape_within_noise()}};
     Json iterations = Json::array();
     for (const IterationComparison& row : pair.iterations)
       iterations.push_back(Json{{"iteration", row.iteration}, {"predicted_s", row.predicted_s},

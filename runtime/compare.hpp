@@ -5,6 +5,7 @@
 
 #include "core/json_io.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
@@ -106,6 +107,37 @@ struct AllreduceSummary {
   double mean_abs_end_error_s = 0;    ///< mean |end_error_s| over `matched` (s)
 };
 
+/// One statistic (mean, median, p90) of the compared iterations' times, predicted against measured
+/// (docs/compare.md section 4): the prediction's statistic is that of its own per-iteration times
+/// over the same iterations, whether it is one draw per iteration (a DES with compute spread) or a
+/// fixed time (the period model, repeated).
+struct StatisticComparison {
+  double predicted_s = 0;          ///< the statistic of the predicted times (s)
+  double measured_s = 0;           ///< the statistic of the measured times (s), > 0
+  /// The measured statistic's noise floor: twice its bootstrap standard error over the compared
+  /// iterations (kNoiseFloorStandardErrors, kBootstrapResamples), in percent of measured_s.
+  double noise_floor_percent = 0;
+  double error_s() const { return measured_s - predicted_s; }
+  /// (measured - predicted) / measured x 100: positive when the run was slower than predicted.
+  double error_percent() const;
+  /// |error_percent| <= noise_floor_percent: the run itself could give this difference.
+  bool within_noise() const;
+};
+
+/// The spread of a run against itself over the compared iterations (docs/compare.md section 4).
+struct NoiseFloor {
+  /// The MAPE of predicting each compared iteration by the run's own median time (%): what a single
+  /// time per iteration cannot get below on this machine.
+  double median_mape_percent = 0;
+  double p90_over_median = 1;      ///< the run's 90th-percentile iteration time over its median
+};
+
+/// Resamples of the bootstrap behind StatisticComparison::noise_floor_percent, and its seed.
+inline constexpr int kBootstrapResamples = 1000;
+inline constexpr std::uint64_t kBootstrapSeed = 1;
+/// Standard errors in a noise floor: 2, about a 95 % interval for a statistic of many iterations.
+inline constexpr double kNoiseFloorStandardErrors = 2;
+
 /// One PREDICTED MEASURED pair.
 struct PairComparison {
   std::string predicted_path, measured_path;
@@ -119,7 +151,14 @@ struct PairComparison {
   double mape_percent = 0;
   double mean_predicted_s = 0;      ///< mean predicted time of the compared iterations (s)
   double mean_measured_s = 0;       ///< mean measured time of the compared iterations (s)
+  /// The mean, median and 90th percentile (core/statistics.hpp) of the compared iterations' times.
+  StatisticComparison mean, median, p90;
+  NoiseFloor noise_floor;           ///< the measured run against itself
   std::optional<AllreduceSummary> allreduces;  ///< when both sides are traces
+
+  /// mape_percent <= noise_floor.median_mape_percent: per iteration the prediction does as well
+  /// as the run's own median.
+  bool mape_within_noise() const { return mape_percent <= noise_floor.median_mape_percent; }
 };
 
 /// Whether the predictions order the runs by mean iteration time as the measurements do.

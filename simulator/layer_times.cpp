@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 
 namespace syncplan {
 
@@ -62,6 +63,9 @@ DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTime
     layers.sync_s.push_back(layer.sync_s.value_or(kUnknownTime));
     layers.param_bytes.push_back(layer.param_bytes ? static_cast<double>(*layer.param_bytes) : kUnknownTime);
     layers.frozen.push_back(layer.frozen);
+    layers.forward_spread.push_back(layer.forward_spread);
+    layers.backward_spread.push_back(layer.backward_spread);
+    layers.update_spread.push_back(layer.update_spread);
   }
   // Tied parameters are all-reduced once, by the tie group's carrier (docs/time-model.md 11).
   const TieGroups ties = tie_groups(profile);
@@ -82,6 +86,21 @@ DesLayers des_layers(const Profile& profile, const std::string& origin, SyncTime
     layers.unattributed_backward_s = profile.unattributed->backward_s.value_or(0.0);
   }
   return layers;
+}
+
+void require_compute_spreads(const Profile& profile, const std::string& origin, const std::string& cluster_origin) {
+  for (const LayerProfile& layer : profile.layers) {
+    const std::tuple<const char*, const std::optional<double>&, const std::optional<TimeSpread>&> passes[] = {
+        {"forward_spread", layer.forward_s, layer.forward_spread},
+        {"backward_spread", layer.backward_s, layer.backward_spread},
+        {"update_spread", layer.update_s, layer.update_spread}};
+    for (const auto& [field, time_s, spread] : passes)
+      if (time_s && *time_s > 0 && !spread)
+        throw InputError(origin + ": layer '" + layer.name + "': field '" + field +
+                         "' is absent; the jitter \"measured\" of " + cluster_origin +
+                         " draws every compute time from the profile's spread (syncplan profile --device cpu or "
+                         "cuda writes it)");
+  }
 }
 
 }  // namespace syncplan

@@ -5,6 +5,7 @@
 
 #include "core/profile.hpp"
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,10 @@ struct DesLayers {
   /// "Unattributed compute").
   double unattributed_forward_s = 0;
   double unattributed_backward_s = 0;
+  /// The profile's spreads of forward_s, backward_s and update_s over the timed repeats, backprop
+  /// order (std::nullopt where the profile has none; the vectors may be left empty: none at all).
+  /// The DES draws from them under a cluster's jitter "measured" (docs/des.md, "Compute spread").
+  std::vector<std::optional<TimeSpread>> forward_spread{}, backward_spread{}, update_spread{};
   std::size_t size() const { return names.size(); }
 };
 
@@ -65,6 +70,12 @@ enum class LayerTimesUser {
   kPeriodModel,  ///< backward_s and sync_s ("the period model needs it")
   kSimulator,    ///< backward_s, and sync_s (kMeasured) or param_bytes (kModel) ("the simulator needs it")
 };
+
+/// Checks that `profile` holds what the DES draws compute times from under a cluster whose jitter
+/// is "measured" (docs/des.md, "Compute spread"): the spread of every layer's forward, backward and
+/// update whose time is above 0. Throws InputError "ORIGIN: layer 'NAME': field 'backward_spread' is
+/// absent; the jitter "measured" of CLUSTER draws ..." for the first layer without one.
+void require_compute_spreads(const Profile& profile, const std::string& origin, const std::string& cluster_origin);
 
 /// Builds DesLayers from a profile; every layer needs `backward_s`, and every layer that is not
 /// frozen `sync_s` (kMeasured) or `param_bytes` (kModel). Throws InputError naming `origin`, the

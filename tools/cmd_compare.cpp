@@ -59,6 +59,21 @@ void print_pair(const PairComparison& pair, std::size_t index, int skip) {
   std::cout << "MAPE " << percent_text(pair.mape_percent) << " over " << pair.compared << " iterations (first "
             << skip << " skipped); mean predicted " << seconds_text(pair.mean_predicted_s) << " s, measured "
             << seconds_text(pair.mean_measured_s) << " s\n";
+  // The distribution of the compared iterations, each statistic against the run's own noise in it.
+  std::vector<std::vector<std::string>> table = {
+      {"statistic", "predicted_s", "measured_s", "error", "noise_floor", "within_noise"}};
+  for (const auto& [name, row] : {std::pair<const char*, const StatisticComparison&>{"mean", pair.mean},
+                                  {"median", pair.median},
+                                  {"p90", pair.p90}})
+    table.push_back({name, seconds_text(row.predicted_s), seconds_text(row.measured_s),
+                     percent_text(row.error_percent()), percent_text(row.noise_floor_percent),
+                     row.within_noise() ? "yes" : "no"});
+  print_table(std::cout, table);
+  std::cout << "noise floor (the run against itself): its own median predicts its iterations with a MAPE of "
+            << percent_text(pair.noise_floor.median_mape_percent) << ", p90/median "
+            << format_short(pair.noise_floor.p90_over_median, 3) << "; the MAPE "
+            << percent_text(pair.mape_percent) << (pair.mape_within_noise() ? " is within it" : " is above it")
+            << "; statistics within their noise floor (2 bootstrap standard errors) marked yes\n";
   if (!pair.allreduces) return;
   const AllreduceSummary& allreduces = *pair.allreduces;
   std::cout << "all-reduces (times from the iteration's start, s):\n";
@@ -134,8 +149,10 @@ void add_compare_command(CLI::App& app, Action& action) {
   auto options = std::make_shared<CompareCliOptions>();
   CLI::App* compare = app.add_subcommand(
       "compare", "Compare predicted with measured iteration times (s): per iteration the error, the mean absolute "
-                 "percentage error (MAPE), per all-reduce the start and end error (traces on both sides), and with "
-                 "several pairs whether the prediction ranks the runs as measured (docs/compare.md)");
+                 "percentage error (MAPE), the errors (%) of the mean, median and p90 iteration with the run's own "
+                 "noise floor (2 bootstrap standard errors; the MAPE of the run's median), per all-reduce the start "
+                 "and end error (traces on both sides), and with several pairs whether the prediction ranks the "
+                 "runs as measured (docs/compare.md)");
   compare->add_option("files", options->files,
                       "PREDICTED MEASURED [PREDICTED MEASURED ...]: PREDICTED a `simulate -o` result or `simulate "
                       "--trace` trace (a period-model one repeats its H iterations), MEASURED a `run --trace` trace "

@@ -147,7 +147,8 @@ void add_profile_command(CLI::App& app, Action& action) {
                       "cpu, cuda: untimed training steps (forward and backward of every layer) first (default: 2)")
       ->check(CLI::Range(0, 1000));
   CLI::Option* repeats = profile->add_option("--repeats", options->repeats,
-                      "cpu, cuda: timed steps; each layer's forward_s and backward_s are the medians (default: 5)")
+                      "cpu, cuda: timed steps; each layer's forward_s and backward_s are the medians, with their "
+                      "spread beside them (forward_spread, ...: min, p10, p90, max; docs/formats.md) (default: 5)")
       ->check(CLI::Range(1, 1000));
   profile->add_option("--report", options->report_path,
                       "cpu, cuda: also write the per-layer spread (coefficient of variation over the repeats), "

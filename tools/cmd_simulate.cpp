@@ -152,7 +152,11 @@ std::string cluster_text(const Cluster& cluster, const std::string& path) {
                      std::to_string(cluster.workers_per_node) + " per node, " + to_string(cluster.allreduce) +
                      " all-reduce";
   if (!cluster.compute_slowdown.empty()) text += ", stragglers";
-  if (cluster.jitter && cluster.jitter->sigma > 0) text += ", jitter";
+  if (cluster.jitter && cluster.jitter->distribution == JitterSpec::Distribution::kMeasured)
+    text += ", compute drawn from the profile's measured spread (correlation " +
+            format_short(cluster.jitter->correlation, 2) + ")";
+  else if (cluster.jitter && cluster.jitter->sigma > 0)
+    text += ", jitter";
   return text;
 }
 
@@ -215,6 +219,11 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
             << "total_s " << seconds_text(result.total_s) << "  mean_iteration_s " << seconds_text(result.total_s / count)
             << "  exposed_comm_s " << seconds_text(result.exposed_comm_s()) << "  comm_busy_s "
             << seconds_text(result.comm_busy_s) << "  overlap " << seconds_text(result.overlap_fraction()) << '\n';
+  if (outcome.document.median_iteration_s)
+    std::cout << "iteration_s over the " << count << " iterations (compute drawn from the measured spread): mean "
+              << seconds_text(result.total_s / count) << "  median "
+              << seconds_text(*outcome.document.median_iteration_s) << "  p90 "
+              << seconds_text(*outcome.document.p90_iteration_s) << '\n';
   if (outcome.period_model)
     std::cout << "period model (one worker, same all-reduce times): period_s "
               << seconds_text(outcome.period_model->period_s) << "; DES mean per period "
@@ -285,7 +294,9 @@ void add_simulate_command(CLI::App& app, Action& action) {
                        "write a Chrome trace (microseconds; opens in Perfetto): compute and link streams");
   simulate->add_option("--cluster", options->sync.cluster_path,
                        "syncplan.cluster/v1 file: run the discrete-event simulator of all its workers "
-                       "(without it: the period model of one worker)");
+                       "(without it: the period model of one worker); its \"jitter\": {\"distribution\": "
+                       "\"measured\"} draws every compute time from the profile's spread and adds the median and "
+                       "p90 iteration time to the result (docs/des.md section 6)");
   CLI::Option* iterations = simulate->add_option("--iterations", options->iterations,
                        "with --cluster: iterations to simulate, 1..100000, periods repeating (default: one period)");
   simulate->add_option("--link", options->sync.link_path, kLinkHelp);

@@ -10,6 +10,7 @@
 #include "core/units.hpp"
 #include "core/host_memory.hpp"
 #include "simulator/bucket_fusion.hpp"
+#include "simulator/des/compute_spread.hpp"
 #include "simulator/des/event_queue.hpp"
 #include "simulator/period_model.hpp"
 
@@ -149,10 +150,22 @@ struct Worker {
   double previous_end_s = 0;
 };
 
-// True when compute times draw jitter factors. Only then does each simulated worker get its own
-// random stream (2.5 kB of std::mt19937_64 state, kept apart from Worker so that stragglers
-// without jitter do not pay for it).
+// True when compute times draw jitter factors (lognormal, normal). Only then does each simulated
+// worker get its own random stream (2.5 kB of std::mt19937_64 state, kept apart from Worker so that
+// stragglers without jitter do not pay for it); the "measured" jitter's draws are counter-based
+// and need no state (compute_spread.hpp).
 bool has_jitter(const Cluster& cluster) { return cluster.jitter && cluster.jitter->sigma > 0; }
+
+// The "measured" jitter's draws, when the cluster has it.
+std::optional<SpreadDraws> spread_draws(const Cluster& cluster) {
+  if (!cluster.jitter || cluster.jitter->distribution != JitterSpec::Distribution::kMeasured) return std::nullopt;
+  return SpreadDraws(cluster.jitter->seed, cluster.jitter->correlation);
+}
+
+// Layer j's spread in `spreads` (DesLayers::forward_spread, ...), or null: none measured.
+const TimeSpread* spread_at(const std::vector<std::optional<TimeSpread>>& spreads, std::size_t j) {
+  return j < spreads.size() && spreads[j] ? &*spreads[j] : nullptr;
+}
 
 struct Transfer {
   int collective = 0;
@@ -174,7 +187,7 @@ class Engine {
   Engine(const DesLayers& layers, const Cluster& cluster, const Topology& topology, const AllreduceModel& model,
          const SyncProgram& program, const DesOptions& options)
       : layers_(layers), cluster_(cluster), program_(program), options_(options), topology_(topology),
-        model_(model) {
+        model_(model), spread_draws_(spread_draws(cluster)) {
     simulated_ = cluster.identical_workers() ? 1 : cluster.workers;
     workers_.resize(simulated_);
     if (has_jitter(cluster)) {
@@ -256,7 +269,7 @@ class Engine {
   // (docs/des.md: lognormal with mean 1, or normal 1 + sigma z cut at 0).
   double compute_s(int worker, double seconds) {
     if (seconds <= 0) return 0;
-    double factor = cluster_.slowdown(simulated_ == 1 ? 0 : worker);
+    double factor = slowdown(worker);
     if (has_jitter(cluster_)) {
       const double sigma = cluster_.jitter->sigma;
       const double z = normal_(random_[worker]);
@@ -266,6 +279,35 @@ class Engine {
     }
     return seconds * factor;
   }
+
+  // One layer's compute of median `seconds` (docs/des.md, "Compute spread"): under the "measured"
+  // jitter, drawn from its `spread` at the worker's quantile for `slot` of iteration i, times the
+  // worker's slowdown; otherwise (or without a spread) compute_s.
+  double layer_compute_s(int worker, int i, double seconds, const TimeSpread* spread, std::uint64_t slot) {
+    if (!spread_draws_ || spread == nullptr) return compute_s(worker, seconds);
+    const double u = spread_draws_->uniform(worker, i, slot);
+    return spread_quantile_s(*spread, seconds, u) * slowdown(worker);
+  }
+
+  // The whole optimizer update of iteration i: the layers' update_s summed. Under the "measured"
+  // jitter every layer's share is drawn at one quantile (the profiler times the update whole and
+  // apportions it, so the shares move together), a layer without a spread adding its update_s.
+  double update_compute_s(int worker, int i) {
+    double update = 0;
+    if (!spread_draws_) {
+      for (const double u : layers_.update_s) update += u;
+      return compute_s(worker, update);
+    }
+    const double u = spread_draws_->uniform(worker, i, update_slot(layers_.size()));
+    for (std::size_t j = 0; j < layers_.size(); ++j) {
+      const TimeSpread* spread = spread_at(layers_.update_spread, j);
+      update += spread ? spread_quantile_s(*spread, layers_.update_s[j], u) : layers_.update_s[j];
+    }
+    return update * slowdown(worker);
+  }
+
+  // The compute-time factor of simulated worker `worker` (its representative's when identical).
+  double slowdown(int worker) const { return cluster_.slowdown(simulated_ == 1 ? 0 : worker); }
 
   bool traced(int worker) const { return worker < options_.trace_workers; }
 
@@ -330,7 +372,8 @@ class Engine {
     double t = now_;
     const int count = static_cast<int>(layers_.size());
     for (int j = count - 1; j >= 0; --j) {
-      const double d = compute_s(w, layers_.forward_s[j]);
+      const double d =
+          layer_compute_s(w, i, layers_.forward_s[j], spread_at(layers_.forward_spread, j), forward_slot(j));
       if (traced(w) && d > 0) record(w, 0, "forward " + layers_.names[j], "forward", t, d, i, {j}, kNoValue);
       t += d;
     }
@@ -341,7 +384,8 @@ class Engine {
     t += unattributed_compute(w, layers_.unattributed_backward_s, "backward", t, i);
     ready_s_.resize(count);
     for (int j = 0; j < count; ++j) {
-      const double d = compute_s(w, layers_.backward_s[j]);
+      const double d = layer_compute_s(w, i, layers_.backward_s[j], spread_at(layers_.backward_spread, j),
+                                       backward_slot(layers_.size(), j));
       if (traced(w) && d > 0) record(w, 0, "backward " + layers_.names[j], "backward", t, d, i, {j}, kNoValue);
       t += d;
       ready_s_[j] = t;
@@ -370,9 +414,7 @@ class Engine {
   void start_update(int w, int i, double start_s) {
     Worker& worker = workers_[w];
     result_.worker_exposed_comm_s[w] += start_s - worker.backward_end_s;
-    double update = 0;
-    for (const double u : layers_.update_s) update += u;
-    const double d = compute_s(w, update);
+    const double d = update_compute_s(w, i);
     if (traced(w) && d > 0) record(w, 0, "update", "update", start_s, d, i, {}, kNoValue);
     if (d > 0) worker.compute.push_back({start_s, start_s + d});
     queue_.schedule(start_s + d, UpdateDone{w, i});
@@ -513,6 +555,7 @@ class Engine {
   EventQueue<Payload> queue_;
   std::vector<Worker> workers_;
   std::vector<std::mt19937_64> random_;  // per simulated worker, with jitter only
+  std::optional<SpreadDraws> spread_draws_;  // the "measured" jitter only
   std::vector<IterationState> iterations_;
   std::vector<Collective> collectives_;
   std::vector<Transfer> transfers_;

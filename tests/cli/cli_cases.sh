@@ -19,6 +19,8 @@
 #   delayed_main_job                  the README's main job with --max-delay 1 and 3: within 5% of
 #                                     max(H x compute, sum of syncs); the DES runs the delayed plan
 #   exact_large                       gpt2-medium (147 layers to place): searched where the gap is above 1%
+#   compute_spread                    simulate --cluster with the "measured" jitter: draws, median and p90,
+#                                     reproducible; compare's distribution and noise floor
 #   exact_llama                       the 8-layer Llama at 16 x 10 Gbit/s, batch 32: the exact method proves
 #                                     search's plan optimal within the default node limit, not within 100,000
 set -euo pipefail
@@ -509,7 +511,63 @@ print(f"ok: gpt2-medium: batch 22 proven in {big['exact']['nodes']} nodes; batch
 PY
 }
 
+# Compute spread (docs/des.md section 6): profile_spread.json is tiny_profile.json with every time's
+# spread (min 0.8, p10 0.9, p90 1.5, max 2 x the median). On a cluster whose jitter is "measured"
+# the DES draws every compute time from them: each iteration's compute lies between the sums of
+# the minima, 3 x (0.16 + 0.8 + 0.08) = 3.12 ms, and of the maxima (plus waits for all-reduces),
+# the result reports the median and p90, the same seed gives the same file, and compare reports the
+# distribution and noise floor against a run of another seed. Without the "measured" jitter the
+# spreads change nothing.
+compute_spread() {
+  sed 's/"seed": 3/"seed": 4/' "$data/cluster_2workers_measured.json" >cluster_seed4.json
+  run simulate --profile "$data/profile_spread.json" --cluster "$data/cluster_2workers_measured.json" --strategy wfbp \
+    --period 2 --iterations 200 -o result.json | tee simulate.txt
+  grep -q "compute drawn from the profile's measured spread (correlation 0.50)" simulate.txt ||
+    { echo "FAIL: simulate did not say compute is drawn from the spread"; exit 1; }
+  grep -q "^iteration_s over the 200 iterations (compute drawn from the measured spread): mean .* median .* p90 " simulate.txt ||
+    { echo "FAIL: simulate did not print the mean, median and p90"; exit 1; }
+  run simulate --profile "$data/profile_spread.json" --cluster "$data/cluster_2workers_measured.json" --strategy wfbp \
+    --period 2 --iterations 200 -o again.json >/dev/null
+  cmp result.json again.json || { echo "FAIL: the same seed gave another result"; exit 1; }
+  run simulate --profile "$data/profile_spread.json" --cluster cluster_seed4.json --strategy wfbp --period 2 \
+    --iterations 200 --trace other_seed_trace.json >/dev/null
+  run simulate --profile "$data/profile_spread.json" --cluster "$data/cluster_2workers.json" --strategy wfbp \
+    --period 2 --iterations 4 -o spread_quiet.json >/dev/null
+  run simulate --profile "$data/tiny_profile.json" --cluster "$data/cluster_2workers.json" --strategy wfbp \
+    --period 2 --iterations 4 -o plain_quiet.json >/dev/null
+  run compare result.json other_seed_trace.json --json compare.json | tee compare.txt
+  grep -q "^statistic  *predicted_s  *measured_s  *error  *noise_floor  *within_noise" compare.txt ||
+    { echo "FAIL: compare printed no statistics table"; exit 1; }
+  grep -q "^noise floor (the run against itself)" compare.txt || { echo "FAIL: compare printed no noise floor"; exit 1; }
+  "$python" - <<'PY' || { echo "FAIL: compute spread"; exit 1; }
+import json
+r = json.load(open("result.json"))
+times = sorted(r["iteration_s"])
+assert r["engine"] == "des" and r["simulated_workers"] == 2 and len(times) == 200, r["simulated_workers"]
+h = 199 * 0.9
+p90 = times[int(h)] + (h - int(h)) * (times[int(h) + 1] - times[int(h)])
+assert r["median_iteration_s"] == (times[99] + times[100]) / 2, r["median_iteration_s"]
+assert abs(r["p90_iteration_s"] - p90) <= 1e-15, (r["p90_iteration_s"], p90)
+assert r["median_iteration_s"] < r["p90_iteration_s"] <= times[-1]
+assert times[0] >= 3.12e-3 * (1 - 1e-9), times[0]
+assert len(set(r["iteration_s"])) > 100, "the draws do not vary"
+quiet, plain = json.load(open("spread_quiet.json")), json.load(open("plain_quiet.json"))
+assert quiet["iteration_s"] == plain["iteration_s"] and "median_iteration_s" not in quiet, quiet["iteration_s"]
+c = json.load(open("compare.json"))["pairs"][0]
+assert set(c["statistics"]) == {"mean", "median", "p90"}, c["statistics"]
+for row in c["statistics"].values():
+    assert set(row) == {"predicted_s", "measured_s", "error_s", "error_percent", "noise_floor_percent", "within_noise"}
+    assert row["noise_floor_percent"] > 0, row
+# Two seeds of one distribution: the statistics differ by chance only, a few percent at 200 iterations.
+assert all(abs(row["error_percent"]) < 10 for row in c["statistics"].values()), c["statistics"]
+assert c["noise_floor"]["p90_over_median"] > 1, c["noise_floor"]
+print(f"ok: median {r['median_iteration_s']:.6g} s, p90 {r['p90_iteration_s']:.6g} s; against another seed: "
+      f"median error {c['statistics']['median']['error_percent']:.2f} % "
+      f"(floor {c['statistics']['median']['noise_floor_percent']:.2f} %)")
+PY
+}
+
 case "$case_name" in
-  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times | delayed_tiny | delayed_main_job | exact_llama | exact_large) "$case_name" "$@" ;;
+  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times | delayed_tiny | delayed_main_job | exact_llama | exact_large | compute_spread) "$case_name" "$@" ;;
   *) echo "cli_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac

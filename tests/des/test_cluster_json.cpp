@@ -114,6 +114,23 @@ TEST_CASE("cluster JSON: defaults, array slowdown and normal jitter", "[cluster]
     document["jitter"]["sigma"] = 0;
     REQUIRE(des_test::cluster_of(document).identical_workers());
   }
+  SECTION("measured jitter: drawn from the profile's spreads, correlation 0 by default") {
+    Json document = cluster_document(2, 2, 8, 10);
+    document["jitter"] = Json{{"distribution", "measured"}};
+    Cluster cluster = des_test::cluster_of(document);
+    REQUIRE(cluster.jitter->distribution == JitterSpec::Distribution::kMeasured);
+    REQUIRE(cluster.jitter->sigma == 0);
+    REQUIRE(cluster.jitter->correlation == 0);
+    REQUIRE(cluster.jitter->seed == 1u);
+    // Every worker draws its own times: none stands for another.
+    REQUIRE_FALSE(cluster.identical_workers());
+    document["jitter"] = Json{{"distribution", "measured"}, {"correlation", 0.25}, {"seed", 5}};
+    cluster = des_test::cluster_of(document);
+    REQUIRE(cluster.jitter->correlation == 0.25);
+    const Json written = cluster_to_json(cluster);
+    REQUIRE(written["jitter"] == Json{{"distribution", "measured"}, {"correlation", 0.25}, {"seed", 5}});
+    REQUIRE(cluster_to_json(des_test::cluster_of(written)) == written);
+  }
   SECTION("a whole number written as 4.0 is accepted") {
     Json document = two_nodes();
     document["workers"] = 4.0;
@@ -195,6 +212,18 @@ TEST_CASE("cluster JSON: each bad input throws InputError naming the file and th
   SECTION("negative sigma") {
     document["jitter"] = Json{{"distribution", "lognormal"}, {"sigma", -0.1}};
     expected = {"'jitter'", "'sigma'"};
+  }
+  SECTION("sigma with the measured jitter") {
+    document["jitter"] = Json{{"distribution", "measured"}, {"sigma", 0.1}};
+    expected = {"'jitter'", "'sigma'", "not used with distribution \"measured\""};
+  }
+  SECTION("correlation without the measured jitter") {
+    document["jitter"] = Json{{"distribution", "lognormal"}, {"sigma", 0.1}, {"correlation", 0.5}};
+    expected = {"'jitter'", "'correlation'", "only with distribution \"measured\""};
+  }
+  SECTION("correlation above 1") {
+    document["jitter"] = Json{{"distribution", "measured"}, {"correlation", 1.5}};
+    expected = {"'jitter'", "'correlation'", "at most 1"};
   }
   SECTION("negative seed") {
     document["jitter"] = Json{{"distribution", "lognormal"}, {"sigma", 0.1}, {"seed", -1}};

@@ -81,6 +81,7 @@ def readers(cli_data, repo_data):
     tiny_profile = str(cli_data / "tiny_profile.json")
     layer = '{"name": "a", "param_count": 10, "param_bytes": 40, "forward_s": 0.001, "backward_s": 0.001, "update_s": 0.001, "sync_s": 0.001}'
     two = lambda first, second: "%s, %s" % (first, second)
+    spread = '{"samples": %s, "min_s": 0.0005, "p10_s": 0.0008, "p90_s": %s, "max_s": 0.002}'  # around backward_s 0.001
     plan = ('{"format": "syncplan.plan/v1", "model": "tiny", "period": %s, "algorithm": %s, "layers": ['
             '{"name": %s, "sync_iterations": %s}, {"name": "hidden", "sync_iterations": [0]}, '
             '{"name": "head", "sync_iterations": [0]}]%s}')
@@ -105,6 +106,8 @@ def readers(cli_data, repo_data):
             profile_text(layers=layer.replace('"param_bytes": 40', '"param_bytes": @V@')),
             profile_text(layers=two(layer, layer.replace('"a"', '"a.a"').replace('"sync_s": 0.001', '"tied_to": @V@'))),
             profile_text(layers=layer.replace('"name": "a"', '"name": "a", @V@: 1')),
+            profile_text(layers=layer.replace('"sync_s": 0.001', '"sync_s": 0.001, "backward_spread": ' + spread % ("5", "@V@"))),
+            profile_text(layers=layer.replace('"sync_s": 0.001', '"sync_s": 0.001, "backward_spread": ' + spread % ("@V@", "0.0015"))),
         ]),
         "plan": (["simulate", "--profile", tiny_profile, "--plan", "FILE", "-o", "OUT"], "plan.json", [
             plan % ("@V@", '"hand"', '"embed"', "[0]", ""), plan % ("1", "@V@", '"embed"', "[0]", ""),
@@ -118,6 +121,7 @@ def readers(cli_data, repo_data):
                      "-o", "OUT"], "cluster.json", [
             cluster % ("@V@", "2", "8", "10"), cluster % ('"c"', "@V@", "8", "10"),
             cluster % ('"c"', "2", "@V@", "10"), cluster % ('"c"', "2", "8", "@V@"),
+            cluster[:-1] % ('"c"', "2", "8", "10") + ', "jitter": {"distribution": "measured", "correlation": @V@}}',
         ]),
         "link": (["simulate", "--profile", tiny_profile, "--strategy", "wfbp", "--period", "1", "--link", "FILE",
                   "-o", "OUT"], "link.json", [

@@ -334,6 +334,10 @@ TEST_CASE("round trip: the comparisons that `compare --json` writes read back, w
     check_round_trip(input, written, [](const std::string& path) { return read_json_file(path); });
     for (const Json& pair : written["pairs"]) {
       for (const char* key : {"mape_percent", "mean_predicted_s", "mean_measured_s"}) CHECK(pair[key].is_number());
+      for (const char* statistic : {"mean", "median", "p90"})
+        for (const char* key : {"predicted_s", "measured_s", "error_s", "error_percent", "noise_floor_percent"})
+          CHECK(pair["statistics"][statistic][key].is_number());
+      for (const char* key : {"median_mape_percent", "p90_over_median"}) CHECK(pair["noise_floor"][key].is_number());
       for (const Json& row : pair["iterations"])
         for (const char* key : {"predicted_s", "measured_s", "error_s", "error_percent"}) CHECK(row[key].is_number());
     }

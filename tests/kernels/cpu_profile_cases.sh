@@ -27,7 +27,7 @@ tiny_gpt() {
     -o profile.json | tee profile.txt
   end=$(date +%s.%N)
   echo "cpu profile of tiny-gpt took $("$python" -c "print(round($end - $start, 2))") s (wall, process included)"
-  grep -q "^spread over 5 repeats (coefficient of variation): whole step" profile.txt ||
+  grep -q "^spread over 5 repeats (coefficient of variation): whole step .*; layer correlation " profile.txt ||
     { echo "FAIL: no spread line"; exit 1; }
   # tiny-gpt: 45 layers; transformer.drop (p = 0) is the only layer without a kernel, so exactly 0;
   # every other one computes or moves data, so > 0 both ways (lm_head included: tied, but it runs).
@@ -50,6 +50,20 @@ for lp, lr in zip(p["layers"], r["layers"]):
     assert len(lr["forward_samples_s"]) == 5 and len(lr["backward_samples_s"]) == 5
     samples = sorted(lr["forward_samples_s"])
     assert samples[2] == lr["forward_s"], (lp["name"], samples, lr["forward_s"])  # the median of 5
+# Each pass's spread (docs/formats.md, "Compute spread"): the report's samples' min, p10, p90, max
+# (linear interpolation: h = 4 p over 5 sorted repeats), around the profile's median.
+def quantile(xs, p):
+    xs, h = sorted(xs), (len(xs) - 1) * p
+    k = int(h)
+    return xs[k] if k + 1 == len(xs) else xs[k] + (h - k) * (xs[k + 1] - xs[k])
+for lp, lr in zip(p["layers"], r["layers"]):
+    for pass_ in ("forward", "backward"):
+        spread, samples = lp[pass_ + "_spread"], lr[pass_ + "_samples_s"]
+        assert spread["samples"] == 5 and spread["min_s"] == min(samples) and spread["max_s"] == max(samples), spread
+        assert abs(spread["p10_s"] - quantile(samples, 0.1)) <= 1e-15 and abs(spread["p90_s"] - quantile(samples, 0.9)) <= 1e-15
+        assert spread["p10_s"] <= lp[pass_ + "_s"] <= spread["p90_s"], (lp["name"], pass_)
+    assert lp["update_spread"]["samples"] == 5 and lp["update_spread"]["min_s"] <= lp["update_s"], lp["name"]
+assert 0 <= r["step"]["layer_correlation"] <= 1, r["step"]
 cvs = [l["forward_cv"] for l in r["layers"] if l["forward_cv"] is not None]
 print(f"ok: tiny-gpt cpu profile valid; step CV {100 * r['step']['cv']:.1f} %, "
       f"median layer forward CV {100 * sorted(cvs)[len(cvs) // 2]:.1f} %")

@@ -68,6 +68,26 @@ TEST_CASE("summary: medians, step spread and FLOP/s, and the ceiling check namin
   // mean 176, sample sd 44, CV 0.25.
   CHECK(summary.step_cv.value() == Approx(0.25));
   CHECK(summary.step_forward_s == Approx(44 * 2e-3));
+  // The profile's spreads (docs/formats.md, "Compute spread"): c_fc's forward repeats 1, 2, 3 ms
+  // (h = 2 p): min 1, p10 at h = 0.2 1.2, p90 at h = 1.8 2.8, max 3 ms; its backward 2 ms throughout.
+  CHECK(c_fc.forward_spread.samples == 3);
+  CHECK(c_fc.forward_spread.min_s == 1e-3);
+  CHECK(c_fc.forward_spread.p10_s == Approx(1.2e-3));
+  CHECK(c_fc.forward_spread.p90_s == Approx(2.8e-3));
+  CHECK(c_fc.forward_spread.max_s == 3e-3);
+  CHECK((c_fc.backward_spread.min_s == 2e-3 && c_fc.backward_spread.max_s == 2e-3));
+  CHECK_FALSE(c_fc.update_spread.has_value());  // no update timed
+  // Layer correlation (docs/profiler.md section 5): 44 forwards of sample sd 1 ms, backwards 0;
+  // the step's sd is 44 ms. (44^2 - 44) / ((44 x 1)^2 - 44) = 1: every layer moved together.
+  CHECK(summary.layer_correlation.value() == Approx(1));
+  // Half the layers 1, 2, 3 ms and half 3, 2, 1 ms: the step never varies, (0 - 44) / (44^2 - 44)
+  // is negative, clamped to 0.
+  Measurement opposed = m;
+  int busy = 0;
+  for (std::size_t i = 0; i < model.layers.size(); ++i)
+    if (model.layers[i].name != "transformer.drop" && busy++ % 2 == 1) opposed.layers[i].forward_s = {3e-3, 2e-3, 1e-3};
+  REQUIRE(busy == 44);
+  CHECK(summarize_measurement(model, w, opposed).layer_correlation.value() == 0);
 
   // The check fails a layer above ceiling x kGemmCeilingMargin (1.5). A ceiling of 3.5e8 puts
   // the limit at 5.25e8, just below c_fc's forward 5.26336e8: c_fc is flagged, while mlp.c_proj's
@@ -89,6 +109,7 @@ TEST_CASE("summary: medians, step spread and FLOP/s, and the ceiling check namin
   CHECK(report["layers"].size() == model.layers.size());
   CHECK(report["layers"][2]["forward_cv"].is_null());  // no spread without time
   CHECK(report["gemm_ceiling_flops_per_s"].is_null());
+  CHECK(report["step"]["layer_correlation"].get<double>() == Approx(1));
 }
 
 TEST_CASE("the cpu backend times tiny-gpt: every busy layer > 0, repeatable", "[measurement][cpu_profile]") {

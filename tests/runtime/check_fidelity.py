@@ -10,7 +10,7 @@
       slower rank's (more compute in all), averaged over all those iterations; update_s likewise,
       shared by parameter count as the cpu profile does. The mean, not the median: on a shared
       machine a rank is now and then descheduled in the middle of a layer, and the period pays
-      those pauses
+      those pauses. The profile's spreads are left out (they are of the profiler's repeats).
   check_fidelity.py fidelity LIMIT NAME=PROFILE_COMPARE.json:OWN_COMPARE.json ...
       per run: the mean measured iteration, the DES's from the cpu profile and from the run's own
       compute (trace-profile) with their MAPEs, and the spread (the MAPE of predicting every
@@ -89,6 +89,9 @@ def trace_profile(profile_path, skip, out_path, trace_paths):
         for cat in ("forward", "backward"):
             layer[cat + "_s"] = mean_s((cat, layer["name"]))
         layer["update_s"] = update_s * layer["param_count"] / total_parameters
+        # The profiler's spreads are of its repeats around its medians, not of these runs' means.
+        for cat in ("forward", "backward", "update"):
+            layer.pop(cat + "_spread", None)
     with open(out_path, "w") as f:
         json.dump(profile, f, indent=1)
 

@@ -272,4 +272,78 @@ TEST_CASE("compare: bad inputs name the file and what is wrong", "[compare][erro
   CHECK_THROWS_AS(compare_timelines(timeline("pm_result_h2.json"), log, skip(-1)), FieldError);
 }
 
+TEST_CASE("distribution: mean, median and p90 errors and the noise floor of a hand-made run", "[compare]") {
+  // pm_result_h1_100ms.json predicts 0.1 s per iteration (H = 1); log_spread_5.jsonl measured
+  // 0.1, 0.2, 0.1, 0.1, 0.5 s (sorted 0.1, 0.1, 0.1, 0.2, 0.5). With --skip 0:
+  //   mean   predicted 0.1, measured 1.0 / 5 = 0.2:                 error (0.2 - 0.1) / 0.2 = 50 %
+  //   median predicted 0.1, measured 0.1:                           error 0 %
+  //   p90    predicted 0.1, measured at h = 4 x 0.9 = 3.6: 0.2 + 0.6 x 0.3 = 0.38:
+  //                                                                 error 0.28 / 0.38 = 73.68 %
+  //   MAPE: |m - 0.1| / m = 0, 0.5, 0, 0, 0.8, so 1.3 / 5 = 26 %.
+  //   Noise floor: the run's own median 0.1 predicts it with the same 26 % (this prediction is that
+  //   median: within the noise); p90 / median = 3.8.
+  //   The mean's floor is 2 bootstrap standard errors, about 2 x population sd / sqrt(5) / 0.2:
+  //   deviations -0.1, 0, -0.1, -0.1, 0.3, variance 0.12 / 5 = 0.024, sd 0.1549, so
+  //   2 x 0.0693 / 0.2 = 69.3 % (the bootstrap's own error a few %): the 50 % error is within it.
+  const Timeline predicted = timeline("pm_result_h1_100ms.json");
+  const Timeline measured = timeline("log_spread_5.jsonl");
+  const PairComparison pair = compare_timelines(predicted, measured, skip(0));
+  CHECK(pair.mean.predicted_s == Approx(0.1));
+  CHECK(pair.mean.measured_s == Approx(0.2));
+  CHECK(pair.mean.error_percent() == Approx(50));
+  CHECK(pair.median.measured_s == Approx(0.1));
+  CHECK(pair.median.error_percent() == Approx(0).margin(1e-9));
+  CHECK(pair.p90.measured_s == Approx(0.38));
+  CHECK(pair.p90.error_percent() == Approx(28.0 / 0.38));
+  CHECK(pair.mape_percent == Approx(26));
+  CHECK(pair.noise_floor.median_mape_percent == Approx(26));
+  CHECK(pair.noise_floor.p90_over_median == Approx(3.8));
+  CHECK(pair.mape_within_noise());
+  CHECK(pair.mean.noise_floor_percent == Approx(69.3).epsilon(0.1));
+  CHECK(pair.mean.within_noise());
+  CHECK(pair.median.within_noise());
+  // The document carries them.
+  CompareReport report;
+  report.skip = 0;
+  report.pairs.push_back(pair);
+  const Json document = compare_to_json(report)["pairs"][0];
+  CHECK(document["statistics"]["p90"]["measured_s"].get<double>() == Approx(0.38));
+  CHECK(document["statistics"]["p90"]["error_percent"].get<double>() == Approx(28.0 / 0.38));
+  CHECK(document["statistics"]["mean"]["within_noise"] == true);
+  CHECK(document["noise_floor"]["median_mape_percent"].get<double>() == Approx(26));
+  CHECK(document["noise_floor"]["p90_over_median"].get<double>() == Approx(3.8));
+  CHECK(document["noise_floor"]["mape_within_noise"] == true);
+
+  // --skip 1 leaves 0.2, 0.1, 0.1, 0.5: mean 0.225; median at h = 1.5, 0.1 + 0.5 x 0.1 = 0.15; p90 at
+  // h = 2.7, 0.2 + 0.7 x 0.3 = 0.41. The run's median 0.15 predicts it with
+  // 100 / 4 x (0.05/0.2 + 0.05/0.1 + 0.05/0.1 + 0.35/0.5) = 48.75 %, the prediction's 0.1 with
+  // 100 / 4 x (0.5 + 0 + 0 + 0.8) = 32.5 % (within the noise); the median's error is 0.05 / 0.15.
+  const PairComparison skipped = compare_timelines(predicted, measured, skip(1));
+  CHECK(skipped.mean.measured_s == Approx(0.225));
+  CHECK(skipped.median.measured_s == Approx(0.15));
+  CHECK(skipped.p90.measured_s == Approx(0.41));
+  CHECK(skipped.noise_floor.median_mape_percent == Approx(48.75));
+  CHECK(skipped.mape_percent == Approx(32.5));
+  CHECK(skipped.median.error_percent() == Approx(100.0 / 3));
+}
+
+TEST_CASE("distribution: a DES result drawn from a spread, its own draws' statistics", "[compare]") {
+  // des_result_spread_5.json draws 0.1, 0.3, 0.2, 0.1, 0.4 s (sorted 0.1, 0.1, 0.2, 0.3, 0.4):
+  // mean 0.22, median 0.2, p90 at h = 3.6: 0.3 + 0.6 x 0.1 = 0.36 (the result's own
+  // median_iteration_s and p90_iteration_s). Against log_spread_5.jsonl (mean 0.2, median 0.1,
+  // p90 0.38), --skip 0: errors (0.2 - 0.22) / 0.2 = -10 %, (0.1 - 0.2) / 0.1 = -100 %,
+  // (0.38 - 0.36) / 0.38 = 5.26 %. Per iteration |m - p| / m = 0, 0.5, 1, 0, 0.2: MAPE 34 %, above
+  // the run's own 26 %.
+  const PairComparison pair =
+      compare_timelines(timeline("des_result_spread_5.json"), timeline("log_spread_5.jsonl"), skip(0));
+  CHECK(pair.mean.predicted_s == Approx(0.22));
+  CHECK(pair.median.predicted_s == Approx(0.2));
+  CHECK(pair.p90.predicted_s == Approx(0.36));
+  CHECK(pair.mean.error_percent() == Approx(-10));
+  CHECK(pair.median.error_percent() == Approx(-100));
+  CHECK(pair.p90.error_percent() == Approx(2.0 / 0.38));
+  CHECK(pair.mape_percent == Approx(34));
+  CHECK_FALSE(pair.mape_within_noise());
+}
+
 }  // namespace syncplan

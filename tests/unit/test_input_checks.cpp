@@ -7,26 +7,17 @@
 #include "simulator/des/engine.hpp"
 #include "simulator/des/sync_program.hpp"
 
+#include "test_support.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <string>
 
 using namespace syncplan;
 using Catch::Contains;
+using test::error_of;
 
 namespace {
-
-/// The message of the InputError `run` throws; fails the test when it throws nothing.
-template <typename Run>
-std::string error_of(Run run) {
-  try {
-    run();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  FAIL("no InputError thrown");
-  return "";
-}
 
 // Two layers of 1 s backward and 1 s measured all-reduce each.
 DesLayers two_layers() {

@@ -7,28 +7,19 @@
 #include "core/plan.hpp"
 #include "core/profile.hpp"
 
+#include "test_support.hpp"
+
 #include <catch2/catch.hpp>
 
 #include <string>
 
 using namespace syncplan;
 using Catch::Contains;
+using test::error_of;
 
 namespace {
 
 Json parse(const std::string& text) { return parse_json_text(text, "fixture"); }
-
-/// The message of the InputError `read` throws; fails the test when it throws nothing.
-template <typename Read>
-std::string error_of(Read read) {
-  try {
-    read();
-  } catch (const InputError& e) {
-    return e.what();
-  }
-  FAIL("no InputError thrown");
-  return "";
-}
 
 Profile one_layer_profile() {
   Profile profile;

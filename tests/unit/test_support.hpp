@@ -1,6 +1,7 @@
 // Helpers shared by the unit tests: profiles written in backprop order, and exact comparisons.
 #pragma once
 
+#include "core/errors.hpp"
 #include "core/profile.hpp"
 #include "simulator/period_model.hpp"
 
@@ -40,6 +41,18 @@ inline BackpropTimes backprop_times_of(const std::vector<double>& backward_s,
                                        const std::vector<double>& sync_s, double forward_s = 0,
                                        double update_s = 0) {
   return backprop_times(backprop_profile(backward_s, sync_s, forward_s, update_s), "hand.json");
+}
+
+/// The message of the InputError `run` throws; fails the test when it throws nothing.
+template <typename Run>
+std::string error_of(Run run) {
+  try {
+    run();
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  FAIL("no InputError thrown");
+  return "";
 }
 
 /// Hand-derived values use binary fractions (halves, quarters), so the model must reproduce them
