@@ -27,14 +27,16 @@ while [[ $# -gt 0 ]]; do
     --latency-us) [[ $# -ge 2 ]] || usage "--latency-us needs a value"; latency_us="$2"; shift 2 ;;
     --cluster-only) cluster_only=1; shift ;;
     --) shift; break ;;
+    -[0-9]*|-.[0-9]*) usage "RATE: expected a positive rate in tc's syntax (50mbit, 1gbit), got '$1'" ;;
     -*) usage "unknown option '$1'" ;;
     *) [[ -z $rate ]] || usage "a second RATE '$1' (put the command after --)"; rate="$1"; shift ;;
   esac
 done
 [[ -n $rate ]] || usage "no RATE"
-[[ $ranks =~ ^[0-9]+$ && $ranks -ge 1 && $ranks -le 1024 ]] || usage "--ranks: expected a whole number 1..1024, got '$ranks'"
-[[ $latency_us =~ ^[0-9]+([.][0-9]+)?$ ]] || usage "--latency-us: expected a number >= 0, got '$latency_us'"
-[[ $cluster_only == 1 || $# -gt 0 ]] || usage "no COMMAND after --"
+# Decimal only (a leading 0 would be octal to bash's arithmetic and invalid JSON).
+[[ $ranks =~ ^[1-9][0-9]{0,3}$ && $ranks -le 1024 ]] || usage "--ranks: expected a whole number 1..1024, got '$ranks'"
+[[ $latency_us =~ ^(0|[1-9][0-9]{0,6})([.][0-9]+)?$ ]] && awk -v l="$latency_us" 'BEGIN { exit !(l <= 1e7) }' \
+  || usage "--latency-us: expected a number 0..1e7 (the cluster file's range), got '$latency_us'"
 
 # tc's rate units (iproute2's get_rate: case-insensitive; k/m/g/t are powers of 1000, ki/mi/gi/ti of
 # 1024; "bps" is bytes per second), as bits per second.
@@ -48,6 +50,15 @@ rate_bps=$(awk -v rate="$rate" 'BEGIN {
   if (unit == "") unit = "bit"
   if (!(unit in factor) || value <= 0) exit 1
   printf "%.17g\n", value * factor[unit] }') || usage "RATE: expected tc's syntax (50mbit, 1gbit, 10mbps), got '$rate'"
+# tbf's range here: at least 8 kbit/s, at most 1 Tbit/s (loopback moves less; tc's burst for more
+# overflows), and at least 1e-6 Gbit/s (1 kbit/s) per rank, the cluster file's least bandwidth.
+awk -v bps="$rate_bps" -v p="$ranks" 'BEGIN { exit !(bps >= 8000 && bps <= 1e12 && bps / p >= 1000) }' \
+  || usage "RATE: $rate is $rate_bps bit/s; expected 8kbit..1tbit, and at least 1kbit per rank ($ranks ranks)"
+if [[ $cluster_only == 1 ]]; then
+  [[ $# -eq 0 ]] || usage "--cluster-only takes no COMMAND"
+else
+  [[ $# -gt 0 ]] || usage "no COMMAND after --"
+fi
 
 # The ring model of one shared queue: each of P ranks sends 2(P-1)/P of the buffer, so an all-reduce
 # puts 2(P-1) n bytes through the queue at RATE: the time of a ring at RATE / P per rank (for one
@@ -71,7 +82,11 @@ if [[ $cluster_only == 1 ]]; then
 fi
 if [[ -n $cluster_file ]]; then
   tmp="$cluster_file.shaped-link-$$.tmp"
-  echo "$cluster_json" >"$tmp" && mv -f "$tmp" "$cluster_file"
+  if ! { echo "$cluster_json" >"$tmp" && mv -f "$tmp" "$cluster_file"; } 2>/dev/null; then
+    rm -f "$tmp" 2>/dev/null
+    echo "shaped-link.sh: --cluster $cluster_file: cannot write the cluster file there" >&2
+    exit 2
+  fi
 fi
 echo "shaped-link: loopback shaped to $rate ($rate_bps bit/s) for $ranks ranks; the cluster file that models it${cluster_file:+ ($cluster_file)}:" >&2
 echo "$cluster_json" >&2
@@ -90,8 +105,8 @@ burst_bytes=$(awk -v bps="$rate_bps" 'BEGIN { b = bps / 8 / 100; if (b < 32768) 
 inner='set -e
 ip link set lo up
 ip link set lo mtu 9000
-tc qdisc add dev lo root tbf rate "$SHAPED_LINK_RATE" burst "$SHAPED_LINK_BURST" latency 100ms 2>/dev/null \
-  || { echo "shaped-link: skip: tc may not shape loopback here (tbf refused)" >&2; exit 77; }
+refusal=$(tc qdisc add dev lo root tbf rate "$SHAPED_LINK_RATE" burst "$SHAPED_LINK_BURST" latency 100ms 2>&1) \
+  || { echo "shaped-link: skip: tc may not shape loopback here (tbf refused: ${refusal//$'\n'/ })" >&2; exit 77; }
 set +e
 exec "$@"'
 export SHAPED_LINK_RATE="$rate" SHAPED_LINK_BURST="$burst_bytes" SHAPED_LINK_RANKS="$ranks"

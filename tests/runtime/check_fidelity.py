@@ -351,4 +351,8 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:
+        main(sys.argv[1:])
+    except (OSError, ValueError, KeyError, IndexError, TypeError, ZeroDivisionError) as error:
+        # A missing or malformed input of this checker: one line, not a traceback.
+        sys.exit(f"FAIL: check_fidelity.py {' '.join(sys.argv[1:2])}: {type(error).__name__}: {error}")
