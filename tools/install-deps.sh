@@ -9,6 +9,7 @@ packages=(
   python3-torch  # tools/torch_profile.py and its tests (docs/torch.md)
   clang libclang-rt-14-dev  # the libFuzzer harnesses: clang++, libFuzzer, ASan, UBSan (docs/fuzzing.md)
   chromium python3-pil  # the headless rendering test of report pages (docs/report.md)
+  iproute2  # tc and ip: tools/shaped-link.sh, the real-link tests (docs/cluster.md)
 )
 
 missing=()
