@@ -200,6 +200,14 @@ void Executor::test_in_flight() {
   }
 }
 
+void Executor::layer_forward_done(std::size_t /*layer*/) {
+  SYNCPLAN_CHECK(phase_ == Phase::kBackward);
+  if (in_flight_.empty() && std::none_of(delayed_.begin(), delayed_.end(), [](const Delayed& d) { return !d.done; }))
+    return;
+  test_in_flight();
+  if (options_.watch.waiting) options_.watch.waiting(newest_tag_, 0.0);
+}
+
 void Executor::layer_backward_done(std::size_t layer) {
   SYNCPLAN_CHECK(phase_ == Phase::kBackward);
   const auto& buckets = schedule_.iterations[period_position()];

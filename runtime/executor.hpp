@@ -140,8 +140,9 @@ struct ExecutedIteration {
 };
 
 /// Runs `schedule` through a training loop's hooks, in this order per optimizer step:
-///   begin_iteration(); [forward...]; layer_backward_done(l) for l = L-1 .. 0 (every layer, in
-///   backprop order); before_step(); [optimizer step]; after_step().
+///   begin_iteration(); layer_forward_done(l) after each layer's forward (optional);
+///   layer_backward_done(l) for l = L-1 .. 0 (every layer, in backprop order); before_step();
+///   [optimizer step]; after_step().
 /// and drain() once after the last step. A bucket with delay d > 0 (a delayed-averaging plan,
 /// docs/time-model.md section 13) launched in iteration h copies its layers' parameters at launch
 /// (the snapshot s), all-reduces a second copy on the side while the loop trains on, and in
@@ -163,6 +164,12 @@ class Executor {
 
   /// Starts iteration iteration() (its period position h = iteration() mod H).
   void begin_iteration();
+  /// Layer `layer`'s forward is done: tests every delayed bucket still in flight once, so that a
+  /// delayed all-reduce (the only kind in flight during the forward) keeps moving through the
+  /// forward as the DES assumes (MPI progresses only when tested; without these polls a delayed
+  /// plan's all-reduces stalled for the whole forward: +15% communication at 200 Mbit/s,
+  /// docs/runtime.md section 7.1). Does nothing without one in flight.
+  void layer_forward_done(std::size_t layer);
   /// Layer `layer`'s backward is done: launches every kLayerDone bucket whose last layer it is (or
   /// an earlier one's), then tests every bucket in flight once (MPI progresses only when tested).
   void layer_backward_done(std::size_t layer);

@@ -446,7 +446,10 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
       const ByteBatch batch = shard.next();
       device.set_batch(batch.ids, batch.targets, request.seed + static_cast<std::uint64_t>(record.iteration));
       device.begin();
-      for (std::size_t l = 0; l < layers; ++l) device.forward(l);
+      for (std::size_t l = 0; l < layers; ++l) {
+        device.forward(l);
+        executor.layer_forward_done(l);
+      }
       for (std::size_t l = layers; l-- > 0;) {
         ready[l] = device.backward(l);
         executor.layer_backward_done(l);

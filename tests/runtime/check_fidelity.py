@@ -4,6 +4,10 @@
 
   check_fidelity.py profiles A.json B.json
       the step time (sum of forward_s, backward_s, update_s) of two profiles measured at once
+  check_fidelity.py median-profile OUT.json PROFILE.json ...
+      the first PROFILE with each layer's forward_s, backward_s and update_s replaced by their
+      median over all the PROFILEs (the same model, measured in turn: one invocation's step moved
+      by up to 20% from the next on the 2-core machine), without the spreads
   check_fidelity.py trace-profile PROFILE.json SKIP OUT.json TRACE.json ...
       PROFILE with each layer's forward_s and backward_s replaced by the runs' own compute events
       in the TRACEs (measured traces, docs/formats.md): in each iteration >= SKIP of each run the
@@ -31,8 +35,10 @@
   check_fidelity.py shaped TOLERANCE H NAME=CLUSTER.json:LINK.json:COMPUTE.json ...
       runs over a shaped link (fidelity_cases.sh shaped): per schedule the measured mean iteration,
       its prediction from the cluster file and from the in-namespace link fit with their errors,
-      the communication part (the run minus the compute-only run of the same schedule, measured
-      and predicted from the link fit), the speedup over ssgd measured and predicted, and the rank
+      the communication part (measured: the run minus the compute-only run of the same schedule on
+      the unshaped loopback; predicted: the link fit's prediction minus the compute-only run's,
+      COMPUTE.json's, made on the unshaped loopback's own link fit), the speedup over ssgd measured
+      and predicted, and the rank
       correlation of the orders; fails when a mean iteration is further than TOLERANCE % from its
       prediction from the link fit
 
@@ -56,6 +62,24 @@ def load(path):
 def step_s(profile):
     return sum((layer.get(key) or 0.0) for layer in profile["layers"]
                for key in ("forward_s", "backward_s", "update_s"))
+
+
+def median_profile(out_path, profile_paths):
+    profiles = [load(path) for path in profile_paths]
+    first = profiles[0]
+    for other, path in zip(profiles[1:], profile_paths[1:]):
+        if [layer["name"] for layer in other["layers"]] != [layer["name"] for layer in first["layers"]]:
+            sys.exit(f"FAIL: {path} has other layers than {profile_paths[0]}")
+    steps = ", ".join(f"{step_s(profile):.6f}" for profile in profiles)
+    for i, layer in enumerate(first["layers"]):
+        for key in ("forward_s", "backward_s", "update_s"):
+            if layer.get(key) is not None:
+                layer[key] = median([profile["layers"][i][key] for profile in profiles])
+        for cat in ("forward", "backward", "update"):
+            layer.pop(cat + "_spread", None)
+    with open(out_path, "w") as f:
+        json.dump(first, f, indent=1)
+    print(f"profiles measured in turn: steps {steps} s; the per-layer medians' step {step_s(first):.6f} s")
 
 
 def trace_profile(profile_path, skip, out_path, trace_paths):
@@ -332,7 +356,9 @@ def order(arguments):
 
 
 def main(argv):
-    if len(argv) >= 5 and argv[0] == "trace-profile":
+    if len(argv) >= 3 and argv[0] == "median-profile":
+        median_profile(argv[1], argv[2:])
+    elif len(argv) >= 5 and argv[0] == "trace-profile":
         trace_profile(argv[1], int(argv[2]), argv[3], argv[4:])
     elif len(argv) >= 3 and argv[0] == "profiles":
         profiles(argv[1], argv[2])

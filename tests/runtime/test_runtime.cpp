@@ -15,6 +15,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <numeric>
 #include <chrono>
 #include <functional>
 #include <optional>
@@ -493,6 +494,26 @@ Json delayed_plan_document(const Profile& profile, bool with_delays) {
   return {{"format", "syncplan.plan/v1"}, {"period", 3}, {"algorithm", "hand"}, {"layers", layers}};
 }
 
+// A scripted communicator on which delayed_plan_document's delayed buckets (c_fc, wte) never
+// complete (the communicator gets their copies, not the store's tensors) and every in-place bucket
+// completes at its first test, with the delayed schedule on tiny-gpt.
+struct DelayedNeverComplete {
+  const Model& model = tiny_gpt();
+  Schedule schedule;
+  ScriptedComm scripted;
+  Communicator comm{scripted_table(scripted)};
+  LayerStore store{model};
+  RunClock clock;
+  DelayedNeverComplete() {
+    const Profile profile = runtime_profile(model);
+    schedule = plan_schedule(model, plan_from_json(delayed_plan_document(profile, true), "p.json", profile), "p.json");
+    scripted.never = [this](const CommBuffer& buffer) {
+      return std::none_of(store.tensors.begin(), store.tensors.end(),
+                          [&](const std::vector<float>& tensor) { return tensor.data() == buffer.data; });
+    };
+  }
+};
+
 // One iteration through the hooks, with every layer's backward.
 void run_hooks(Executor& executor, std::size_t layers, const std::function<void()>& step = {}) {
   executor.begin_iteration();
@@ -679,18 +700,8 @@ TEST_CASE("on a communicator of device memory, delayed snapshots and corrections
 }
 
 TEST_CASE("a delayed bucket that never completes times out before the step it is due at, or in drain", "[runtime]") {
-  const Model& model = tiny_gpt();
-  const Profile profile = runtime_profile(model);
-  const Schedule schedule = plan_schedule(model, plan_from_json(delayed_plan_document(profile, true), "p.json", profile), "p.json");
-  ScriptedComm scripted;
-  Communicator comm(scripted_table(scripted));
-  LayerStore store(model);
-  // The delayed buckets (c_fc, wte) never complete: the communicator gets their copies, not the store's tensors.
-  scripted.never = [&](const CommBuffer& buffer) {
-    return std::none_of(store.tensors.begin(), store.tensors.end(),
-                        [&](const std::vector<float>& tensor) { return tensor.data() == buffer.data; });
-  };
-  RunClock clock;
+  DelayedNeverComplete setup;
+  auto& [model, schedule, scripted, comm, store, clock] = setup;
   ExecutorOptions options;
   options.timeout_s = 0.2;
   Executor executor(schedule, comm, store.buffers(), clock, options);
@@ -709,6 +720,34 @@ TEST_CASE("a delayed bucket that never completes times out before the step it is
   Executor short_run(schedule, comm, store.buffers(), clock, options);
   run_hooks(short_run, L);
   CHECK_THROWS_AS(short_run.drain(), SyncTimeout);
+}
+
+TEST_CASE("the forward's hooks test the delayed buckets in flight, and nothing when none is", "[runtime]") {
+  // c_fc's copy (from iteration 0) and wte's (from iteration 1) never complete.
+  DelayedNeverComplete setup;
+  auto& [model, schedule, scripted, comm, store, clock] = setup;
+  Executor executor(schedule, comm, store.buffers(), clock);
+  const std::size_t L = model.layers.size();
+  const auto tests = [&] { return std::accumulate(scripted.polls.begin(), scripted.polls.end(), 0); };
+  // Iteration 0's forward: nothing started, nothing tested.
+  executor.begin_iteration();
+  for (std::size_t l = 0; l < L; ++l) executor.layer_forward_done(l);
+  CHECK(scripted.polls.empty());
+  for (std::size_t l = L; l-- > 0;) executor.layer_backward_done(l);
+  executor.before_step();
+  executor.after_step();
+  // Iteration 1's forward: c_fc's delayed all-reduce (due before iteration 2's step) is the one
+  // thing in flight, so each of the L forward hooks tests it once: L tests more, all of them its.
+  const int before = tests();
+  const std::size_t started = scripted.polls.size();
+  executor.begin_iteration();
+  for (std::size_t l = 0; l < L; ++l) executor.layer_forward_done(l);
+  CHECK(tests() - before == static_cast<int>(L));
+  CHECK(scripted.polls.size() == started);  // the forward launches nothing
+  // Out of order (after before_step, before the next begin) it is the loop's bug.
+  for (std::size_t l = L; l-- > 0;) executor.layer_backward_done(l);
+  executor.before_step();
+  CHECK_THROWS_AS(executor.layer_forward_done(0), InternalError);
 }
 
 TEST_CASE("a delayed run's log line has sync_delays and applied; the trace marks delayed all-reduces", "[runtime]") {
