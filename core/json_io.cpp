@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -13,6 +14,8 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace syncplan {
@@ -189,6 +192,46 @@ void write_stream(const std::filesystem::path& path, const std::string& text, co
   out.flush();
   if (!out) throw InputError(shown + ": cannot write file (write error)");
 }
+
+// How long a FIFO's writer waits for a reader to open it (a reader started just before the command,
+// `cat fifo &`, may open it a moment later).
+constexpr auto kFifoReaderWait = std::chrono::seconds(5);
+
+// A FIFO: opened without blocking (open(2) with O_NONBLOCK fails with ENXIO while no process has it
+// open for reading), retried for kFifoReaderWait, then refused instead of waiting forever; with a
+// reader, written in blocking mode.
+void write_fifo(const std::filesystem::path& path, const std::string& text, const std::string& shown) {
+  const auto deadline = std::chrono::steady_clock::now() + kFifoReaderWait;
+  int fd = -1;
+  while ((fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC)) < 0 && (errno == ENXIO || errno == EINTR) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (fd < 0) {
+    throw InputError(shown + ": cannot write file (" +
+                     (errno == ENXIO ? "a FIFO that no process opened for reading within " +
+                                           std::to_string(kFifoReaderWait.count()) + " s"
+                                     : std::string(std::strerror(errno))) +
+                     ")");
+  }
+  const int flags = ::fcntl(fd, F_GETFL);
+  if (flags < 0 || ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK) < 0) {
+    const int error = errno;
+    ::close(fd);
+    throw InputError(shown + ": cannot write file (" + std::strerror(error) + ")");
+  }
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int error = n < 0 ? errno : EIO;
+      ::close(fd);
+      throw InputError(shown + ": cannot write file (" + std::strerror(error) + ")");
+    }
+    written += static_cast<std::size_t>(n);
+  }
+  if (::close(fd) != 0) throw InputError(shown + ": cannot write file (" + std::strerror(errno) + ")");
+}
 }  // namespace
 
 void OutputFiles::commit() {
@@ -197,12 +240,10 @@ void OutputFiles::commit() {
     fs::path target, temporary;
     const std::string* text;
     const std::string* shown;
+    bool fifo = false;
   };
   std::vector<Pending> renamed, direct;
-  const auto remove_temporaries = [&] {
-    std::error_code ignored;
-    for (const Pending& file : renamed) fs::remove(file.temporary, ignored);
-  };
+  // First what can be refused without writing anything: a folder as target, a missing folder.
   for (std::size_t i = 0; i < files_.size(); ++i) {
     const auto& [path, text] = files_[i];
     fs::path target(path);
@@ -211,15 +252,13 @@ void OutputFiles::commit() {
     const fs::file_status status = fs::status(target, ec);
     if (fs::exists(status) && fs::is_directory(status)) throw InputError(path + ": cannot write file (it is a directory)");
     if (fs::exists(status) && !fs::is_regular_file(status)) {
-      direct.push_back({target, {}, &text, &path});
+      direct.push_back({target, {}, &text, &path, fs::is_fifo(status)});
       continue;
     }
     fs::path folder = target.parent_path();
     if (folder.empty()) folder = ".";
-    if (!fs::is_directory(folder, ec)) {
-      remove_temporaries();
+    if (!fs::is_directory(folder, ec))
       throw InputError(path + ": cannot write file (folder " + folder.string() + " does not exist)");
-    }
     // A short hidden name beside the target, so the rename stays on one file system.
     std::string name = ".syncplan-";
     name += std::to_string(::getpid());
@@ -227,18 +266,18 @@ void OutputFiles::commit() {
     name += std::to_string(i);
     name += ".tmp";
     renamed.push_back({target, folder / name, &text, &path});
-    try {
-      write_stream(renamed.back().temporary, text, path);
-    } catch (...) {
-      remove_temporaries();
-      throw;
-    }
   }
-  // Devices and FIFOs cannot be renamed into place: write them before any regular file appears,
-  // so that a failing one (/dev/full) leaves no regular output behind.
-  for (const Pending& file : direct) {
+  // Devices and FIFOs cannot be renamed into place: they are written first, before any temporary
+  // file exists, so that a failing one (/dev/full, a FIFO nobody reads) leaves nothing behind.
+  for (const Pending& file : direct)
+    (file.fifo ? write_fifo : write_stream)(file.target, *file.text, *file.shown);
+  const auto remove_temporaries = [&] {
+    std::error_code ignored;
+    for (const Pending& file : renamed) fs::remove(file.temporary, ignored);
+  };
+  for (const Pending& file : renamed) {
     try {
-      write_stream(file.target, *file.text, *file.shown);
+      write_stream(file.temporary, *file.text, *file.shown);
     } catch (...) {
       remove_temporaries();
       throw;

@@ -46,16 +46,18 @@ void write_json_file_atomic(const std::string& path, const Json& value);
 
 /// Output files of one command, written whole or not at all: commit() writes every file to a
 /// temporary file beside its target first and renames them only when all were written. A target
-/// that exists and is not a regular file (/dev/null, a FIFO) is written directly, after the
-/// temporary files; a symbolic link is written through (its target is replaced).
+/// that exists and is not a regular file (/dev/null, a FIFO) is written directly, before the
+/// temporary files; a FIFO that no process opens for reading within 5 s is refused, not
+/// waited for; a symbolic link is written through (its target is replaced).
 class OutputFiles {
  public:
   void add(const std::string& path, std::string text);
   void add_json(const std::string& path, const Json& value);
-  /// Writes every file: regular ones through a temporary renamed into place, devices and FIFOs
-  /// directly, before any rename, so a failing write leaves no regular output behind (a device
-  /// written before the failure stays written). Throws InputError "PATH: cannot write file (...)"
-  /// and removes the temporary files on failure.
+  /// Writes every file: devices and FIFOs directly, first (before any temporary file exists),
+  /// then regular ones through a temporary renamed into place, so a failing write leaves no
+  /// regular output and no temporary file behind (a device written before the failure stays
+  /// written). Throws InputError "PATH: cannot write file (...)" (for a FIFO without a reader:
+  /// "a FIFO that no process opened for reading within 5 s") and removes the temporary files on failure.
   void commit();
 
  private:

@@ -49,6 +49,12 @@ inline constexpr std::int64_t kMaxCommStreams = 64;
 /// overflow std::regex's recursion (plan --every-iteration).
 inline constexpr std::size_t kLongestLayerName = 1024;
 
+/// Characters of a `--every-iteration` pattern: at most 4096 (a list of every layer of a
+/// 100-block model by name is about that long) ...
+inline constexpr std::size_t kLongestPattern = 4096;
+/// ... compiled by RE2 within 8 MiB (RE2's default budget; a larger program is refused).
+inline constexpr std::int64_t kPatternMemoryBytes = std::int64_t{8} << 20;
+
 // ---- times and sizes -----------------------------------------------------------------------------
 
 /// Seconds of one measured or configured time (a layer's forward, backward, update or all-reduce
@@ -56,6 +62,12 @@ inline constexpr std::size_t kLongestLayerName = 1024;
 /// longer is no measurement; with every time bounded, sums over layers, iterations and periods
 /// stay finite.
 inline constexpr double kLongestTime_s = 86'400;
+
+/// Seconds of one measured collective (a link sample's all-reduce time, an imported nccl-tests
+/// time) that is not 0: at least 1e-9 (1 ns, a few clock cycles; the fastest all-reduce nccl-tests
+/// prints is microseconds). A shorter one is no measurement, and next to a large one its
+/// logarithm sends the link's interpolation to infinity (issue 24).
+inline constexpr double kShortestMeasuredTime_s = 1e-9;
 
 /// Bytes of one message, bucket, parameter block or link-sweep size: at most 2^50 (1 PiB). The
 /// largest models' whole gradients are terabytes; past 2^53 bytes a double no longer counts bytes

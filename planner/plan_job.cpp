@@ -7,10 +7,11 @@
 #include "planner/fill.hpp"
 #include "planner/lower_bound.hpp"
 
+#include <re2/re2.h>
+
 #include <chrono>
 #include <cmath>
 #include <limits>
-#include <regex>
 #include <string_view>
 #include <utility>
 
@@ -93,20 +94,27 @@ AutoPeriod auto_period(const BackpropTimes& times, JobPlans& plans, const Strate
                                        " at H = " + std::to_string(best_period) + ")");
 }
 
-// The layers (backprop index) whose names match `pattern` (std::regex_search, ECMAScript).
+// The layers (backprop index) whose names match `pattern` anywhere (RE2, docs/time-model.md
+// section 10). RE2 matches in time linear in the name and compiles within a memory budget, so no
+// pattern can crash (std::regex recursed once per group or character: exit 139 on 20,000 nested
+// groups) or backtrack for ever ('(a*)*b' took more than 20 s on an 18-character name).
 std::vector<bool> pinned_layers(const BackpropTimes& times, const std::string& pattern) {
   if (pattern.empty()) return {};
-  std::regex expression;
-  try {
-    expression = std::regex(pattern);
-  } catch (const std::regex_error& e) {
-    throw FieldError("every_iteration",
-                     "every_iteration: invalid regular expression '" + pattern + "' (" + e.what() + ")");
-  }
+  const std::string shown = pattern.size() > 64 ? pattern.substr(0, 64) + "..." : pattern;
+  const auto refuse = [&](const std::string& why) {
+    throw FieldError("every_iteration", "every_iteration: invalid regular expression '" + shown + "' (" + why + ")");
+  };
+  if (pattern.size() > limits::kLongestPattern)
+    refuse("longer than " + std::to_string(limits::kLongestPattern) + " characters");
+  RE2::Options options;
+  options.set_log_errors(false);
+  options.set_max_mem(limits::kPatternMemoryBytes);
+  const RE2 expression(pattern, options);
+  if (!expression.ok()) refuse(expression.error() + "; RE2 syntax: no backreferences or lookaround");
   std::vector<bool> pinned(times.size(), false);
   bool any = false;
-  for (std::size_t j = 0; j < times.size(); ++j) any |= pinned[j] = std::regex_search(times.names[j], expression);
-  if (!any) throw FieldError("every_iteration", "every_iteration: '" + pattern + "' matches no layer of the profile");
+  for (std::size_t j = 0; j < times.size(); ++j) any |= pinned[j] = RE2::PartialMatch(times.names[j], expression);
+  if (!any) throw FieldError("every_iteration", "every_iteration: '" + shown + "' matches no layer of the profile");
   return pinned;
 }
 

@@ -38,7 +38,7 @@ struct PlanRequest {
   /// `search` in the job (the table's row, best's, the automatic period's) stops at one deadline,
   /// time_limit_s after the job starts.
   SearchOptions search;
-  std::string every_iteration;         ///< ECMAScript regex (std::regex_search) on layer names; empty: none pinned
+  std::string every_iteration;         ///< RE2 regex matched anywhere in layer names (<= 4096 chars); empty: none pinned
   bool fill_bubbles = false;           ///< add extra syncs in idle link time (planner/fill.hpp)
   std::optional<double> bucket_alpha_s;  ///< fuse buckets with this all-reduce start-up time (s, 0..60)
   /// Delayed averaging (docs/time-model.md section 13): TAU in 0..kMaxDelay; 0 (the default) plans

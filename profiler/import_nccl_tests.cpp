@@ -4,6 +4,7 @@
 #include "core/field_error.hpp"
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "core/units.hpp"
 
 #include <algorithm>
@@ -482,7 +483,12 @@ void check_allreduce_row(const ResultRow& row, const std::string& path) {
     throw InputError(where + ": root " + std::to_string(*row.root) +
                      ": a rooted collective (reduce, broadcast), not an all-reduce (root -1)");
   const auto type_size = type_sizes().find(row.type);
-  if (type_size != type_sizes().end() && row.size_bytes != row.count * type_size->second)
+  std::int64_t count_bytes = 0;
+  // A count whose product with the type's size overflows 64 bits cannot be the row's size (it once
+  // wrapped to a small number that matched; issue 24).
+  if (type_size != type_sizes().end() &&
+      (__builtin_mul_overflow(row.count, static_cast<std::int64_t>(type_size->second), &count_bytes) ||
+       row.size_bytes != count_bytes))
     throw InputError(where + ": size " + std::to_string(row.size_bytes) + " bytes is not count " +
                      std::to_string(row.count) + " x " + std::to_string(type_size->second) + " bytes (" + row.type +
                      (row.count > 0 ? "): the layout of all_gather or reduce_scatter, not an all-reduce"
@@ -551,6 +557,9 @@ NcclTestsImport import_nccl_tests(const std::string& path, const NcclTestsImport
       continue;
     }
     const double time_s = *chosen->time_us / units::kMicrosecondsPerSecond;
+    if (time_s < limits::kShortestMeasuredTime_s)
+      throw InputError(at_size + ": " + placement + " time " + number_text(*chosen->time_us) +
+                       " us is less than 1 ns; not a measured all-reduce");
     const LinkSample sample = allreduce_sample(row.size_bytes, time_s, workers);
     // Host-side times (-C 1) need not match the bandwidths, which nccl-tests derives from GPU time.
     if (chosen->algbw_GBps && !log.cputime && !roughly_equal(*chosen->algbw_GBps, sample.algbw_GBps))

@@ -208,6 +208,14 @@ class Importer {
                        "(docs/torch.md)");
     }
     containers_ = container_names(*ranges_);
+    if (containers_.size() == ranges_->size()) {
+      // Every name encloses another's range somewhere: no leaf is left to be a layer. Happens when
+      // names nest inside each other both ways (A holds B and B holds A, e.g. a module reentered).
+      throw InputError(origin_ + ": no layer: every annotated name ('" + ranges_->begin()->first +
+                       "' among them) has a range enclosing another name's range on its thread, so each is a "
+                       "container, not a leaf module (names that nest inside each other both ways, A in B "
+                       "in A, cannot be layers)");
+    }
     std::vector<std::pair<double, std::string>> firsts;
     for (const auto& [name, spans] : *ranges_)
       if (!containers_.count(name)) firsts.emplace_back(earliest_start_us(spans), name);

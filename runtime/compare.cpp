@@ -42,6 +42,8 @@ namespace {
 // The all-reduce categories: the DES's and the run's ("allreduce"), the period model's ("sync").
 constexpr const char* kAllreduceCategory = "allreduce";
 constexpr const char* kPeriodModelSyncCategory = "sync";
+// A checkpoint written between iterations (runtime/trace.hpp): its time is no iteration's.
+constexpr const char* kCheckpointCategory = "checkpoint";
 
 // A trace's ts/dur bound (microseconds): 1e15 us is about 31 years, past any run.
 constexpr double kLongestTraceTime_us = 1e15;
@@ -161,10 +163,30 @@ void read_run_description(const Json& about, const std::string& origin, Timeline
     timeline.period = static_cast<int>(std::min<std::int64_t>(*integer_value(*period), INT_MAX));
 }
 
-// The iteration times of a trace from each pid's per-iteration extents (compare.md section 2).
+// The microseconds of [from, to) covered by `pauses` (sorted by start, not overlapping).
+double paused_us(const std::vector<Extent>& pauses, double from_us, double to_us) {
+  double covered = 0;
+  for (const Extent& pause : pauses) covered += std::max(0.0, std::min(pause.end_us, to_us) - std::max(pause.start_us, from_us));
+  return covered;
+}
+
+// The union of `spans` as sorted, disjoint extents.
+std::vector<Extent> merged(std::vector<Extent> spans) {
+  std::sort(spans.begin(), spans.end(), [](const Extent& a, const Extent& b) { return a.start_us < b.start_us; });
+  std::vector<Extent> out;
+  for (const Extent& span : spans) {
+    if (!out.empty() && span.start_us <= out.back().end_us) out.back().end_us = std::max(out.back().end_us, span.end_us);
+    else out.push_back(span);
+  }
+  return out;
+}
+
+// The iteration times of a trace from each pid's per-iteration extents (compare.md section 2),
+// less the time of the checkpoint after the previous iteration (`pauses` by args.after_iteration,
+// on any rank: their union) that falls between that iteration's end and this one's.
 // Throws InputError for an iteration without events or one ending before the previous one.
-void set_iteration_times(const std::map<int, std::map<int, Extent>>& extents, const std::string& origin,
-                         Timeline& timeline) {
+void set_iteration_times(const std::map<int, std::map<int, Extent>>& extents,
+                         const std::map<int, std::vector<Extent>>& pauses, const std::string& origin, Timeline& timeline) {
   std::map<int, Extent> iterations;  // over every pid
   for (const auto& [pid, per_iteration] : extents)
     for (const auto& [iteration, extent] : per_iteration) {
@@ -188,7 +210,9 @@ void set_iteration_times(const std::map<int, std::map<int, Extent>>& extents, co
     if (extent.end_us < previous_end_us)
       throw InputError(origin + ": iteration " + std::to_string(iteration) +
                        " ends before the previous one (events out of order)");
-    timeline.iteration_s.push_back((extent.end_us - previous_end_us) / units::kMicrosecondsPerSecond);
+    const auto before = pauses.find(iteration - 1);  // the checkpoint after the previous iteration
+    const double paused = before == pauses.end() ? 0.0 : paused_us(merged(before->second), previous_end_us, extent.end_us);
+    timeline.iteration_s.push_back((extent.end_us - previous_end_us - paused) / units::kMicrosecondsPerSecond);
     previous_end_us = extent.end_us;
   }
 }
@@ -203,6 +227,7 @@ Timeline read_trace(const Json& events, const Json* syncplan_object, const std::
   if (syncplan_object != nullptr) read_run_description(*syncplan_object, origin, timeline);
   std::map<int, std::map<int, Extent>> extents;  // [pid][iteration]
   std::vector<TraceAllreduce> allreduces;
+  std::map<int, std::vector<Extent>> pauses;  // checkpoints, by the iteration they follow
   bool period_model_syncs = false;
   for (std::size_t i = 0; i < events.size(); ++i) {
     const Json& event = events[i];
@@ -213,6 +238,16 @@ Timeline read_trace(const Json& events, const Json* syncplan_object, const std::
     const auto phase = event.find("ph");
     if (phase == event.end() || !phase->is_string()) throw InputError(where + ": field 'ph': expected a string");
     if (phase->get<std::string>() != "X") continue;  // metadata and other phases carry no timing here
+    if (const auto category = event.find("cat");
+        category != event.end() && category->is_string() && *category == kCheckpointCategory) {
+      const double start_us = trace_time_us(event, "ts", where, -kLongestTraceTime_us);
+      const auto args = event.find("args");
+      if (args == event.end() || !args->is_object())
+        throw InputError(where + ": field 'args': a checkpoint event needs args.after_iteration");
+      const int after = static_cast<int>(ObjectReader(*args, where + ": args").required_integer("after_iteration", 0, INT_MAX));
+      pauses[after].push_back({start_us, start_us + trace_time_us(event, "dur", where, 0)});
+      continue;
+    }
     const auto args_it = event.find("args");
     if (args_it == event.end() || !args_it->is_object() || !args_it->contains("iteration")) continue;  // outside iterations
     ObjectReader args(*args_it, where + ": args");
@@ -240,7 +275,7 @@ Timeline read_trace(const Json& events, const Json* syncplan_object, const std::
   }
   if (extents.empty())
     throw InputError(origin + ": a trace without timed events (\"ph\": \"X\" with args.iteration): nothing to compare");
-  set_iteration_times(extents, origin, timeline);
+  set_iteration_times(extents, pauses, origin, timeline);
   if (period_model_syncs && timeline.kind == TimelineKind::kSimulatedTrace) {
     timeline.kind = TimelineKind::kPeriodModelTrace;
     timeline.repeats = true;

@@ -13,6 +13,7 @@ const char* category(EventKind kind) {
     case EventKind::kBackward: return "backward";
     case EventKind::kUpdate: return "update";
     case EventKind::kAllreduce: return "allreduce";
+    case EventKind::kCheckpoint: return "checkpoint";
   }
   return "";
 }
@@ -42,6 +43,10 @@ Json measured_trace_events(const MeasuredTrace& trace, int rank, const std::vect
         args["layer"] = layer_names.at(event.layers.at(0));
         break;
       case EventKind::kUpdate: name = "update"; break;
+      case EventKind::kCheckpoint:
+        name = "checkpoint";
+        args = Json{{"after_iteration", event.iteration}};
+        break;
       case EventKind::kAllreduce: {
         name = allreduce_event_name(event.layers, layer_names);
         tid = 1;

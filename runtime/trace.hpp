@@ -35,8 +35,9 @@ class RunClock {
   Clock::time_point start_;
 };
 
-/// What a measured event is; the DES's categories.
-enum class EventKind { kForward, kBackward, kUpdate, kAllreduce };
+/// What a measured event is; the DES's categories, and the checkpoint written between two
+/// iterations (no DES event: `compare` leaves its time out of the iterations, as the log does).
+enum class EventKind { kForward, kBackward, kUpdate, kAllreduce, kCheckpoint };
 
 /// One measured event of one rank.
 struct MeasuredEvent {
@@ -70,7 +71,9 @@ class MeasuredTrace {
 /// ts/dur in microseconds: tid 0 "forward NAME"/"backward NAME" (cat forward/backward, args layer,
 /// iteration) and "update" (cat update); tid 1 "all-reduce FIRST .. LAST (n layers)" (cat
 /// allreduce, args iteration, layer or layers in backprop order, bytes, and for a delayed one
-/// delay and applied_iteration = iteration + delay). `layer_names` are the model's, forward order.
+/// delay and applied_iteration = iteration + delay); tid 0 "checkpoint" (cat checkpoint, args
+/// after_iteration: the iteration it follows, and no `iteration`: it belongs to none).
+/// `layer_names` are the model's, forward order.
 Json measured_trace_events(const MeasuredTrace& trace, int rank, const std::vector<std::string>& layer_names);
 
 /// The all-reduce event name the DES uses: "all-reduce FIRST" or "all-reduce FIRST .. LAST (n

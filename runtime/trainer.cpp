@@ -19,7 +19,9 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <fstream>
@@ -27,6 +29,7 @@
 #include <map>
 #include <numeric>
 #include <sstream>
+#include <unistd.h>
 
 namespace syncplan {
 
@@ -258,6 +261,39 @@ void check_train_request(const TrainRequest& request) {
   if (!request.checkpoint_dir.empty() && request.checkpoint_every < 1)
     throw FieldError("checkpoint_every", "checkpoint_every: must be >= 1 iterations, got " +
                                              std::to_string(request.checkpoint_every));
+  if (!request.checkpoint_dir.empty()) check_checkpoint_folder(request.checkpoint_dir);
+}
+
+void check_checkpoint_folder(const std::filesystem::path& dir) {
+  namespace fs = std::filesystem;
+  const auto refuse = [&](const std::string& why) {
+    throw FieldError("checkpoint_dir", "checkpoint_dir: " + dir.string() + ": " + why + " (checked before training)");
+  };
+  std::error_code ec;
+  const fs::file_status status = fs::status(dir, ec);
+  if (fs::exists(status) && !fs::is_directory(status)) refuse("exists and is not a folder");
+  // The first missing folder on the way (mkdir -p creates it and what is below), removed again.
+  fs::path created;
+  if (!fs::exists(status)) {
+    for (fs::path up = dir; !up.empty() && !fs::exists(up, ec); up = up.parent_path()) {
+      created = up;
+      if (up == up.parent_path()) break;
+    }
+    fs::create_directories(dir, ec);
+    if (ec) refuse("cannot create the folder (" + ec.message() + ")");
+  }
+  // A file written and removed again: a folder one may not write in (or a file system like /proc)
+  // fails here, not after the first K steps.
+  const fs::path probe = dir / (".syncplan-probe-" + std::to_string(::getpid()));
+  std::string why;
+  {
+    std::ofstream out(probe, std::ios::binary | std::ios::trunc);
+    if (!out) why = std::string("cannot write in the folder (") + std::strerror(errno) + ")";
+    else if (!(out << "probe" << std::flush)) why = "cannot write in the folder (write error)";
+  }
+  fs::remove(probe, ec);
+  if (!created.empty()) fs::remove_all(created, ec);
+  if (!why.empty()) refuse(why);
 }
 
 Json log_line(const IterationRecord& record, const std::optional<EmulatedLink>& link) {
@@ -515,6 +551,7 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
         arrivals.arrive(sequence);
         newest = sequence;
         if (line) line->set_place("while writing the checkpoint of step " + std::to_string(done));
+        const double checkpoint_start_s = clock.now_s();
         try {
           save_checkpoint(mpi, request.checkpoint_dir,
                           training_state(device, shard, done, schedule.period(), request.seed), *identity,
@@ -527,6 +564,8 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
                            std::to_string(done) + " was not agreed within its deadline of " +
                            number_text(request.timeout_s) + " s; " + late(sequence));
         }
+        // Between iterations done - 1 and done: not an iteration's time, in the log or the trace.
+        trace.record({EventKind::kCheckpoint, done - 1, {}, checkpoint_start_s, clock.now_s() - checkpoint_start_s, 0});
       }
     }
     // A run that ends inside a period leaves delayed syncs in flight, due before steps it does not

@@ -2,6 +2,7 @@
 #include "tools/cli_common.hpp"
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
 #include "core/plan.hpp"
 
 #include <algorithm>
@@ -151,6 +152,13 @@ void print_table(std::ostream& out, const std::vector<std::vector<std::string>>&
     }
     out << line << '\n';
   }
+}
+
+int checked_iterations(long long iterations) {
+  if (iterations < 1 || iterations > limits::kMaxIterations)
+    throw InputError("--iterations: must be in 1.." + std::to_string(limits::kMaxIterations) + ", got " +
+                     std::to_string(iterations));
+  return static_cast<int>(iterations);
 }
 
 int checked_period(const std::string& text) {

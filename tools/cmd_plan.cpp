@@ -347,7 +347,8 @@ void add_plan_command(CLI::App& app, Action& action) {
   CLI::Option* max_overhead = plan->add_option("--max-overhead", options->max_overhead,
                    "with --period auto: the largest planned wait as a fraction of compute (e.g. 0.05)");
   plan->add_option("--every-iteration", options->every_iteration,
-                   "regular expression (ECMAScript, matched anywhere in the name): layers to sync in every "
+                   "regular expression (RE2 syntax: linear-time matching, no backreferences or lookaround; "
+                   "at most 4096 characters; matched anywhere in the name): layers to sync in every "
                    "iteration, e.g. 'ln_|wpe' (default: none)");
   plan->add_flag("--fill-bubbles", options->fill_bubbles,
                  "add extra syncs in idle link time that delay nothing (period unchanged; default: off)");

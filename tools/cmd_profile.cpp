@@ -87,6 +87,15 @@ Profile make_model_profile(const ProfileOptions& options, Json* report) {
   request.gemm_ceiling = options.gemm_ceiling;
   request.report = !options.report_path.empty();
   ModelProfile made = with_flags(kProfileFlags, [&] { return syncplan::make_model_profile(request); });
+  // What `plan --profile` would refuse on reading the file back (a time over a day at a huge
+  // --batch x --seq, issue 24) is refused here, before anything is written or planned.
+  try {
+    profile_from_json(profile_to_json(made.profile), "the profile");
+  } catch (const InputError& e) {
+    throw InputError("--model " + options.model + " at --batch " + std::to_string(options.batch) +
+                     (options.seq > 0 ? " --seq " + std::to_string(options.seq) : " and the model's context") + ": " +
+                     e.what() + " (a profile file holds at most a day per time)");
+  }
   for (const std::string& note : made.notes) std::cout << note << '\n';
   if (report != nullptr && made.report) *report = std::move(*made.report);
   return std::move(made.profile);

@@ -51,7 +51,7 @@ constexpr std::initializer_list<FieldFlag> kRunFlags = {
     {"timeout_s", "--timeout-s"},   {"device", "--device"},     {"period", "--period"},
     {"strategy", "--strategy"},     {"emulate_link_Gbps", "--emulate-link-Gbps"},
     {"emulate_latency_us", "--emulate-latency-us"}, {"learning_rate", "--lr"},
-    {"checkpoint_every", "--checkpoint-every"}};
+    {"checkpoint_every", "--checkpoint-every"}, {"checkpoint_dir", "--checkpoint"}};
 
 // The request; `root` also checks the outputs (rank 0 alone writes them, perhaps on its own machine).
 TrainRequest make_request(const RunOptions& options, bool root) {

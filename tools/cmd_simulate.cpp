@@ -161,9 +161,7 @@ std::string cluster_text(const Cluster& cluster, const std::string& path) {
 }
 
 int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
-  if (options.iterations_given && (options.iterations < 1 || options.iterations > limits::kMaxIterations))
-    throw InputError("--iterations: must be in 1.." + std::to_string(limits::kMaxIterations) + ", got " +
-                     std::to_string(options.iterations));
+  if (options.iterations_given) request.iterations = checked_iterations(options.iterations);
   if (options.comm_streams < 1 || options.comm_streams > limits::kMaxCommStreams)
     throw InputError("--comm-streams: must be in 1.." + std::to_string(limits::kMaxCommStreams) + ", got " +
                      std::to_string(options.comm_streams));
@@ -174,7 +172,6 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
   if (!(options.bucket_cap_mb > 0 && options.bucket_cap_mb <= max_cap_mb))
     throw InputError("--bucket-cap-mb: must be a number > 0 and at most " + format_short(max_cap_mb, 0) +
                      " (1 PiB), got " + format_exact(options.bucket_cap_mb));
-  if (options.iterations_given) request.iterations = static_cast<int>(options.iterations);
   request.comm_streams = static_cast<int>(options.comm_streams);
   request.bucket_cap_bytes = options.bucket_cap_mb * units::kBytesPerMiB;
   request.trace_workers = options.trace_path.empty() ? 0 : static_cast<int>(options.trace_workers);

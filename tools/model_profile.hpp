@@ -61,7 +61,8 @@ bool cuda_profiling_available();
 /// profiler/model_profile.hpp's make_model_profile for options.model (model_spec_path) and
 /// data_dir()'s gpus.json, with the default dtype and GPU where options leave them empty; prints
 /// its notes to stdout, one per line. Throws as that does and as
-/// model_spec_path. `report`, when given and options.report_path is set, receives the measured
+/// model_spec_path, and InputError "--model M at --batch B --seq S: the profile: ..." when the
+/// profile's file would not read back (profile_from_json's limits, e.g. a time over a day). `report`, when given and options.report_path is set, receives the measured
 /// devices' side report (syncplan.profile-report/v1, docs/profiler.md).
 Profile make_model_profile(const ProfileOptions& options, Json* report = nullptr);
 

@@ -7,7 +7,8 @@
 #   trace STRATEGY SYNCS              simulate --strategy STRATEGY --trace: no overlapping events
 #   nonfinite_zero                    import --nonfinite zero turns NaN/Infinity into 0 s, with a warning
 #   gpt2_example SHARED_DATA_DIR      the README's GPT-2 example against expected.json (77: no data)
-#   fifo_output                       -o into a FIFO writes through it and leaves it a FIFO
+#   fifo_output                       -o into a FIFO writes through it and leaves it a FIFO; one that
+#                                     nobody reads is refused (exit 2) after 5 s, nothing written
 #   auto_period                       --period auto --max-overhead chooses the smallest H
 #   search_time_limit                 plan says when the time limit, not the bound, stopped search
 #   fused_buckets                     plan --fuse-buckets: buckets, bound, period model and DES agree
@@ -364,6 +365,19 @@ fifo_output() {
   "$python" -c 'import json,sys; assert json.load(open("got.json"))["format"] == "syncplan.plan/v1"' ||
     { echo "FAIL: the plan read from the FIFO is not a plan"; exit 1; }
   echo "ok: FIFO output"
+  # A FIFO that nobody opens for reading (issue 24: open(2) blocked forever, and a kill left the
+  # other outputs' temporary files behind): refused after the 5 s wait, exit 2, one line naming it;
+  # the report beside it is not written and no temporary file is left.
+  mkfifo lonely.fifo
+  local status=0
+  timeout -k 5 60 "$syncplan" plan --profile "$data/tiny_profile.json" --period 2 -o plan.json \
+    --report lonely.fifo 2>err.txt >/dev/null || status=$?
+  [[ $status == 2 ]] || { cat err.txt; echo "FAIL: a FIFO without a reader gave exit $status, not 2"; exit 1; }
+  [[ $(wc -l <err.txt) == 1 ]] && grep -q "lonely.fifo: cannot write file (a FIFO that no process opened for reading within 5 s)" err.txt ||
+    { cat err.txt; echo "FAIL: not one line naming the FIFO"; exit 1; }
+  [[ ! -e plan.json ]] || { echo "FAIL: plan.json was written beside the refused FIFO"; exit 1; }
+  ! compgen -G ".syncplan-*.tmp" >/dev/null || { ls -a; echo "FAIL: a temporary file was left"; exit 1; }
+  echo "ok: a FIFO without a reader is refused"
 }
 
 # Delayed averaging (docs/time-model.md section 13) on the tiny profile of tiny_pipeline: head (b 1, c 3 ms),

@@ -4,8 +4,11 @@ link, torch, gpu, kernels, issue 12's runtime and issue 22's reallink), so `ctes
 test list (`ctest --show-only=json-v1`) of the build folder given; exits 1 naming each test
 without a label or with an unknown one."""
 import json
+import os
+import shutil
 import subprocess
 import sys
+import tempfile
 
 KNOWN_LABELS = {"unit", "golden", "des", "cli", "link", "torch", "gpu", "kernels", "runtime", "reallink"}
 
@@ -40,8 +43,17 @@ def main():
     if len(sys.argv) != 3:
         print("usage: check_labels.py CTEST BUILD_DIR | --self-test", file=sys.stderr)
         return 2
-    listing = subprocess.run([sys.argv[1], "--show-only=json-v1"], cwd=sys.argv[2], capture_output=True, text=True,
-                             check=True)
+    # ctest writes Testing/Temporary/LastTest.log even for --show-only: run in the build folder it
+    # wiped the log of the run this test is part of (issue 24), so it lists a copy of the folder's
+    # CTestTestfile.cmake tree (they name everything else by absolute path).
+    with tempfile.TemporaryDirectory(prefix="syncplan-labels-") as scratch:
+        for folder, _, files in os.walk(sys.argv[2]):
+            if "CTestTestfile.cmake" in files:
+                target = os.path.join(scratch, os.path.relpath(folder, sys.argv[2]))
+                os.makedirs(target, exist_ok=True)
+                shutil.copy(os.path.join(folder, "CTestTestfile.cmake"), target)
+        listing = subprocess.run([sys.argv[1], "--show-only=json-v1"], cwd=scratch, capture_output=True, text=True,
+                                 check=True)
     tests = json.loads(listing.stdout)["tests"]
     problems = label_problems(tests)
     for line in problems:

@@ -85,6 +85,19 @@ TEST_CASE("compare: a DES result predicts each iteration of the run", "[compare]
   CHECK_FALSE(pair.predicted_period);
 }
 
+TEST_CASE("compare: a checkpoint between two iterations is neither's time, as in the log", "[compare]") {
+  // trace_meas_checkpoint.json: trace_meas.json with iteration 1 moved 5,000 us later and a
+  // checkpoint after iteration 0 on each rank (rank 0: 6,600 -> 11,900 us, waiting for rank 1
+  // inside it; rank 1: 6,900 -> 11,900). Iteration 0 ends at 6,900 us as before: 6,850 us.
+  // Iteration 1 ends at 18,500 us; of [6,900, 18,500] the checkpoints' union [6,600, 11,900]
+  // covers 5,000 us: 18,500 - 6,900 - 5,000 = 6,600 us, trace_meas.json's iteration 1. (Issue 24:
+  // the trace charged the checkpoint to the next iteration, 0.314 s against the log's 0.033 s.)
+  const Timeline measured = timeline("trace_meas_checkpoint.json");
+  REQUIRE(measured.iteration_s.size() == 2);
+  CHECK(measured.iteration_s[0] == Approx(0.00685));
+  CHECK(measured.iteration_s[1] == Approx(0.0066));
+}
+
 TEST_CASE("compare: a trace's iteration time is the latest end minus the previous iteration's", "[compare]") {
   // trace_meas.json, two ranks. Iteration 0: rank 1 starts first (50 us) and ends last (6,900 us):
   // 6,850 us. Iteration 1: rank 0 ends last at 13,500 us: 13,500 - 6,900 = 6,600 us.

@@ -23,7 +23,8 @@
 #
 # usage: fidelity_cases.sh CASE SYNCPLAN PYTHON WORKDIR [MPIEXEC]
 # Environment (tools/runtime-fidelity.sh sets them for longer runs): FIDELITY_ITERATIONS (12 per
-# run), FIDELITY_SKIP (4), FIDELITY_ROUNDS (3 runs of each schedule), FIDELITY_BATCH (4),
+# run), FIDELITY_SKIP (4), FIDELITY_ROUNDS (3 runs of each schedule), FIDELITY_PROFILES (1 CPU
+# profile; the median of that many), FIDELITY_BATCH (4),
 # FIDELITY_SEQ (32), FIDELITY_PERIOD (4), FIDELITY_MEAN_LIMIT, FIDELITY_PROMISE_TOLERANCE and
 # FIDELITY_PROMISE_SPEEDUP (percents, or none: the default), FIDELITY_MPI_OPTIONS (--bind-to none).
 set -euo pipefail
@@ -58,11 +59,12 @@ mpi() {
 # are only the load: they run 105 steps, and the measured one times its 40 steps after 20 warm-up
 # steps, inside their runs however the processes start. One such invocation's step still moved by up
 # to 20% from the next (0.023, 0.025, 0.028 s in three in a row, while the runs computed 0.027-0.029
-# s), so it is done $FIDELITY_PROFILES times (default 3) and profile.json holds each layer's median
-# of them (check_fidelity.py median-profile); profile-K.json and profile-bK.json are round K's.
+# s), so tools/runtime-fidelity.sh does it $FIDELITY_PROFILES = 3 times and profile.json holds each
+# layer's median of them (check_fidelity.py median-profile; the CTest runs, which check no time, do
+# it once); profile-K.json and profile-bK.json are round K's.
 profile_loaded() {
   local args=(profile --model tiny-gpt --device cpu --batch "$batch" --seq "$seq") round k
-  local load=$((${FIDELITY_RANKS:-2} - 1)) rounds_of_profiles="${FIDELITY_PROFILES:-3}" measured=()
+  local load=$((${FIDELITY_RANKS:-2} - 1)) rounds_of_profiles="${FIDELITY_PROFILES:-1}" measured=()
   echo "\$ syncplan ${args[*]} --warmup 20 --repeats 40 (beside $load of the same with --warmup 5" \
     "--repeats 100; $rounds_of_profiles times)"
   for ((round = 1; round <= rounds_of_profiles; ++round)); do

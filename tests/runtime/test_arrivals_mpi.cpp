@@ -52,8 +52,11 @@ void drain(Arrivals& arrivals, double limit_s) {
   }
 }
 
-// Every rank arrives at buckets 0..99; no arrive() takes more than 50 ms (it never waits), and
-// after polling every rank has every other's message and no request is left.
+// Every rank arrives at buckets 0..99; no arrive() takes a second (it never waits for a peer: the
+// missing case below shows that a rank that never arrives holds nobody up; the bound only catches a
+// wait, since 4 ranks on 2 busy cores are descheduled for tens of milliseconds at a time: 50 ms
+// failed once beside two busy loops), and after polling every rank has every other's message and
+// no request is left.
 int arrive_case(const MpiSession& mpi) {
   Arrivals arrivals(mpi);
   double slowest_s = 0;
@@ -68,7 +71,7 @@ int arrive_case(const MpiSession& mpi) {
     if (!arrivals.missing(s).empty()) return fail(mpi.rank(), "bucket " + std::to_string(s) + ": " + missing_ranks_text(arrivals.missing(s)));
   if (arrivals.requests_in_flight() != 0)
     return fail(mpi.rank(), std::to_string(arrivals.requests_in_flight()) + " requests left in flight");
-  if (slowest_s > 0.05) return fail(mpi.rank(), "an arrive() took " + std::to_string(slowest_s) + " s");
+  if (slowest_s > 1.0) return fail(mpi.rank(), "an arrive() took " + std::to_string(slowest_s) + " s");
   std::printf("ok: rank %d: 100 buckets, every rank arrived, 0 requests in flight, slowest arrive %.6f s\n", mpi.rank(),
               slowest_s);
   return 0;

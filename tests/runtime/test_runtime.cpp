@@ -17,12 +17,15 @@
 #include <algorithm>
 #include <numeric>
 #include <chrono>
+#include <filesystem>
+#include <fstream>
 #include <functional>
 #include <optional>
 #include <set>
 #include <string>
 #include <thread>
 #include <vector>
+#include <unistd.h>
 
 using namespace syncplan;
 
@@ -452,7 +455,28 @@ TEST_CASE("train requests are checked before anything is read", "[runtime]") {
   request.checkpoint_dir = "checkpoints";
   CHECK_THROWS_WITH(check_train_request(request), Catch::StartsWith("checkpoint_every: must be >= 1"));
   request.checkpoint_every = 20;
+  // A folder that can be created is checked by creating it and removing it again.
+  const std::filesystem::path base = std::filesystem::temp_directory_path() / ("syncplan-ckcheck-" + std::to_string(::getpid()));
+  request.checkpoint_dir = base / "a" / "b";
   CHECK_NOTHROW(check_train_request(request));
+  CHECK_FALSE(std::filesystem::exists(base));
+  // Issue 24: a file, a path below a file, and a folder under /proc were refused only at the first
+  // save, after training; now before, naming --checkpoint's field and the folder.
+  std::filesystem::create_directories(base);
+  std::ofstream(base / "file") << "x";
+  request.checkpoint_dir = base / "file";
+  CHECK_THROWS_WITH(check_train_request(request), Catch::StartsWith("checkpoint_dir: " + (base / "file").string() +
+                                                                    ": exists and is not a folder"));
+  request.checkpoint_dir = base / "file" / "below";
+  CHECK_THROWS_WITH(check_train_request(request), Catch::StartsWith("checkpoint_dir: ") &&
+                                                      Catch::Contains("cannot create the folder"));
+  request.checkpoint_dir = "/proc/syncplan-checkpoints";
+  CHECK_THROWS_WITH(check_train_request(request), Catch::StartsWith("checkpoint_dir: /proc/syncplan-checkpoints: "));
+  // An existing folder stays as it was: only the probe file came and went.
+  request.checkpoint_dir = base;
+  CHECK_NOTHROW(check_train_request(request));
+  CHECK(std::distance(std::filesystem::directory_iterator(base), std::filesystem::directory_iterator{}) == 1);
+  std::filesystem::remove_all(base);
 }
 
 TEST_CASE("frozen layers are synced by nobody; a tied layer must sync with its carrier", "[runtime]") {

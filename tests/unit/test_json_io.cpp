@@ -386,6 +386,16 @@ TEST_CASE("json: bad sync_delays are refused naming the layer and the field", "[
   SECTION("past the period's end") {
     refused(R"({"name": "a", "sync_iterations": [1], "sync_delays": [1]})", "after the period's last iteration 1");
   }
+  // Near 2^63 (issue 24): h + d overflowed int64 and passed the check (exit 0 with a wrong delay).
+  SECTION("2^63 - 1 and 2^63 - 2 after iterations 1 and 0") {
+    refused(R"({"name": "a", "sync_iterations": [1], "sync_delays": [9223372036854775807]})",
+            "the sync of iteration 1 with delay 9223372036854775807 would end after the period's last iteration 1");
+    refused(R"({"name": "a", "sync_iterations": [0], "sync_delays": [9223372036854775806]})",
+            "with delay 9223372036854775806 would end after");
+  }
+  SECTION("past int64") {
+    refused(R"({"name": "a", "sync_iterations": [0], "sync_delays": [18446744073709551615]})", "whole numbers >= 0");
+  }
   SECTION("with buckets") {
     Json document = plan_document(
         R"([{"name": "a", "sync_iterations": [0], "sync_delays": [1]}, )" + b_and_c + "]");

@@ -314,6 +314,12 @@ if __name__ == "__main__":
     first_row = "           8             2  "  # size 8 B, count 2 floats
     write("allreduce_negative_size.log", good_8.replace(first_row, "          -8            -2  ", 1))
     write("allreduce_zero_count.log", good_8.replace(first_row, "           8             0  ", 1))
+    # Extremes (issue 24): a count whose product with 4 bytes wraps 64 bits to the row's 8 bytes
+    # (2^62 + 2 floats: 2^64 + 8 bytes), and times of 1e-300 us (subnormal seconds).
+    write("allreduce_count_overflow.log",
+          good_8.replace(first_row, "           8  4611686018427387906  ", 1))
+    write("allreduce_tiny_time.log",
+          good_8.replace("    30.00    0.00    0.00       0    30.00", "   1e-300    0.00    0.00       0   1e-300", 1))
     write("allreduce_two_runs.log", good_8 + good_8)  # two runs appended to one file
     write("allreduce_empty.log", "")
     write("allreduce_version_9.json", good_json.replace("{\"version\":2,", "{\"version\":9,", 1) + "\n")
