@@ -1,0 +1,516 @@
+"""Checks syncplan.torch.PlanExecutor on 2 gloo ranks on this machine (run by torch_case.sh with a Python that has torch).
+
+usage: check_executor.py semantics|strategies|overlap|bad|logs --syncplan BIN --workdir DIR
+
+Without RANK in the environment the script starts 2 ranks of itself (127.0.0.1, a free port) and
+checks their exit codes; each rank runs the mode's checks and prints FAIL lines. Every expected value
+is computed here independently of the executor: the averages by hand from every rank's parameters
+(all_gather on a group of the test's own), the synced layers from the plan file's fields.
+
+  semantics   a hand-written tiny-gpt plan (H = 3) and the same plan with fused buckets: after
+              before_step of iteration h the layers the plan syncs at h are bit-identical on every
+              rank and equal (a + b) / 2 of the ranks' pre-sync values; from iteration 1 on, the
+              other layers with parameters differ between the ranks; the all-reduces counted by a
+              wrapper of torch.distributed.all_reduce equal the plan's buckets of h, one per bucket;
+              a skipped step (after_step(stepped=False)) keeps the counter and syncs h again.
+  strategies  ssgd and wfbp against a hand-written loop that averages every gradient before the
+              step (bit for bit, AdamW); flsgd (H = 2) against a hand-written average of the whole
+              model after every 2nd step (bit for bit) and against PyTorch's PeriodicModelAverager
+              (period 2, warmup_steps 1: it averages after steps 1, 3, ...) within 1e-6 relative.
+  overlap     a model whose output layer (first in backprop order) holds 4M parameters, synced in
+              iteration 0 of H = 2: its all-reduce is launched before loss.backward() returns and
+              the iteration's wait_s is less than that all-reduce's own duration (launch to seen
+              complete), so part of it ran during the rest of the backprop.
+  bad         syncplan.torch_train's checks before training (exit 2, one line naming the thing):
+              unreadable and malformed plans, a plan layer that is not a module, a module with
+              parameters the plan does not name, a profile's parameter count that is not the
+              model's; a profile of another world size is a warning (exit 0).
+  logs        tiny-gpt on the GPL-3 text: `mpirun -np 2 syncplan run` and syncplan.torch_train of
+              the same plan (dp, fused buckets) and strategies: per iteration and rank the same
+              synced_layers and buckets, which are the plan's; `syncplan compare` reads the torch
+              log against `syncplan simulate`'s result.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+PACKAGE = os.path.join(ROOT, "python")
+sys.path.insert(0, PACKAGE)
+RANKS = 2
+RANK_TIMEOUT_S = 150
+
+
+class Checks:
+    def __init__(self, label):
+        self.label = label
+        self.failures = 0
+
+    def check(self, condition, message):
+        if not condition:
+            self.failures += 1
+            print(f"FAIL [{self.label}]: {message}", flush=True)
+        return condition
+
+
+# --------------------------------------------------------------------------------------------------
+# Running ranks
+# --------------------------------------------------------------------------------------------------
+
+def free_port():
+    import socket
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+def spawn(mode, workdir, ranks=RANKS):
+    """Runs `ranks` copies of this script's rank part; returns their exit codes."""
+    environment = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(ranks),
+                       PYTHONPATH=PACKAGE)
+    processes = [subprocess.Popen([sys.executable, __file__, mode, "--workdir", workdir],
+                                  env=dict(environment, RANK=str(r))) for r in range(ranks)]
+    codes = []
+    for process in processes:
+        try:
+            codes.append(process.wait(timeout=RANK_TIMEOUT_S))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            codes.append("timeout")
+    return codes
+
+
+def init_rank():
+    import datetime
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]),
+                            timeout=datetime.timedelta(seconds=60))
+    # The test's own group: its gathers are not counted with the executor's all-reduces.
+    return torch, dist, dist.new_group(backend="gloo")
+
+
+def gather(dist, group, tensor):
+    """Every rank's copy of `tensor`, rank order."""
+    import torch
+    copies = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
+    dist.all_gather(copies, tensor.detach().contiguous(), group=group)
+    return copies
+
+
+def tiny_gpt_layers(model):
+    """tiny-gpt's layers in forward call order (docs/models.md section 2), by hand."""
+    names = ["transformer.wte", "transformer.wpe", "transformer.drop"]
+    for n in range(model.blocks):
+        block = f"transformer.h.{n}."
+        names += [block + s for s in ("ln_1", "attn.c_attn", "attn.attn_dropout", "attn.c_proj", "attn.resid_dropout",
+                                      "ln_2", "mlp.c_fc", "mlp.act", "mlp.c_proj", "mlp.dropout")]
+    return names + ["transformer.ln_f", "lm_head"]
+
+
+def owning(model, names):
+    """The layers with parameters of their own (lm_head's weight is wte's: none of its own)."""
+    modules = dict(model.named_modules())
+    return [n for n in names if list(modules[n].parameters(recurse=False)) and n != "lm_head"]
+
+
+def hand_plan(model, period, fused):
+    """H = period: owning layer k (in backprop order) syncs in iteration k mod H, wte twice (0 and
+    the last), lm_head as wte, layers without parameters in 0. fused: per iteration the owning
+    layers of h in backprop order, cut into buckets of 3."""
+    names = tiny_gpt_layers(model)
+    own = owning(model, names)
+    backprop = list(reversed(own))
+    iterations = {name: [k % period] for k, name in enumerate(backprop)}
+    iterations["transformer.wte"] = sorted({iterations["transformer.wte"][0], period - 1})
+    layers = [{"name": n, "sync_iterations": iterations.get(n, iterations["transformer.wte"] if n == "lm_head" else [0])}
+              for n in names]
+    plan = {"format": "syncplan.plan/v1", "model": "tiny-gpt", "period": period, "algorithm": "hand", "layers": layers}
+    if fused:
+        per_h = [[n for n in backprop if h in iterations[n]] for h in range(period)]
+        plan["buckets"] = {"alpha_s": 0.0, "iterations": [[synced[i:i + 3] for i in range(0, len(synced), 3)]
+                                                          for synced in per_h]}
+    return plan
+
+
+# --------------------------------------------------------------------------------------------------
+# semantics (a, b)
+# --------------------------------------------------------------------------------------------------
+
+def rank_semantics(workdir):
+    torch, dist, group = init_rank()
+    from syncplan.models import tiny_gpt
+    from syncplan.torch import PlanExecutor
+    rank = dist.get_rank()
+    checks = Checks(f"semantics rank {rank}")
+    calls = []
+    real_all_reduce = dist.all_reduce
+
+    def counting_all_reduce(tensor, *args, **kwargs):
+        calls.append(tensor.numel())
+        return real_all_reduce(tensor, *args, **kwargs)
+
+    dist.all_reduce = counting_all_reduce  # the executor looks torch.distributed.all_reduce up per call
+    for fused in (False, True):
+        model = tiny_gpt(seed=0)
+        plan = hand_plan(model, 3, fused)
+        path = os.path.join(workdir, f"plan-{'fused' if fused else 'plain'}.json")
+        if rank == 0:
+            with open(path, "w") as out:
+                json.dump(plan, out)
+        dist.barrier(group=group)
+        executor = PlanExecutor(model, path)
+        modules = dict(model.named_modules())
+        own = owning(model, tiny_gpt_layers(model))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=0.01)
+        torch.manual_seed(100 + rank)
+        skipped = False
+        for step in range(6):
+            h = executor.position
+            expected_layers = [n for n in reversed(own) if h in next(l["sync_iterations"] for l in plan["layers"]
+                                                                     if l["name"] == n)]
+            expected_buckets = (plan["buckets"]["iterations"][h] if fused else [[n] for n in expected_layers])
+            tokens = torch.randint(0, 256, (2, 16))
+            loss = model.example_loss(model(tokens), (tokens,))
+            del calls[:]
+            loss.backward()
+            # The pre-sync values: the executor launched its all-reduces from copies; the parameters
+            # themselves are untouched until before_step.
+            before = {n: [gather(dist, group, p) for p in modules[n].parameters(recurse=False)] for n in own}
+            executor.before_step()
+            checks.check(len(calls) == len(expected_buckets),
+                         f"{'fused' if fused else 'plain'} iteration {executor.iteration} (h {h}): {len(calls)} "
+                         f"all-reduces, expected one per bucket: {len(expected_buckets)}")
+            bucket_sizes = [sum(p.numel() for n in b for p in modules[n].parameters(recurse=False))
+                            for b in expected_buckets]
+            # Launch order is autograd's order of gradient readiness; compare as multisets.
+            checks.check(sorted(calls) == sorted(bucket_sizes), f"all-reduce sizes {calls}, the buckets' {bucket_sizes}")
+            for n in own:
+                for p, copies in zip(modules[n].parameters(recurse=False), before[n]):
+                    now = gather(dist, group, p)
+                    if n in expected_layers:
+                        average = (copies[0] + copies[1]) / 2  # 2 ranks: gloo's sum then / 2, exact
+                        checks.check(torch.equal(p.detach(), average),
+                                     f"iteration {executor.iteration}: {n} is not the average of the ranks' values")
+                        checks.check(torch.equal(now[0], now[1]), f"iteration {executor.iteration}: {n} differs")
+                    elif executor.iteration >= 1:
+                        checks.check(not torch.equal(now[0], now[1]),
+                                     f"iteration {executor.iteration}: {n} (not synced in h {h}) is equal on both ranks")
+                        checks.check(torch.equal(p.detach(), copies[rank]), f"{n} changed without a sync")
+            if step == 2 and not skipped:
+                # A skipped step (a GradScaler's on inf: no optimizer.step()): the counter stays and
+                # the retried iteration syncs h again (checked by the next loop's expectations).
+                skipped = True
+                iteration = executor.iteration
+                executor.after_step(stepped=False)
+                checks.check(executor.iteration == iteration and executor.skipped_steps == 1,
+                             f"a skipped step moved the counter to {executor.iteration}")
+                optimizer.zero_grad(set_to_none=True)
+                continue
+            optimizer.step()
+            executor.after_step(loss=loss)
+            optimizer.zero_grad(set_to_none=True)
+        logged = [(r["iteration"], r["buckets"]) for r in executor.records]
+        plan_buckets = [(i, plan["buckets"]["iterations"][i % 3] if fused else
+                         [[n] for n in reversed(own) if i % 3 in next(l["sync_iterations"] for l in plan["layers"]
+                                                                      if l["name"] == n)]) for i in range(5)]
+        checks.check(logged == plan_buckets, f"logged buckets {logged[:2]}..., the plan's {plan_buckets[:2]}...")
+        executor.remove()
+    dist.all_reduce = real_all_reduce
+    return checks
+
+
+# --------------------------------------------------------------------------------------------------
+# strategies (c)
+# --------------------------------------------------------------------------------------------------
+
+def rank_strategies(workdir):
+    torch, dist, group = init_rank()
+    from syncplan.models import tiny_gpt
+    from syncplan.torch import PlanExecutor
+    from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
+    rank, world = dist.get_rank(), dist.get_world_size()
+    checks = Checks(f"strategies rank {rank}")
+    torch.manual_seed(200 + rank)
+    batches = [torch.randint(0, 256, (2, 16)) for _ in range(4)]
+
+    def train(model, step_fn):
+        optimizer = torch.optim.AdamW(model.parameters(), lr=0.01)
+        for i, tokens in enumerate(batches):
+            loss = model.example_loss(model(tokens), (tokens,))
+            loss.backward()
+            step_fn(i, optimizer, loss)
+            optimizer.zero_grad(set_to_none=True)
+        return model
+
+    def hand_gradients(i, optimizer, loss, model=None):
+        for p in optimizer.param_groups[0]["params"]:
+            dist.all_reduce(p.grad, group=group)
+            p.grad.div_(world)
+        optimizer.step()
+
+    reference = train(tiny_gpt(seed=0), hand_gradients)
+    for strategy in ("ssgd", "wfbp"):
+        model = tiny_gpt(seed=0)
+        executor = PlanExecutor(model, strategy, period=1)
+        train(model, lambda i, optimizer, loss: executor.step(optimizer, loss=loss))
+        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+            checks.check(torch.equal(p, q), f"{strategy}: {name} differs from the hand-written gradient averaging "
+                                            f"(max |diff| {float((p - q).abs().max()):.3g})")
+        executor.remove()
+
+    period = 2
+
+    def hand_average(i, optimizer, loss):
+        optimizer.step()
+        if i % period == period - 1:
+            with torch.no_grad():
+                for p in optimizer.param_groups[0]["params"]:
+                    copies = gather(dist, group, p)
+                    p.copy_((copies[0] + copies[1]) / 2)
+
+    reference = train(tiny_gpt(seed=0), hand_average)
+    averager = PeriodicModelAverager(period=period, warmup_steps=period - 1, process_group=group)
+
+    def torch_average(i, optimizer, loss):
+        optimizer.step()
+        averager.average_parameters(optimizer.param_groups[0]["params"])  # before zero_grad: 1.13 skips grad None
+
+    torch_reference = train(tiny_gpt(seed=0), torch_average)
+    model = tiny_gpt(seed=0)
+    executor = PlanExecutor(model, "flsgd", period=period)
+    train(model, lambda i, optimizer, loss: executor.step(optimizer, loss=loss))
+    for (name, p), q, t in zip(model.named_parameters(), reference.parameters(), torch_reference.parameters()):
+        checks.check(torch.equal(p, q), f"flsgd: {name} differs from the hand-written whole-model average")
+        relative = float((p - t).abs().max() / t.abs().max().clamp(min=1e-30))
+        checks.check(relative <= 1e-6, f"flsgd: {name} differs from PeriodicModelAverager's by {relative:.3g} relative")
+        copies = gather(dist, group, p)
+        checks.check(torch.equal(copies[0], copies[1]), f"flsgd: {name} differs between the ranks after step 3")
+    synced = [r["synced_layers"] for r in executor.records]
+    checks.check([bool(s) for s in synced] == [False, True, False, True], f"flsgd synced in {synced}")
+    return checks
+
+
+# --------------------------------------------------------------------------------------------------
+# overlap (e)
+# --------------------------------------------------------------------------------------------------
+
+def rank_overlap(workdir):
+    torch, dist, group = init_rank()
+    from syncplan.torch import PlanExecutor
+    rank = dist.get_rank()
+    checks = Checks(f"overlap rank {rank}")
+    nn = torch.nn
+
+    class Deep(nn.Module):
+        """8 small layers, then a large output layer (8192 x 512 + 8192 = 4,202,496 parameters,
+        16.8 MB in fp32): its gradient is ready first in backprop, and its all-reduce runs while the
+        8 small layers' backward does."""
+
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(*[nn.Linear(512, 512) for _ in range(8)])
+            self.head = nn.Linear(512, 8192)
+
+        def forward(self, x):
+            return self.head(torch.tanh(self.body(x)))
+
+    torch.manual_seed(0)
+    model = Deep()
+    names = [f"body.{i}" for i in range(8)] + ["head"]
+    plan = {"format": "syncplan.plan/v1", "model": "deep", "period": 2, "algorithm": "hand",
+            "layers": [{"name": n, "sync_iterations": [0 if n == "head" else 1]} for n in names]}
+    executor = PlanExecutor(model, plan)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    torch.manual_seed(300 + rank)
+    x = torch.randn(256, 512)
+    for step in range(4):
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        backward_end = time.perf_counter()
+        executor.step(optimizer, loss=loss)
+        optimizer.zero_grad(set_to_none=True)
+        if step % 2 == 0:
+            (head,) = executor.last_buckets
+            duration = head["complete_s"] - head["launch_s"]
+            wait = executor.last_iteration["wait_s"]
+            print(f"rank {rank} step {step}: head all-reduce {duration * 1e3:.2f} ms, launched "
+                  f"{(backward_end - head['launch_s']) * 1e3:.2f} ms before backward ended; wait_s {wait * 1e3:.2f} ms")
+            checks.check(head["layers"] == ["head"], f"bucket {head['layers']}")
+            checks.check(head["launch_s"] < backward_end, "the head's all-reduce started after the backprop")
+            checks.check(wait < duration, f"wait_s {wait:.6f} s is not below the all-reduce's {duration:.6f} s: "
+                                          "no overlap")
+    return checks
+
+
+# --------------------------------------------------------------------------------------------------
+# bad (f): the driver's checks before training
+# --------------------------------------------------------------------------------------------------
+
+def run_train(args, workdir, timeout=120):
+    environment = dict(os.environ, PYTHONPATH=PACKAGE)
+    command = [sys.executable, "-m", "syncplan.torch_train", "--nproc", "2", "--iterations", "2", "--seq", "16", *args]
+    print("$ " + " ".join(command[1:]), flush=True)
+    return subprocess.run(command, cwd=workdir, env=environment, capture_output=True, text=True, timeout=timeout)
+
+
+def check_bad(workdir, checks):
+    from syncplan.models import tiny_gpt
+    model = tiny_gpt(seed=0)
+    names = tiny_gpt_layers(model)
+    good = hand_plan(model, 2, fused=False)
+
+    def write(name, document):
+        path = os.path.join(workdir, name)
+        with open(path, "w") as out:
+            out.write(document if isinstance(document, str) else json.dumps(document))
+        return path
+
+    unknown = json.loads(json.dumps(good))
+    unknown["layers"][5]["name"] = "transformer.h.0.attn.c_atn"
+    missing = json.loads(json.dumps(good))
+    missing["layers"] = [l for l in missing["layers"] if l["name"] != "transformer.ln_f"]
+    period = json.loads(json.dumps(good))
+    period["period"] = 0
+    own = {name: sum(p.numel() for p in module.parameters(recurse=False))
+           for name, module in model.named_modules() if name in names}
+    profile = {"format": "syncplan.profile/v1", "model": "tiny-gpt", "source": "test", "workers": 2,
+               "layers": [dict({"name": n, "param_count": 0 if n == "lm_head" else own[n]},
+                               **({"tied_to": "transformer.wte"} if n == "lm_head" else {})) for n in names]}
+    wrong_count = json.loads(json.dumps(profile))
+    wrong_count["layers"][4]["param_count"] += 1  # transformer.h.0.attn.c_attn: 49,536 by hand
+    other_world = json.loads(json.dumps(profile))
+    other_world["workers"] = 8
+    plan = write("good.json", good)
+    cases = [
+        ("no plan file", ["--plan", "absent.json"], "absent.json: cannot read the plan"),
+        ("not JSON", ["--plan", write("broken.json", "{\"format\": ")], "broken.json: not a JSON plan"),
+        ("period 0", ["--plan", write("period.json", period)], "field 'period'"),
+        ("unknown layer", ["--plan", write("unknown.json", unknown)],
+         "layer 'transformer.h.0.attn.c_atn' is not a module of the model"),
+        ("unplanned module", ["--plan", write("missing.json", missing)],
+         "module 'transformer.ln_f' has 256 parameters that no layer of the plan owns"),
+        ("parameter count", ["--plan", plan, "--profile", write("count.json", wrong_count)],
+         "layer 'transformer.h.0.attn.c_attn': field 'param_count': 49537"),
+        ("unknown strategy", ["--strategy", "dream", "--period", "2"], "strategy: unknown 'dream'"),
+    ]
+    for label, args, text in cases:
+        result = run_train(args, workdir)
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        checks.check(result.returncode == 2, f"{label}: exit {result.returncode}, expected 2 ({result.stderr.strip()[-300:]})")
+        checks.check(len(lines) == 1 and text in lines[0], f"{label}: expected one line with '{text}', got {lines}")
+    # unplanned accepted on request
+    result = run_train(["--plan", write("missing.json", missing), "--allow-unplanned"], workdir)
+    checks.check(result.returncode == 0, f"--allow-unplanned: exit {result.returncode} ({result.stderr.strip()[-300:]})")
+    result = run_train(["--plan", plan, "--profile", write("world.json", other_world)], workdir)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    checks.check(result.returncode == 0, f"other world size: exit {result.returncode}, expected 0 (a warning)")
+    checks.check(len(lines) == 1 and "measured for 8 workers, this group has 2" in lines[0],
+                 f"other world size: expected one warning line, got {lines}")
+    result = run_train(["--plan", plan, "--profile", write("profile.json", profile)], workdir)
+    checks.check(result.returncode == 0, f"the good plan and profile: exit {result.returncode} ({result.stderr[-300:]})")
+
+
+# --------------------------------------------------------------------------------------------------
+# logs (d) and compare (item 3)
+# --------------------------------------------------------------------------------------------------
+
+TEXT = "/usr/share/common-licenses/GPL-3"
+
+
+def read_log(path):
+    with open(path) as log:
+        return {(line["iteration"], line["rank"]): line for line in map(json.loads, log) if line}
+
+
+def check_logs(workdir, checks, syncplan):
+    import shutil
+    mpirun = shutil.which("mpirun")
+    if not os.path.isfile(TEXT) or mpirun is None or not os.access(syncplan, os.X_OK):
+        print(f"SKIP: logs needs {TEXT}, mpirun and the syncplan binary")
+        return 77
+    cluster = os.path.join(ROOT, "tests", "runtime", "data", "emulated-2ranks-1gbps.json")
+    common = ["--model", "tiny-gpt", "--data", TEXT, "--batch", "4", "--seq", "32", "--iterations", "8"]
+
+    def run(command, what):
+        print("$ " + " ".join(command), flush=True)
+        result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=240,
+                                env=dict(os.environ, PYTHONPATH=PACKAGE, OMPI_ALLOW_RUN_AS_ROOT="1",
+                                         OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))
+        checks.check(result.returncode == 0, f"{what}: exit {result.returncode}: {result.stderr.strip()[-500:]}")
+        return result.returncode == 0
+
+    if not run([syncplan, "plan", "--model", "tiny-gpt", "--cluster", cluster, "--period", "4", "--algorithm", "dp",
+                "--fuse-buckets", "-o", "plan.json", "--profile-out", "profile.json"], "syncplan plan"):
+        return 1
+    with open(os.path.join(workdir, "plan.json")) as plan_file:
+        plan = json.load(plan_file)
+    sources = [("plan", ["--plan", "plan.json"]), ("plsgd-even", ["--strategy", "plsgd-even", "--period", "4"]),
+               ("flsgd", ["--strategy", "flsgd", "--period", "4"]), ("wfbp", ["--strategy", "wfbp", "--period", "1"])]
+    for name, source in sources:
+        ran = run([mpirun, "--oversubscribe", "-np", "2", "--bind-to", "none", syncplan, "run", *source, *common,
+                   "--log", f"{name}.run.jsonl"], f"syncplan run {name}")
+        profile = ["--profile", "profile.json"] if name == "plan" else []
+        trained = run([sys.executable, "-m", "syncplan.torch_train", "--nproc", "2", *source, *common, *profile,
+                       "--log", f"{name}.torch.jsonl"], f"torch_train {name}")
+        if not (ran and trained):
+            continue
+        mpi, torch_log = read_log(os.path.join(workdir, f"{name}.run.jsonl")), read_log(os.path.join(workdir, f"{name}.torch.jsonl"))
+        checks.check(sorted(mpi) == sorted(torch_log) == [(i, r) for i in range(8) for r in range(2)],
+                     f"{name}: iterations and ranks logged: run {sorted(mpi)[:3]}..., torch {sorted(torch_log)[:3]}...")
+        for key in sorted(mpi):
+            if key not in torch_log:
+                continue
+            for field in ("synced_layers", "buckets"):
+                checks.check(mpi[key][field] == torch_log[key][field],
+                             f"{name}: iteration {key[0]} rank {key[1]}: {field} differ: run {mpi[key][field][:4]}..., "
+                             f"torch {torch_log[key][field][:4]}...")
+        if name == "plan":
+            for (iteration, rank), line in torch_log.items():
+                expected = plan["buckets"]["iterations"][iteration % 4]
+                checks.check(line["buckets"] == expected, f"plan: iteration {iteration}: buckets {line['buckets']}, "
+                                                          f"the plan's {expected}")
+            if run([syncplan, "simulate", "--profile", "profile.json", "--plan", "plan.json", "--cluster", cluster,
+                    "--iterations", "8", "-o", "predicted.json"], "syncplan simulate"):
+                run([syncplan, "compare", "predicted.json", "plan.torch.jsonl", "--skip", "4"], "syncplan compare")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------
+
+RANK_MODES = {"semantics": rank_semantics, "strategies": rank_strategies, "overlap": rank_overlap}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=sorted(list(RANK_MODES) + ["bad", "logs"]))
+    parser.add_argument("--syncplan")
+    parser.add_argument("--workdir", required=True)
+    args = parser.parse_args()
+    if "RANK" in os.environ:
+        checks = RANK_MODES[args.mode](args.workdir)
+        return 1 if checks.failures else 0
+    os.makedirs(args.workdir, exist_ok=True)
+    start = time.monotonic()
+    checks = Checks(args.mode)
+    if args.mode in RANK_MODES:
+        codes = spawn(args.mode, args.workdir)
+        checks.check(codes == [0] * RANKS, f"rank exit codes {codes}")
+    elif args.mode == "bad":
+        check_bad(args.workdir, checks)
+    else:
+        code = check_logs(args.workdir, checks, args.syncplan)
+        if code == 77:
+            return 77
+    print(f"{args.mode}: {'FAILED' if checks.failures else 'passed'} in {time.monotonic() - start:.1f} s")
+    return 1 if checks.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
