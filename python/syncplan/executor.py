@@ -41,6 +41,18 @@ def _own_parameters(module):
     return list(module.parameters(recurse=False))
 
 
+def _first_tensor(torch, value):
+    """The first tensor in a module's output (a tensor, or nested tuples, lists and dicts), or None."""
+    if isinstance(value, torch.Tensor):
+        return value
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, (tuple, list)) else ()
+    for item in items:
+        found = _first_tensor(torch, item)
+        if found is not None:
+            return found
+    return None
+
+
 class _Layer:
     """One layer: its module, the parameters it owns (first owner in forward order) and which of
     them are averaged (the trainable ones)."""
@@ -63,8 +75,9 @@ class _Layer:
 class _BucketState:
     """A bucket of the schedule with its flat buffer (allocated once) and what is in flight."""
 
-    def __init__(self, bucket, params, torch):
+    def __init__(self, bucket, index, params, torch):
         self.bucket = bucket
+        self.index = index     # its place in its iteration's issue order (the sync order of corrections)
         self.params = params
         dtypes = {(p.dtype, p.device) for p in params}
         if len(dtypes) != 1:
@@ -79,6 +92,9 @@ class _BucketState:
         self.numel = offset
         self.bytes = offset * params[0].element_size()
         self.flat = torch.empty(offset, dtype=dtype, device=device)
+        # A delayed sync's snapshot s of the parameters at launch (docs/time-model.md section 13).
+        self.snapshot = torch.empty_like(self.flat) if bucket.delay > 0 else None
+        self.launch_iteration = None
         self.work = None
         self.done = False      # averaged and written back
         self.launch_s = None
@@ -158,11 +174,18 @@ class PlanExecutor:
         except PlanError as problem:
             error = str(problem)
         self._agree(error, fingerprint)
+        self._origin_s = self._clock()   # the trace's zero: just after the ranks agreed (a collective)
+        self._trace_events = []          # this rank's measured trace events (write_trace)
+        self._marks = {}                 # this iteration's times: forward_end, backward_start, ...
+        self._ready = []                 # (layer name, time its gradients were all accumulated)
+        self._delayed = []               # delayed syncs in flight: (due iteration, state)
+        self._applied = []               # this iteration's applied averages (the log's `applied`)
         if self._layers is None:
             self._record_call_order()
         else:
             self._prepare()
         self._handles.append(model.register_forward_pre_hook(self._forward_starts))
+        self._handles.append(model.register_forward_hook(self._forward_ends))
 
     # -- checks -------------------------------------------------------------------------------------
     def _read_profile(self, profile):
@@ -288,9 +311,9 @@ class PlanExecutor:
         self._states = []
         for buckets in self.schedule.iterations:
             states = []
-            for bucket in buckets:
+            for index, bucket in enumerate(buckets):
                 params = [p for name in bucket.layers for p in by_name[name].trainable]
-                states.append(_BucketState(bucket, params, self._torch))
+                states.append(_BucketState(bucket, index, params, self._torch))
             self._states.append(states)
         # Per position h: layer name -> indices of h's LAYER_DONE buckets that hold it.
         self._buckets_of = []
@@ -347,12 +370,20 @@ class PlanExecutor:
         if self._iteration_start is None:
             self._iteration_start = self._clock()
 
+    def _forward_ends(self, module, inputs, output):
+        """Marks the forward's end, and the backprop's start with a hook on the output's gradient."""
+        self._marks["forward_end"] = self._clock()
+        tensor = _first_tensor(self._torch, output)
+        if tensor is not None and tensor.requires_grad:
+            tensor.register_hook(lambda grad: self._marks.setdefault("backward_start", self._clock()))
+
     def _parameter_ready(self, index):
         """A parameter's gradient is accumulated; when its layer's last one is, launches every
         LAYER_DONE bucket of h whose layers are now all done."""
         self._remaining[index] -= 1
         if self._remaining[index] != 0:
             return
+        self._ready.append((self._layers[index].name, self._clock()))
         h = self.position
         for b in self._buckets_of[h].get(self._layers[index].name, ()):
             self._bucket_left[b] -= 1
@@ -371,6 +402,10 @@ class PlanExecutor:
                 state.flat[offset:offset + count].zero_()  # no gradient this iteration: contributes 0
             else:
                 state.flat[offset:offset + count].copy_(source.reshape(-1))
+        if state.snapshot is not None:
+            state.snapshot.copy_(state.flat)
+            self._delayed.append((self.iteration + state.bucket.delay, state))
+        state.launch_iteration = self.iteration
         state.launch_s = self._clock()
         state.work = self._dist.all_reduce(state.flat, op=self._op, group=self.group, async_op=True)
         try:
@@ -379,9 +414,11 @@ class PlanExecutor:
             pass
         self._launched.append(state)
 
-    def _finish(self, state):
-        """Waits for a bucket's all-reduce and writes the average back into the gradients or
-        parameters. SyncError naming the rank, iteration and bucket when it fails or times out."""
+    def _finish(self, state, apply=True):
+        """Waits for a bucket's all-reduce and writes the average m back into the gradients or
+        parameters: p <- m, or for a delayed sync the correction p <- p + (m - s) with s its snapshot
+        (docs/time-model.md section 13); with apply=False only waits (a dropped sync). SyncError
+        naming the rank, iteration and bucket when it fails or times out."""
         try:
             state.work.wait()
         except RuntimeError as error:
@@ -391,12 +428,17 @@ class PlanExecutor:
         state.done = True
         if state.complete_s is None:
             state.complete_s = self._clock()
+        if not apply:
+            return
         if self._average_op is None:
             state.flat.div_(self.world_size)
         gradients = self.schedule.kind == schedules.GRADIENTS
         for p, offset, count in state.slices:
             average = state.flat[offset:offset + count].view_as(p)
-            if gradients:
+            if state.snapshot is not None:
+                with self._torch.no_grad():
+                    p.add_(average - state.snapshot[offset:offset + count].view_as(p))
+            elif gradients:
                 if p.grad is None:
                     p.grad = average.clone()
                 else:
@@ -404,6 +446,11 @@ class PlanExecutor:
             else:
                 with self._torch.no_grad():
                     p.copy_(average)
+        if self.schedule.delayed:
+            self._applied.append({"iteration": state.launch_iteration, "layers": list(state.bucket.layers),
+                                  "delay": state.bucket.delay, "start_s": state.launch_s - self._origin_s,
+                                  "end_s": state.complete_s - self._origin_s,
+                                  "applied_s": self._clock() - self._origin_s})
 
     def before_step(self):
         """Before optimizer.step(): launches the buckets of h not launched yet (S-SGD's, or any whose
@@ -411,13 +458,23 @@ class PlanExecutor:
         the averages back. SyncError when one fails or times out."""
         start = self._clock()
         self._ensure_ready()
+        self._marks["before_step"] = start
         for state in self._states[self.position]:
             if state.work is None and state.bucket.launch != schedules.AFTER_STEP:
                 self._launch(state)
         for state in list(self._launched):
-            if not state.done:
+            if not state.done and state.snapshot is None:
                 self._finish(state)
-        self._wait_s += self._clock() - start
+        # The delayed syncs due now, in sync order (launch iteration, then issue order), after this
+        # iteration's own averages (docs/runtime.md section 11).
+        due = sorted((entry for entry in self._delayed if entry[0] == self.iteration),
+                     key=lambda entry: (entry[1].launch_iteration, entry[1].index))
+        self._delayed = [entry for entry in self._delayed if entry[0] != self.iteration]
+        for _, state in due:
+            self._finish(state)
+            self._trace_allreduce(state)
+        self._marks["step"] = self._clock()
+        self._wait_s += self._marks["step"] - start
 
     def after_step(self, loss=None, stepped=True):
         """After optimizer.step(): with `stepped` (the step ran), averages flsgd's buckets (after the
@@ -427,17 +484,18 @@ class PlanExecutor:
         retried iteration syncs the same layers again: no sync is lost."""
         start = self._clock()
         self._ensure_ready()
+        self._marks["after_step"] = start
         if not stepped:
             for state in self._launched:  # every rank must complete what it started
                 if not state.done:
-                    self._finish(state)
+                    self._finish(state, apply=state.snapshot is None)
+            # This attempt's delayed syncs are dropped: the retried iteration starts them again.
+            self._delayed = [entry for entry in self._delayed if entry[1] not in self._launched]
             self.skipped_steps += 1
-            self._wait_s = 0.0
-            self._iteration_start = None
-            self._begin_iteration()
+            self._next_iteration()
             return
         for state in self._launched:  # launched and not waited for: before_step was not called
-            if not state.done:
+            if not state.done and state.snapshot is None:
                 self._finish(state)
         for state in self._states[self.position]:
             if state.bucket.launch == schedules.AFTER_STEP:
@@ -447,9 +505,21 @@ class PlanExecutor:
         self._wait_s += end - start
         self._record(loss, end)
         self.iteration += 1
+        self._next_iteration()
+
+    def _next_iteration(self):
         self._wait_s = 0.0
         self._iteration_start = None
+        self._marks, self._ready, self._applied = {}, [], []
         self._begin_iteration()
+
+    def drain(self):
+        """Waits for the delayed syncs still in flight and drops them: a run that ends inside a
+        period never runs the steps they were due before (docs/runtime.md section 11). Every rank
+        must call it (each completes the collectives it started); write_log calls it."""
+        for _, state in self._delayed:
+            self._finish(state, apply=False)
+        self._delayed = []
 
     def step(self, optimizer, scaler=None, loss=None):
         """before_step(), the step, after_step(): `optimizer.step()`, or with a GradScaler
@@ -483,15 +553,81 @@ class PlanExecutor:
             if not math.isfinite(loss):
                 loss = None
         buckets = [list(state.bucket.layers) for state in self._states[self.position]]
-        self.records.append({"iteration": self.iteration, "rank": self.rank, "loss": loss,
-                             "iteration_s": iteration_s, "compute_s": iteration_s - wait_s, "wait_s": wait_s,
-                             "synced_layers": [name for bucket in buckets for name in bucket], "buckets": buckets})
+        line = {"iteration": self.iteration, "rank": self.rank, "loss": loss,
+                "iteration_s": iteration_s, "compute_s": iteration_s - wait_s, "wait_s": wait_s,
+                "synced_layers": [name for bucket in buckets for name in bucket], "buckets": buckets}
+        if self.schedule.delayed:  # docs/formats.md "Training log": sync_delays and applied
+            line["sync_delays"] = [state.bucket.delay for state in self._states[self.position]]
+            line["applied"] = self._applied
+        self.records.append(line)
         self.last_iteration = {"start_s": start, "end_s": end, "wait_s": wait_s}
         self.last_buckets = [{"layers": list(state.bucket.layers), "bytes": state.bytes,
                               "launch_s": state.launch_s, "complete_s": state.complete_s}
                              for state in self._states[self.position] if state.launch_s is not None]
+        self._trace_iteration(start, end)
 
     # -- records ------------------------------------------------------------------------------------
+    def _event(self, name, category, tid, start_s, end_s, args, iteration=None):
+        microseconds_per_second = 1e6
+        self._trace_events.append({"name": name, "cat": category, "ph": "X", "pid": self.rank, "tid": tid,
+                                   "ts": (start_s - self._origin_s) * microseconds_per_second,
+                                   "dur": max(0.0, end_s - start_s) * microseconds_per_second,
+                                   "args": dict(args, iteration=self.iteration if iteration is None else iteration)})
+
+    def _trace_iteration(self, start, end):
+        """The iteration's events in `syncplan run --trace`'s schema (docs/formats.md "Measured
+        trace", runtime/trace.hpp): tid 0 the forward (the whole model: the executor does not time
+        each module's forward), "backward NAME" from one synced layer's gradients being ready to the
+        next one's (so a span holds the backward of the layers without parameters before it), and
+        "update" (the optimizer step); tid 1 one event per all-reduce, launch to seen complete."""
+        marks = self._marks
+        forward_end = marks.get("forward_end", start)
+        self._event("forward (whole model)", "forward", 0, start, forward_end, {"layer": "(whole model)"})
+        previous = marks.get("backward_start", forward_end)
+        for name, ready in self._ready:
+            self._event(f"backward {name}", "backward", 0, previous, ready, {"layer": name})
+            previous = ready
+        if "step" in marks and "after_step" in marks:
+            self._event("update", "update", 0, marks["step"], marks["after_step"], {})
+        for state in self._states[self.position]:
+            if state.launch_s is not None and state.snapshot is None:
+                self._trace_allreduce(state)
+
+    def _trace_allreduce(self, state):
+        """The all-reduce event of a completed bucket, filed under its launch iteration; a delayed
+        one (written when applied) with args delay and applied_iteration."""
+        layers = state.bucket.layers
+        name = "all-reduce " + layers[0] + (f" .. {layers[-1]} ({len(layers)} layers)" if len(layers) > 1 else "")
+        args = {"layer": layers[0]} if len(layers) == 1 else {"layers": list(layers)}
+        args["bytes"] = state.bytes
+        if state.snapshot is not None:
+            args.update(delay=state.bucket.delay, applied_iteration=state.launch_iteration + state.bucket.delay)
+        self._event(name, "allreduce", 1, state.launch_s, state.complete_s, args, state.launch_iteration)
+
+    def write_trace(self, path, about=None):
+        """Collective: rank 0 writes every rank's events as a measured Chrome trace (docs/formats.md
+        "Measured trace": pid = rank, ts/dur in microseconds from the executor's start, a "syncplan"
+        object with "source": "measured"), whole or not at all; `syncplan compare` reads it.
+        `about`: more keys for the "syncplan" object (model, batch, seq, ...)."""
+        everyone = [None] * self.world_size
+        self._dist.all_gather_object(everyone, self._trace_events, group=self.group)
+        if self.rank != 0:
+            return
+        events = []
+        for rank in range(self.world_size):
+            events.append({"name": "process_name", "ph": "M", "pid": rank, "args": {"name": f"rank {rank}"}})
+            events.append({"name": "thread_name", "ph": "M", "pid": rank, "tid": 0, "args": {"name": "compute"}})
+            events.append({"name": "thread_name", "ph": "M", "pid": rank, "tid": 1, "args": {"name": "comm stream 0"}})
+        for rank_events in everyone:
+            events.extend(rank_events)
+        description = {"source": "measured", "strategy": self.schedule.strategy, "algorithm": self.schedule.algorithm,
+                       "period": self.period, "sync": self.schedule.kind, "ranks": self.world_size,
+                       "iterations": len(self.records), "runtime": "syncplan.torch",
+                       "plan": self.schedule.origin, "emulated_link": None}
+        description.update(about or {})
+        document = {"traceEvents": events, "displayTimeUnit": "ms", "syncplan": description}
+        write_outputs([(path, json.dumps(document, allow_nan=False) + "\n")])
+
     def gather_records(self):
         """Collective: every rank's log lines, sorted by iteration then rank (on every rank)."""
         everyone = [None] * self.world_size
@@ -501,6 +637,7 @@ class PlanExecutor:
     def write_log(self, path):
         """Collective: rank 0 writes every rank's log lines to `path` (JSON lines, docs/formats.md
         "Training log", what `syncplan compare` reads), whole or not at all."""
+        self.drain()
         lines = self.gather_records()
         if self.rank == 0:
             write_outputs([(path, "".join(json.dumps(line, allow_nan=False) + "\n" for line in lines))])

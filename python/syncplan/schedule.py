@@ -28,7 +28,8 @@ PARAMETERS = "parameters"  # flsgd, plsgd-even, plans: the parameters are averag
 
 class Bucket:
     """One all-reduce: `layers` (names, backprop order; the last one finishes it), `launch` (one of
-    LAYER_DONE, AFTER_BACKWARD, AFTER_STEP), `delay` (iterations until it is applied; 0 here)."""
+    LAYER_DONE, AFTER_BACKWARD, AFTER_STEP), `delay` d (the average is applied as a correction
+    before the step of iteration h + d; 0: averaged in place before h's step)."""
 
     def __init__(self, layers, launch, delay=0):
         self.layers = list(layers)
@@ -58,6 +59,11 @@ class Schedule:
     def synced_layers(self, h):
         """Every bucket's layers of position h, in issue order (the log's synced_layers)."""
         return [name for bucket in self.iterations[h] for name in bucket.layers]
+
+    @property
+    def delayed(self):
+        """True when some bucket has a delay > 0 (a delayed-averaging plan)."""
+        return any(bucket.delay > 0 for buckets in self.iterations for bucket in buckets)
 
     def fingerprint(self):
         """A text equal on two ranks exactly when their schedules are equal (checked before training)."""
@@ -210,16 +216,18 @@ def plan_schedule(document, origin, layers):
     """The schedule of a parsed plan on the model's `layers` (LayerInfo, in the plan's order, which is
     the model's forward order): per iteration h the layers whose sync_iterations hold h, one bucket
     each in backprop order, launched as the layer's gradients are ready, or the plan's buckets as
-    given. PlanError naming the file, the layer and the field: a tied layer whose iterations are not
-    its carrier's, a bucket that is not h's synced layers in backprop order, a delayed sync (not
-    executed by the torch executor yet: docs/torch.md)."""
+    given; a sync with delay d (`sync_delays`) is applied before the step of h + d (docs/time-model.md
+    section 13). PlanError naming the file, the layer and the field: a tied layer whose iterations
+    are not its carrier's, a bucket that is not h's synced layers in backprop order, delays with
+    buckets."""
     period, algorithm, entries, buckets = parse_plan(document, origin)
     info = {layer.name: layer for layer in layers}
     iterations_of = {name: iterations for name, iterations, _ in entries}
+    delay_of = {(name, h): d for name, iterations, delays in entries for h, d in zip(iterations, delays)}
     for name, iterations, delays in entries:
-        if any(delays):
-            raise PlanError(f"{origin}: layer '{name}': field 'sync_delays': delayed averaging is not executed by "
-                            "the torch executor yet; run this plan with `syncplan run`, or plan without --max-delay")
+        if any(delays) and buckets is not None:
+            raise PlanError(f"{origin}: layer '{name}': field 'sync_delays': a plan with delayed syncs has no "
+                            "'buckets' (docs/formats.md \"Plan\")")
         carrier = info[name].tied_to
         if carrier is not None and sorted(iterations_of.get(carrier, [])) != sorted(iterations):
             raise PlanError(f"{origin}: layer '{name}': field 'sync_iterations': {json.dumps(iterations)}, but it shares "
@@ -229,7 +237,8 @@ def plan_schedule(document, origin, layers):
     per_h = [[layer.name for layer in backprop if layer.synced and h in iterations_of[layer.name]]
              for h in range(period)]
     if buckets is None:
-        iterations = [[Bucket([name], LAYER_DONE) for name in names] for names in per_h]
+        iterations = [[Bucket([name], LAYER_DONE, delay_of[(name, h)]) for name in names]
+                      for h, names in enumerate(per_h)]
     else:
         iterations = []
         for h, given in enumerate(buckets):

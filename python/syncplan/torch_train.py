@@ -3,13 +3,14 @@
 usage: python3 -m syncplan.torch_train (--plan PLAN.json | --strategy NAME --period H)
            [--model tiny-gpt|MODULE:CLASS|FILE.py:CLASS] [--iterations K] [--batch B] [--seq S]
            [--data FILE] [--seed S] [--lr LR] [--threads T] [--profile PROFILE.json]
-           [--allow-unplanned] [--timeout-s T] [--backend gloo|nccl] [--nproc N] [--log LOG.jsonl]
+           [--allow-unplanned] [--timeout-s T] [--backend gloo|nccl] [--nproc N] [--log LOG.jsonl] [--trace TRACE.json]
 
 As one rank of a torchrun job (RANK and WORLD_SIZE set), or spawning --nproc ranks of itself on
 127.0.0.1. Every rank builds the model from --seed (the same initial parameters), trains it with
 AdamW (--lr, torch's defaults otherwise) for --iterations steps on its own batches, and the
 executor synchronizes it as the plan says; rank 0 writes every rank's log lines (--log, the format
-of `syncplan run --log`, docs/formats.md "Training log").
+of `syncplan run --log`, docs/formats.md "Training log") and the measured trace (--trace, the
+format of `syncplan run --trace`, "Measured trace").
 
 Batches: with --data, the file's bytes (tiny-gpt's byte vocabulary) cut into one shard per rank as
 `syncplan run` does (rank r of N takes bytes [floor(r F / N), floor((r + 1) F / N)), reads B x S
@@ -58,6 +59,7 @@ def parse_arguments(argv):
     parser.add_argument("--backend", choices=["gloo", "nccl"], default="gloo", help="(default: gloo)")
     parser.add_argument("--nproc", type=int, help=NPROC_HELP)
     parser.add_argument("--log", help="JSON lines to write (rank 0, whole at the end)")
+    parser.add_argument("--trace", help="measured Chrome trace to write (rank 0, whole at the end)")
     args = parser.parse_args(argv)
     if args.plan is None and args.strategy is None:
         raise UsageError("give --plan PLAN.json or --strategy NAME --period H")
@@ -74,10 +76,9 @@ def parse_arguments(argv):
         raise UsageError(f"--nproc: 1 to {MAX_LOCAL_RANKS} ranks, got {args.nproc}")
     if args.data is not None and not os.path.isfile(args.data):
         raise UsageError(f"--data {args.data}: no such file")
-    if args.log is not None:
-        folder = os.path.dirname(os.path.abspath(args.log))
-        if not os.path.isdir(folder):
-            raise UsageError(f"--log {args.log}: folder {folder} does not exist")
+    for option, path in (("--log", args.log), ("--trace", args.trace)):
+        if path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
+            raise UsageError(f"{option} {path}: folder {os.path.dirname(os.path.abspath(path))} does not exist")
     return args
 
 
@@ -144,8 +145,12 @@ def train_rank(torch, args):
             loss.backward()
             executor.step(optimizer, loss=loss)
             optimizer.zero_grad(set_to_none=True)
+        executor.drain()  # delayed syncs still in flight at the end are dropped (docs/runtime.md section 11)
         if args.log:
             executor.write_log(args.log)
+        if args.trace:
+            executor.write_trace(args.trace, {"model": args.model, "batch": args.batch, "seq": args.seq,
+                                              "device": device.type})
         losses = [record["loss"] for record in executor.records]
         say(f"rank 0: {len(losses)} iterations of {executor.schedule.strategy} (H = {executor.period}), loss "
             f"{losses[0]:.4f} -> {losses[-1]:.4f}" + (f"; log written to {args.log}" if args.log else ""), sys.stdout)
@@ -168,7 +173,14 @@ def main(argv, script=None):
         if not all(name in os.environ for name in RANK_VARIABLES):
             return spawn_ranks(args.nproc or 2, command, argv, PROGRAM, SPAWN_TIMEOUT_S)
         torch = import_torch_or_reexec(argv, command, PROGRAM)
-        return train_rank(torch, args)
+        code = train_rank(torch, args)
+        if code == 1:
+            # A collective failed: the process group's threads may still wait for a stopped peer,
+            # and the interpreter's exit would join them; the line is out, so leave now.
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(code)
+        return code
     except UsageError as error:
         print(f"{PROGRAM}: {error}", file=sys.stderr)
         return 2

@@ -1,6 +1,6 @@
 """Checks syncplan.torch.PlanExecutor on 2 gloo ranks on this machine (run by torch_case.sh with a Python that has torch).
 
-usage: check_executor.py semantics|strategies|overlap|bad|logs --syncplan BIN --workdir DIR
+usage: check_executor.py semantics|delayed|strategies|overlap|bad|faults|logs --syncplan BIN --workdir DIR
 
 Without RANK in the environment the script starts 2 ranks of itself (127.0.0.1, a free port) and
 checks their exit codes; each rank runs the mode's checks and prints FAIL lines. Every expected value
@@ -13,6 +13,10 @@ is computed here independently of the executor: the averages by hand from every 
               other layers with parameters differ between the ranks; the all-reduces counted by a
               wrapper of torch.distributed.all_reduce equal the plan's buckets of h, one per bucket;
               a skipped step (after_step(stepped=False)) keeps the counter and syncs h again.
+  delayed     a hand-written delayed-averaging plan (H = 3, delays 0, 1 and 2, two corrections
+              before one step): after before_step of every iteration every layer equals, bit for
+              bit, docs/time-model.md section 13's value computed here (p + (m - s) in sync order);
+              the log's sync_delays and applied.
   strategies  ssgd and wfbp against a hand-written loop that averages every gradient before the
               step (bit for bit, AdamW); flsgd (H = 2) against a hand-written average of the whole
               model after every 2nd step (bit for bit) and against PyTorch's PeriodicModelAverager
@@ -25,6 +29,8 @@ is computed here independently of the executor: the averages by hand from every 
               unreadable and malformed plans, a plan layer that is not a module, a module with
               parameters the plan does not name, a profile's parameter count that is not the
               model's; a profile of another world size is a warning (exit 0).
+  faults      two ranks of the driver (wfbp, --timeout-s 5): kill -9 of rank 1, then SIGSTOP of
+              rank 1: rank 0 exits 1 within 5 + 10 s with one line naming it.
   logs        tiny-gpt on the GPL-3 text: `mpirun -np 2 syncplan run` and syncplan.torch_train of
               the same plan (dp, fused buckets) and strategies: per iteration and rank the same
               synced_layers and buckets, which are the plan's; `syncplan compare` reads the torch
@@ -227,6 +233,81 @@ def rank_semantics(workdir):
 
 
 # --------------------------------------------------------------------------------------------------
+# delayed (docs/time-model.md section 13)
+# --------------------------------------------------------------------------------------------------
+
+def delayed_plan(model):
+    """H = 3: owning layer k (backprop order) syncs in h = k mod 3 with delay 2 - h when k is even
+    (applied before the step of iteration 2), else 0; wte (and its tied lm_head) in 0 with delay 1
+    and in 2 with delay 0; layers without parameters in 0."""
+    names = tiny_gpt_layers(model)
+    backprop = list(reversed(owning(model, names)))
+    syncs = {n: ([k % 3], [2 - k % 3 if k % 2 == 0 else 0]) for k, n in enumerate(backprop)}
+    syncs["transformer.wte"] = ([0, 2], [1, 0])
+    layers = []
+    for n in names:
+        iterations, delays = syncs.get("transformer.wte" if n == "lm_head" else n, ([0], [0]))
+        layers.append({"name": n, "sync_iterations": iterations, "sync_delays": delays})
+    return {"format": "syncplan.plan/v1", "model": "tiny-gpt", "period": 3, "algorithm": "hand", "layers": layers}
+
+
+def rank_delayed(workdir):
+    """Per iteration k, by hand: every delayed sync launched at h holds s = the ranks' parameters
+    after h's backward (the test gathers them then; the executor copied them at launch) and m =
+    (s_0 + s_1) / 2. After before_step of k each layer must be exactly: its own pre-sync value, or
+    (a + b) / 2 when it syncs at k with delay 0, then + (m - s_own) for each correction due at k, in
+    sync order (launch iteration, then backprop order)."""
+    torch, dist, group = init_rank()
+    from syncplan.models import tiny_gpt
+    from syncplan.torch import PlanExecutor
+    rank = dist.get_rank()
+    checks = Checks(f"delayed rank {rank}")
+    model = tiny_gpt(seed=0)
+    plan = delayed_plan(model)
+    executor = PlanExecutor(model, plan)
+    modules = dict(model.named_modules())
+    own = owning(model, tiny_gpt_layers(model))
+    syncs = {l["name"]: list(zip(l["sync_iterations"], l["sync_delays"])) for l in plan["layers"]}
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.01)
+    torch.manual_seed(400 + rank)
+    in_flight = []  # (due iteration, launch iteration, backprop position, layer, [(m, s_own) per parameter])
+    for k in range(9):
+        h = k % 3
+        tokens = torch.randint(0, 256, (2, 16))
+        loss = model.example_loss(model(tokens), (tokens,))
+        loss.backward()
+        before = {n: [gather(dist, group, p) for p in modules[n].parameters(recurse=False)] for n in own}
+        for position, n in enumerate(reversed(own)):
+            for sync_h, d in syncs[n]:
+                if sync_h == h and d > 0:
+                    pairs = [((c[0] + c[1]) / 2, c[rank]) for c in before[n]]
+                    in_flight.append((k + d, k, position, n, pairs))
+        expected = {}
+        for n in own:
+            zero_delay = any(sync_h == h and d == 0 for sync_h, d in syncs[n])
+            expected[n] = [(c[0] + c[1]) / 2 if zero_delay else c[rank].clone() for c in before[n]]
+        due = sorted((e for e in in_flight if e[0] == k), key=lambda e: (e[1], e[2]))
+        in_flight = [e for e in in_flight if e[0] != k]
+        for _, _, _, n, pairs in due:
+            expected[n] = [value + (m - s) for value, (m, s) in zip(expected[n], pairs)]
+        executor.before_step()
+        for n in own:
+            for p, value in zip(modules[n].parameters(recurse=False), expected[n]):
+                checks.check(torch.equal(p.detach(), value), f"iteration {k}: {n} is not docs/time-model.md 13's value "
+                                                             f"(max |diff| {float((p.detach() - value).abs().max()):.3g})")
+        optimizer.step()
+        executor.after_step(loss=loss)
+        optimizer.zero_grad(set_to_none=True)
+        line = executor.records[-1]
+        expected_delays = [d for n in reversed(own) for sync_h, d in syncs[n] if sync_h == h]
+        checks.check(line["sync_delays"] == expected_delays, f"iteration {k}: sync_delays {line['sync_delays']}")
+        checks.check(len(line["applied"]) == sum(1 for d in expected_delays if d == 0) + len(due),
+                     f"iteration {k}: {len(line['applied'])} applied")
+    checks.check(not in_flight, "syncs left in flight after whole periods")
+    return checks
+
+
+# --------------------------------------------------------------------------------------------------
 # strategies (c)
 # --------------------------------------------------------------------------------------------------
 
@@ -418,6 +499,45 @@ def check_bad(workdir, checks):
 
 
 # --------------------------------------------------------------------------------------------------
+# faults: a killed and a stopped rank end the other within the process group's timeout
+# --------------------------------------------------------------------------------------------------
+
+FAULT_TIMEOUT_S = 5   # the driver's --timeout-s
+FAULT_GRACE_S = 10    # what rank 0 may take beyond it to end (the acceptance's "within the deadline")
+STARTUP_S = 8         # torch's import, the model and the agreement, before the signal
+
+
+def check_faults(workdir, checks):
+    import signal
+    for name, number in (("kill -9", signal.SIGKILL), ("SIGSTOP", signal.SIGSTOP)):
+        environment = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE="2",
+                           PYTHONPATH=PACKAGE)
+        command = [sys.executable, "-m", "syncplan.torch_train", "--strategy", "wfbp", "--period", "1",
+                   "--iterations", "1000000", "--seq", "16", "--timeout-s", str(FAULT_TIMEOUT_S)]
+        ranks = [subprocess.Popen(command, env=dict(environment, RANK=str(r)), stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True) for r in range(2)]
+        time.sleep(STARTUP_S)
+        alive = ranks[0].poll() is None and ranks[1].poll() is None
+        checks.check(alive, f"{name}: a rank ended before the signal ({ranks[0].poll()}, {ranks[1].poll()})")
+        os.kill(ranks[1].pid, number)
+        sent = time.monotonic()
+        try:
+            code = ranks[0].wait(timeout=FAULT_TIMEOUT_S + FAULT_GRACE_S)
+        except subprocess.TimeoutExpired:
+            code = "still running"
+        elapsed = time.monotonic() - sent
+        for process in ranks:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+        lines = [line for line in ranks[0].stderr.read().splitlines() if line.strip()]
+        print(f"{name} of rank 1: rank 0 exited {code} after {elapsed:.1f} s: {lines}")
+        checks.check(code == 1, f"{name}: rank 0 exited {code}, expected 1 within {FAULT_TIMEOUT_S + FAULT_GRACE_S} s")
+        checks.check(len(lines) == 1 and lines[0].startswith("torch_train.py: rank 0: "),
+                     f"{name}: rank 0's stderr is not one line naming the rank: {lines}")
+
+
+# --------------------------------------------------------------------------------------------------
 # logs (d) and compare (item 3)
 # --------------------------------------------------------------------------------------------------
 
@@ -451,14 +571,18 @@ def check_logs(workdir, checks, syncplan):
         return 1
     with open(os.path.join(workdir, "plan.json")) as plan_file:
         plan = json.load(plan_file)
-    sources = [("plan", ["--plan", "plan.json"]), ("plsgd-even", ["--strategy", "plsgd-even", "--period", "4"]),
+    if not run([syncplan, "plan", "--model", "tiny-gpt", "--cluster", cluster, "--period", "4", "--algorithm", "dp",
+                "--max-delay", "1", "-o", "delayed.json"], "syncplan plan --max-delay 1"):
+        return 1
+    sources = [("plan", ["--plan", "plan.json"]), ("delayed", ["--plan", "delayed.json"]),
+               ("plsgd-even", ["--strategy", "plsgd-even", "--period", "4"]),
                ("flsgd", ["--strategy", "flsgd", "--period", "4"]), ("wfbp", ["--strategy", "wfbp", "--period", "1"])]
     for name, source in sources:
         ran = run([mpirun, "--oversubscribe", "-np", "2", "--bind-to", "none", syncplan, "run", *source, *common,
                    "--log", f"{name}.run.jsonl"], f"syncplan run {name}")
         profile = ["--profile", "profile.json"] if name == "plan" else []
         trained = run([sys.executable, "-m", "syncplan.torch_train", "--nproc", "2", *source, *common, *profile,
-                       "--log", f"{name}.torch.jsonl"], f"torch_train {name}")
+                       "--log", f"{name}.torch.jsonl", "--trace", f"{name}.torch.trace.json"], f"torch_train {name}")
         if not (ran and trained):
             continue
         mpi, torch_log = read_log(os.path.join(workdir, f"{name}.run.jsonl")), read_log(os.path.join(workdir, f"{name}.torch.jsonl"))
@@ -467,8 +591,8 @@ def check_logs(workdir, checks, syncplan):
         for key in sorted(mpi):
             if key not in torch_log:
                 continue
-            for field in ("synced_layers", "buckets"):
-                checks.check(mpi[key][field] == torch_log[key][field],
+            for field in ("synced_layers", "buckets", "sync_delays"):
+                checks.check(mpi[key].get(field) == torch_log[key].get(field),
                              f"{name}: iteration {key[0]} rank {key[1]}: {field} differ: run {mpi[key][field][:4]}..., "
                              f"torch {torch_log[key][field][:4]}...")
         if name == "plan":
@@ -478,18 +602,20 @@ def check_logs(workdir, checks, syncplan):
                                                           f"the plan's {expected}")
             if run([syncplan, "simulate", "--profile", "profile.json", "--plan", "plan.json", "--cluster", cluster,
                     "--iterations", "8", "-o", "predicted.json"], "syncplan simulate"):
-                run([syncplan, "compare", "predicted.json", "plan.torch.jsonl", "--skip", "4"], "syncplan compare")
+                for measured in ("plan.torch.jsonl", "plan.torch.trace.json"):
+                    run([syncplan, "compare", "predicted.json", measured, "--skip", "4"], f"syncplan compare {measured}")
     return 0
 
 
 # --------------------------------------------------------------------------------------------------
 
-RANK_MODES = {"semantics": rank_semantics, "strategies": rank_strategies, "overlap": rank_overlap}
+RANK_MODES = {"semantics": rank_semantics, "delayed": rank_delayed, "strategies": rank_strategies,
+              "overlap": rank_overlap}
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=sorted(list(RANK_MODES) + ["bad", "logs"]))
+    parser.add_argument("mode", choices=sorted(list(RANK_MODES) + ["bad", "faults", "logs"]))
     parser.add_argument("--syncplan")
     parser.add_argument("--workdir", required=True)
     args = parser.parse_args()
@@ -504,6 +630,8 @@ def main():
         checks.check(codes == [0] * RANKS, f"rank exit codes {codes}")
     elif args.mode == "bad":
         check_bad(args.workdir, checks)
+    elif args.mode == "faults":
+        check_faults(args.workdir, checks)
     else:
         code = check_logs(args.workdir, checks, args.syncplan)
         if code == 77:
