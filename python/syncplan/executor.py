@@ -250,7 +250,10 @@ class PlanExecutor:
         for entry, layer in zip(entries, layers):
             synced = layer.trainable or layer.params
             count = sum(p.numel() for p in synced)
-            if "param_count" in entry and entry["param_count"] is not None and entry["param_count"] != count:
+            # A tied layer may count the shared parameters it uses (as the C++ model's profiles may) or not.
+            shared = sum(p.numel() for p in _own_parameters(layer.module) if not any(p is q for q in layer.params))
+            accepted = {count, count + shared} if layer.tied_to is not None else {count}
+            if "param_count" in entry and entry["param_count"] is not None and entry["param_count"] not in accepted:
                 raise PlanError(f"{origin}: layer '{layer.name}': field 'param_count': {entry['param_count']}, but "
                                 f"the model's module has {count} parameters of its own")
             if entry.get("tied_to") != layer.tied_to:
@@ -276,23 +279,19 @@ class PlanExecutor:
 
     # -- layers and hooks ---------------------------------------------------------------------------
     def _layer_infos(self):
-        return [schedules.LayerInfo(layer.name, bool(layer.trainable) and layer.tied_to is None, layer.tied_to)
-                for layer in self._layers]
+        return [schedules.LayerInfo(layer.name, bool(layer.trainable), layer.tied_to) for layer in self._layers]
 
     def _record_call_order(self):
         """Strategy without a profile: the layers are the modules that are leaves or own parameters,
         in the order of the first forward pass's calls; the schedule is made when it ends."""
-        self._pending_order = []
+        self._pending_order, self._order_handles = [], []
         for name, module in self.model.named_modules():
             if name and (not list(module.children()) or _own_parameters(module)):
-                handle = module.register_forward_pre_hook(
+                self._order_handles.append(module.register_forward_pre_hook(
                     lambda module, inputs, name=name: self._pending_order.append(name)
-                    if name not in self._pending_order else None)
-                self._handles.append(handle)
-                self._order_handles = getattr(self, "_order_handles", []) + [handle]
-        handle = self.model.register_forward_hook(self._first_forward_done)
-        self._handles.append(handle)
-        self._order_handles.append(handle)
+                    if name not in self._pending_order else None))
+        self._order_handles.append(self.model.register_forward_hook(self._first_forward_done))
+        self._handles.extend(self._order_handles)
 
     def _first_forward_done(self, module, inputs, output):
         for handle in self._order_handles:
@@ -332,8 +331,6 @@ class PlanExecutor:
         accumulated into .grad (register_post_accumulate_grad_hook on torch >= 2.1; on 1.13 the
         post-hook of its AccumulateGrad node, whose reference is kept so the hook stays)."""
         for index, layer in enumerate(self._layers):
-            if layer.tied_to is not None:
-                continue
             for parameter in layer.trainable:
                 handle, keep = on_gradient_accumulated(self._torch, parameter,
                                                        lambda index=index: self._parameter_ready(index))
@@ -360,7 +357,7 @@ class PlanExecutor:
 
     def _begin_iteration(self):
         h = self.position
-        self._remaining = [len(layer.trainable) if layer.tied_to is None else 0 for layer in self._layers]
+        self._remaining = [len(layer.trainable) for layer in self._layers]
         self._bucket_left = [len(state.bucket.layers) for state in self._states[h]]
         self._launched = []
         for state in self._states[h]:

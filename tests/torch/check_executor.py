@@ -51,6 +51,8 @@ sys.path.insert(0, PACKAGE)
 RANKS = 2
 RANK_TIMEOUT_S = 150
 
+from syncplan._cli import free_port  # noqa: E402 (after the path is set; imports no torch)
+
 
 class Checks:
     def __init__(self, label):
@@ -67,13 +69,6 @@ class Checks:
 # --------------------------------------------------------------------------------------------------
 # Running ranks
 # --------------------------------------------------------------------------------------------------
-
-def free_port():
-    import socket
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
-
 
 def spawn(mode, workdir, ranks=RANKS):
     """Runs `ranks` copies of this script's rank part; returns their exit codes."""
