@@ -372,7 +372,10 @@ class PlanExecutor:
         self._marks["forward_end"] = self._clock()
         tensor = _first_tensor(self._torch, output)
         if tensor is not None and tensor.requires_grad:
-            tensor.register_hook(lambda grad: self._marks.setdefault("backward_start", self._clock()))
+            tensor.register_hook(self._backward_starts)
+
+    def _backward_starts(self, grad):
+        self._marks.setdefault("backward_start", self._clock())  # returns None: the gradient stays
 
     def _parameter_ready(self, index):
         """A parameter's gradient is accumulated; when its layer's last one is, launches every
