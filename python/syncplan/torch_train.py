@@ -112,8 +112,13 @@ def train_rank(torch, args):
     if args.backend == "nccl":
         torch.cuda.set_device(int(os.environ.get("LOCAL_RANK", rank)) % torch.cuda.device_count())
     device = torch.device("cuda") if args.backend == "nccl" else torch.device("cpu")
-    dist.init_process_group(args.backend, rank=rank, world_size=world,
-                            timeout=datetime.timedelta(seconds=args.timeout_s))
+    try:
+        dist.init_process_group(args.backend, rank=rank, world_size=world,
+                                timeout=datetime.timedelta(seconds=args.timeout_s))
+    except RuntimeError as error:  # a rank that did not come, or came and stopped, within the timeout
+        print(f"{PROGRAM}: rank {rank}: the process group did not form: {' '.join(str(error).split())}",
+              file=sys.stderr, flush=True)
+        return 1
 
     def say(line, stream=sys.stderr):
         if rank == 0:
@@ -137,6 +142,8 @@ def train_rank(torch, args):
         return 1
     torch.manual_seed(args.seed * MAX_LOCAL_RANKS + 1 + rank)  # each rank its own batches
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
+    say(f"{world} ranks agreed on {args.plan or args.strategy} (H = {executor.period}); training {args.iterations} "
+        "iterations", sys.stdout)
     try:
         for _ in range(args.iterations):
             inputs = data.next() if data is not None else model.example_inputs(args.batch, args.seq)

@@ -509,7 +509,6 @@ def check_bad(workdir, checks):
 
 FAULT_TIMEOUT_S = 5   # the driver's --timeout-s
 FAULT_GRACE_S = 10    # what rank 0 may take beyond it to end (the acceptance's "within the deadline")
-STARTUP_S = 8         # torch's import, the model and the agreement, before the signal
 
 
 def check_faults(workdir, checks):
@@ -519,9 +518,13 @@ def check_faults(workdir, checks):
                            PYTHONPATH=PACKAGE)
         command = [sys.executable, "-m", "syncplan.torch_train", "--strategy", "wfbp", "--period", "1",
                    "--iterations", "1000000", "--seq", "16", "--timeout-s", str(FAULT_TIMEOUT_S)]
-        ranks = [subprocess.Popen(command, env=dict(environment, RANK=str(r)), stdout=subprocess.DEVNULL,
+        ranks = [subprocess.Popen(command, env=dict(environment, RANK=str(r)),
+                                  stdout=subprocess.PIPE if r == 0 else subprocess.DEVNULL,
                                   stderr=subprocess.PIPE, text=True) for r in range(2)]
-        time.sleep(STARTUP_S)
+        # Rank 0 says when the ranks have agreed and training starts; the signal comes a second later.
+        started = ranks[0].stdout.readline()
+        checks.check("training" in started, f"{name}: rank 0 did not start training: {started!r}")
+        time.sleep(1)
         alive = ranks[0].poll() is None and ranks[1].poll() is None
         checks.check(alive, f"{name}: a rank ended before the signal ({ranks[0].poll()}, {ranks[1].poll()})")
         os.kill(ranks[1].pid, number)
