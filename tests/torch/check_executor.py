@@ -33,9 +33,10 @@ is computed here independently of the executor: the averages by hand from every 
   faults      two ranks of the driver (wfbp, --timeout-s 5): kill -9 of rank 1, then SIGSTOP of
               rank 1: rank 0 exits 1 within 5 + 10 s with one line naming it.
   logs        tiny-gpt on the GPL-3 text: `mpirun -np 2 syncplan run` and syncplan.torch_train of
-              the same plan (dp, fused buckets) and strategies: per iteration and rank the same
-              synced_layers and buckets, which are the plan's; `syncplan compare` reads the torch
-              log against `syncplan simulate`'s result.
+              the same plan (dp, fused buckets), a delayed plan (--max-delay 1), plsgd-even and
+              flsgd (H = 4): per iteration and rank the same synced_layers, buckets and
+              sync_delays, the plan's buckets; `syncplan compare` reads the torch log and trace
+              against `syncplan simulate`'s result.
 """
 
 import argparse
@@ -560,6 +561,7 @@ def read_log(path):
 def check_logs(workdir, checks, syncplan):
     import shutil
     mpirun = shutil.which("mpirun")
+    syncplan = os.path.abspath(syncplan or "")
     if not os.path.isfile(TEXT) or mpirun is None or not os.access(syncplan, os.X_OK):
         print(f"SKIP: logs needs {TEXT}, mpirun and the syncplan binary")
         return 77
@@ -584,7 +586,7 @@ def check_logs(workdir, checks, syncplan):
         return 1
     sources = [("plan", ["--plan", "plan.json"]), ("delayed", ["--plan", "delayed.json"]),
                ("plsgd-even", ["--strategy", "plsgd-even", "--period", "4"]),
-               ("flsgd", ["--strategy", "flsgd", "--period", "4"]), ("wfbp", ["--strategy", "wfbp", "--period", "1"])]
+               ("flsgd", ["--strategy", "flsgd", "--period", "4"])]  # ssgd, wfbp: every layer (strategies mode)
     for name, source in sources:
         ran = run([mpirun, "--oversubscribe", "-np", "2", "--bind-to", "none", syncplan, "run", *source, *common,
                    "--log", f"{name}.run.jsonl"], f"syncplan run {name}")
@@ -601,8 +603,8 @@ def check_logs(workdir, checks, syncplan):
                 continue
             for field in ("synced_layers", "buckets", "sync_delays"):
                 checks.check(mpi[key].get(field) == torch_log[key].get(field),
-                             f"{name}: iteration {key[0]} rank {key[1]}: {field} differ: run {mpi[key][field][:4]}..., "
-                             f"torch {torch_log[key][field][:4]}...")
+                             f"{name}: iteration {key[0]} rank {key[1]}: {field} differ: run {mpi[key].get(field)}, "
+                             f"torch {torch_log[key].get(field)}")
         if name == "plan":
             for (iteration, rank), line in torch_log.items():
                 expected = plan["buckets"]["iterations"][iteration % 4]
