@@ -25,11 +25,13 @@ is computed here independently of the executor: the averages by hand from every 
               iteration 0 of H = 2: its all-reduce is launched before loss.backward() returns and
               the iteration's wait_s is less than that all-reduce's own duration (launch to seen
               complete), so part of it ran during the rest of the backprop.
-  bad         syncplan.torch_train's checks before training (exit 2, one line naming the thing; 2
-              ranks for an unknown layer and a parameter count, 1 for the others):
-              unreadable and malformed plans, a plan layer that is not a module, a module with
-              parameters the plan does not name, a profile's parameter count that is not the
-              model's; a profile of another world size is a warning (exit 0).
+  bad         the checks before training, in PlanExecutor on 2 ranks (PlanError, one line naming
+              the thing, on both): unreadable and malformed plans, a plan layer that is not a
+              module, a module with parameters the plan does not name, a profile's parameter count
+              that is not the model's, a tied layer off its carrier's iterations, buckets out of
+              order, an unknown strategy, ranks with different plans; through syncplan.torch_train
+              (exit 2, one line from rank 0) an unknown layer on 2 ranks and a broken file on 1;
+              --allow-unplanned accepted; a profile of another world size is a warning (exit 0).
   faults      two ranks of the driver (wfbp, --timeout-s 5): kill -9 of rank 1, then SIGSTOP of
               rank 1: rank 0 exits 1 within 5 + 10 s with one line naming it.
   logs        tiny-gpt on the GPL-3 text: `mpirun -np 2 syncplan run` and syncplan.torch_train of
@@ -463,45 +465,78 @@ def check_bad(workdir, checks):
     period["period"] = 0
     own = {name: sum(p.numel() for p in module.parameters(recurse=False))
            for name, module in model.named_modules() if name in names}
-    profile = {"format": "syncplan.profile/v1", "model": "tiny-gpt", "source": "test", "workers": 2,
+    profile = {"format": "syncplan.profile/v1", "model": "tiny-gpt", "source": "test", "workers": None,
                "layers": [dict({"name": n, "param_count": 0 if n == "lm_head" else own[n]},
                                **({"tied_to": "transformer.wte"} if n == "lm_head" else {})) for n in names]}
     wrong_count = json.loads(json.dumps(profile))
     wrong_count["layers"][4]["param_count"] += 1  # transformer.h.0.attn.c_attn: 49,536 by hand
     other_world = json.loads(json.dumps(profile))
     other_world["workers"] = 8
-    profile["workers"] = 1  # the runs below have one rank, except two of the refusals
     plan = write("good.json", good)
-    cases = [
-        ("no plan file", ["--plan", "absent.json"], "absent.json: cannot read the plan"),
-        ("not JSON", ["--plan", write("broken.json", "{\"format\": ")], "broken.json: not a JSON plan"),
-        ("period 0", ["--plan", write("period.json", period)], "field 'period'"),
-        ("unknown layer", ["--plan", write("unknown.json", unknown)],
+    tied = json.loads(json.dumps(good))
+    next(l for l in tied["layers"] if l["name"] == "lm_head")["sync_iterations"] = [1]  # wte: [0, 1]
+    buckets = hand_plan(model, 2, fused=True)
+    buckets["buckets"]["iterations"][1][0].reverse()  # out of backprop order
+    cases = [  # (label, PlanExecutor's plan, period, profile, the line's text)
+        ("no plan file", os.path.join(workdir, "absent.json"), None, None, "absent.json: cannot read the plan"),
+        ("not JSON", write("broken.json", "{\"format\": "), None, None, "broken.json: not a JSON plan"),
+        ("period 0", write("period.json", period), None, None, "field 'period': expected a whole number >= 1, got 0"),
+        ("unknown layer", write("unknown.json", unknown), None, None,
          "layer 'transformer.h.0.attn.c_atn' is not a module of the model"),
-        ("unplanned module", ["--plan", write("missing.json", missing)],
+        ("unplanned module", write("missing.json", missing), None, None,
          "module 'transformer.ln_f' has 256 parameters that no layer of the plan owns"),
-        ("parameter count", ["--plan", plan, "--profile", write("count.json", wrong_count)],
+        ("parameter count", plan, None, write("count.json", wrong_count),
          "layer 'transformer.h.0.attn.c_attn': field 'param_count': 49537"),
-        ("unknown strategy", ["--strategy", "dream", "--period", "2"], "strategy: unknown 'dream'"),
+        ("tied iterations", write("tied.json", tied), None, None,
+         "layer 'lm_head': field 'sync_iterations': [1], but it shares its parameters with 'transformer.wte'"),
+        ("buckets", write("buckets.json", buckets), None, None, "field 'buckets': iteration 1: bucket entry 0"),
+        ("unknown strategy", "dream", 2, None, "strategy: unknown 'dream'"),
+        ("different plans", plan, None, None, "rank 1: its plan or strategy differs from rank 0's"),
     ]
-    # Two ranks where the ranks' agreement matters (a model check, a profile check); one elsewhere
-    # (each run starts torch in every rank: seconds on 2 busy cores).
-    two_ranks = {"unknown layer", "parameter count"}
-    for label, args, text in cases:
-        result = run_train(args, workdir, ranks=2 if label in two_ranks else 1)
+    write("cases.json", cases)
+    write("other.json", hand_plan(model, 3, fused=False))  # rank 1's plan in "different plans"
+    # Every refusal in the executor itself, on 2 ranks (the same line on both, after the agreement).
+    codes = spawn("bad", workdir)
+    checks.check(codes == [0] * RANKS, f"the in-process refusals: rank exit codes {codes}")
+    # The driver: exit 2 and one line from rank 0 (2 ranks: the agreement; 1 rank), --allow-unplanned,
+    # and a profile of another world size: one warning line, exit 0 (each run starts torch anew).
+    for label, args, ranks, text in (("unknown layer", ["--plan", os.path.join(workdir, "unknown.json")], 2,
+                                      "layer 'transformer.h.0.attn.c_atn' is not a module of the model"),
+                                     ("not JSON", ["--plan", os.path.join(workdir, "broken.json")], 1,
+                                      "broken.json: not a JSON plan")):
+        result = run_train(args, workdir, ranks=ranks)
         lines = [line for line in result.stderr.splitlines() if line.strip()]
         checks.check(result.returncode == 2, f"{label}: exit {result.returncode}, expected 2 ({result.stderr.strip()[-300:]})")
-        checks.check(len(lines) == 1 and text in lines[0], f"{label}: expected one line with '{text}', got {lines}")
-    # unplanned accepted on request
-    result = run_train(["--plan", write("missing.json", missing), "--allow-unplanned"], workdir)
+        checks.check(len(lines) == 1 and lines[0].startswith("torch_train.py: ") and text in lines[0],
+                     f"{label}: expected one line with '{text}', got {lines}")
+    result = run_train(["--plan", os.path.join(workdir, "missing.json"), "--allow-unplanned"], workdir)
     checks.check(result.returncode == 0, f"--allow-unplanned: exit {result.returncode} ({result.stderr.strip()[-300:]})")
     result = run_train(["--plan", plan, "--profile", write("world.json", other_world)], workdir)
     lines = [line for line in result.stderr.splitlines() if line.strip()]
     checks.check(result.returncode == 0, f"other world size: exit {result.returncode}, expected 0 (a warning)")
     checks.check(len(lines) == 1 and "measured for 8 workers, this group has 1" in lines[0],
                  f"other world size: expected one warning line, got {lines}")
-    result = run_train(["--plan", plan, "--profile", write("profile.json", profile)], workdir)
-    checks.check(result.returncode == 0, f"the good plan and profile: exit {result.returncode} ({result.stderr[-300:]})")
+
+
+def rank_bad(workdir):
+    torch, dist, group = init_rank()
+    from syncplan.models import tiny_gpt
+    from syncplan.torch import PlanError, PlanExecutor
+    rank = dist.get_rank()
+    checks = Checks(f"bad rank {rank}")
+    with open(os.path.join(workdir, "cases.json")) as cases_file:
+        cases = json.load(cases_file)
+    for label, plan, period, profile, text in cases:
+        if label == "different plans" and rank == 1:
+            plan = os.path.join(workdir, "other.json")
+        try:
+            PlanExecutor(tiny_gpt(seed=0), plan, period=period, profile=profile)
+            message = None
+        except PlanError as error:
+            message = str(error)
+        checks.check(message is not None and text in message and "\n" not in message,
+                     f"{label}: expected one line with '{text}', got {message!r}")
+    return checks
 
 
 # --------------------------------------------------------------------------------------------------
@@ -620,12 +655,12 @@ def check_logs(workdir, checks, syncplan):
 # --------------------------------------------------------------------------------------------------
 
 RANK_MODES = {"semantics": rank_semantics, "delayed": rank_delayed, "strategies": rank_strategies,
-              "overlap": rank_overlap}
+              "overlap": rank_overlap, "bad": rank_bad}
 
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=sorted(list(RANK_MODES) + ["bad", "faults", "logs"]))
+    parser.add_argument("mode", choices=sorted(list(RANK_MODES) + ["faults", "logs"]))
     parser.add_argument("--syncplan")
     parser.add_argument("--workdir", required=True)
     args = parser.parse_args()
@@ -636,7 +671,7 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     start = time.monotonic()
     checks = Checks(args.mode)
-    if args.mode in RANK_MODES:
+    if args.mode in RANK_MODES and args.mode != "bad":
         codes = spawn(args.mode, args.workdir)
         checks.check(codes == [0] * RANKS, f"rank exit codes {codes}")
     elif args.mode == "bad":
