@@ -1,6 +1,6 @@
 """Checks syncplan.torch.PlanExecutor on 2 gloo ranks on this machine (run by torch_case.sh with a Python that has torch).
 
-usage: check_executor.py semantics|delayed|strategies|overlap|bad|faults|logs --syncplan BIN --workdir DIR
+usage: check_executor.py semantics|semantics4|delayed|strategies|overlap|bad|faults|logs --syncplan BIN --workdir DIR
 
 Without RANK in the environment the script starts 2 ranks of itself (127.0.0.1, a free port) and
 checks their exit codes; each rank runs the mode's checks and prints FAIL lines. Every expected value
@@ -12,7 +12,9 @@ is computed here independently of the executor: the averages by hand from every 
               rank and equal (a + b) / 2 of the ranks' pre-sync values; from iteration 1 on, the
               other layers with parameters differ between the ranks; the all-reduces counted by a
               wrapper of torch.distributed.all_reduce equal the plan's buckets of h, one per bucket;
-              a skipped step (after_step(stepped=False)) keeps the counter and syncs h again.
+              a skipped step (step() with a scaler that finds inf) keeps the counter and syncs h
+              again. semantics4: the same on 4 ranks, the averages within float32 rounding of the
+              mean (gloo's summation order is its own).
   delayed     a hand-written delayed-averaging plan (H = 3, delays 0, 1 and 2, two corrections
               before one step): after before_step of every iteration every layer equals, bit for
               bit, docs/time-model.md section 13's value computed here (p + (m - s) in sync order);
@@ -150,6 +152,26 @@ def hand_plan(model, period, fused):
 # semantics (a, b)
 # --------------------------------------------------------------------------------------------------
 
+class SkippingScaler:
+    """A torch.cuda.amp.GradScaler stand-in (CPU torch 1.13 has none that works) that finds inf:
+    step() does not step, update() halves the scale, as GradScaler does."""
+
+    def __init__(self):
+        self.scale = 65536.0
+
+    def is_enabled(self):
+        return True
+
+    def get_scale(self):
+        return self.scale
+
+    def step(self, optimizer):
+        return None
+
+    def update(self):
+        self.scale /= 2
+
+
 def rank_semantics(workdir):
     torch, dist, group = init_rank()
     from syncplan.models import tiny_gpt
@@ -204,22 +226,28 @@ def rank_semantics(workdir):
                 for p, copies in zip(modules[n].parameters(recurse=False), before[n]):
                     now = gather(dist, group, p)
                     if n in expected_layers:
-                        average = (copies[0] + copies[1]) / 2  # 2 ranks: gloo's sum then / 2, exact
-                        checks.check(torch.equal(p.detach(), average),
-                                     f"iteration {executor.iteration}: {n} is not the average of the ranks' values")
-                        checks.check(torch.equal(now[0], now[1]), f"iteration {executor.iteration}: {n} differs")
+                        if len(copies) == 2:  # gloo's sum then / 2: (a + b) / 2 exactly
+                            checks.check(torch.equal(p.detach(), (copies[0] + copies[1]) / 2),
+                                         f"iteration {executor.iteration}: {n} is not (a + b) / 2 of the ranks' values")
+                        else:  # gloo's summation order is its own: the mean within float32 rounding
+                            average = torch.stack(copies).double().mean(0).float()
+                            checks.check(torch.allclose(p.detach(), average, rtol=1e-6, atol=1e-7),
+                                         f"iteration {executor.iteration}: {n} is not the mean of the ranks' values")
+                        checks.check(all(torch.equal(now[0], c) for c in now),
+                                     f"iteration {executor.iteration}: {n} differs between ranks")
                     elif executor.iteration >= 1:
                         checks.check(not torch.equal(now[0], now[1]),
                                      f"iteration {executor.iteration}: {n} (not synced in h {h}) is equal on both ranks")
                         checks.check(torch.equal(p.detach(), copies[rank]), f"{n} changed without a sync")
             if step == 2 and not skipped:
-                # A skipped step (a GradScaler's on inf: no optimizer.step()): the counter stays and
-                # the retried iteration syncs h again (checked by the next loop's expectations).
+                # A skipped step (a GradScaler that found inf: no optimizer.step(), a lower scale):
+                # the counter stays and the retried iteration syncs h again (checked by the next
+                # loop's expectations). before_step again is harmless: nothing is left to launch.
                 skipped = True
                 iteration = executor.iteration
-                executor.after_step(stepped=False)
-                checks.check(executor.iteration == iteration and executor.skipped_steps == 1,
-                             f"a skipped step moved the counter to {executor.iteration}")
+                stepped = executor.step(optimizer, scaler=SkippingScaler(), loss=loss)
+                checks.check(not stepped and executor.iteration == iteration and executor.skipped_steps == 1,
+                             f"a skipped step: step() said {stepped}, the counter moved to {executor.iteration}")
                 optimizer.zero_grad(set_to_none=True)
                 continue
             optimizer.step()
@@ -661,7 +689,7 @@ RANK_MODES = {"semantics": rank_semantics, "delayed": rank_delayed, "strategies"
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=sorted(list(RANK_MODES) + ["faults", "logs"]))
+    parser.add_argument("mode", choices=sorted(list(RANK_MODES) + ["semantics4", "faults", "logs"]))
     parser.add_argument("--syncplan")
     parser.add_argument("--workdir", required=True)
     args = parser.parse_args()
@@ -672,7 +700,10 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
     start = time.monotonic()
     checks = Checks(args.mode)
-    if args.mode in RANK_MODES and args.mode != "bad":
+    if args.mode == "semantics4":  # the same checks on 4 ranks (averages within rounding)
+        codes = spawn("semantics", args.workdir, ranks=4)
+        checks.check(codes == [0] * 4, f"rank exit codes {codes}")
+    elif args.mode in RANK_MODES and args.mode != "bad":
         codes = spawn(args.mode, args.workdir)
         checks.check(codes == [0] * RANKS, f"rank exit codes {codes}")
     elif args.mode == "bad":
