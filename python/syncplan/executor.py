@@ -29,7 +29,7 @@ import time
 from . import schedule as schedules
 from ._cli import write_outputs
 from .layers import assign_owners, on_gradient_accumulated
-from .errors import PlanError, UsageError
+from .errors import PlanError
 
 
 class SyncError(RuntimeError):
@@ -113,6 +113,8 @@ class PlanExecutor:
         order (otherwise the order of the first forward pass's calls).
     allow_unplanned: accept modules with parameters that the plan does not name (never averaged).
     clock: seconds, monotonic (time.perf_counter); injectable for tests.
+    warn: called with each warning line (a profile of another world size); default: kept in
+        `warnings` only.
 
     Construction is collective: every rank checks the plan against its model, then the ranks agree
     (one all_gather_object), so that a bad input raises PlanError with the same one line on every
@@ -541,8 +543,8 @@ class PlanExecutor:
 
     def _ensure_ready(self):
         if self.schedule is None or not hasattr(self, "_states"):
-            raise UsageError("PlanExecutor: before_step/after_step before the model's first forward pass "
-                             "(a strategy's layer order comes from it)")
+            raise RuntimeError("PlanExecutor: before_step/after_step before the model's first forward pass "
+                               "(a strategy's layer order comes from it)")
 
     def _record(self, loss, end):
         start = self._iteration_start if self._iteration_start is not None else end
