@@ -29,6 +29,7 @@ import time
 from . import schedule as schedules
 from ._cli import write_outputs
 from .layers import assign_owners, on_gradient_accumulated
+from .records import MeasuredTrace, write_trace
 from .errors import PlanError
 
 
@@ -177,7 +178,7 @@ class PlanExecutor:
             error = str(problem)
         self._agree(error, fingerprint)
         self._origin_s = self._clock()   # the trace's zero: just after the ranks agreed (a collective)
-        self._trace_events = []          # this rank's measured trace events (write_trace)
+        self._trace = MeasuredTrace(self.rank, self._origin_s)
         self._marks = {}                 # this iteration's times: forward_end, backward_start, ...
         self._ready = []                 # (layer name, time its gradients were all accumulated)
         self._delayed = []               # delayed syncs in flight: (due iteration, state)
@@ -569,66 +570,33 @@ class PlanExecutor:
         self._trace_iteration(start, end)
 
     # -- records ------------------------------------------------------------------------------------
-    def _event(self, name, category, tid, start_s, end_s, args, iteration=None):
-        microseconds_per_second = 1e6
-        self._trace_events.append({"name": name, "cat": category, "ph": "X", "pid": self.rank, "tid": tid,
-                                   "ts": (start_s - self._origin_s) * microseconds_per_second,
-                                   "dur": max(0.0, end_s - start_s) * microseconds_per_second,
-                                   "args": dict(args, iteration=self.iteration if iteration is None else iteration)})
-
     def _trace_iteration(self, start, end):
-        """The iteration's events in `syncplan run --trace`'s schema (docs/formats.md "Measured
-        trace", runtime/trace.hpp): tid 0 the forward (the whole model: the executor does not time
-        each module's forward), "backward NAME" from one synced layer's gradients being ready to the
-        next one's (so a span holds the backward of the layers without parameters before it), and
-        "update" (the optimizer step); tid 1 one event per all-reduce, launch to seen complete."""
+        """The iteration's compute and its own (not delayed) all-reduces in the trace."""
         marks = self._marks
         forward_end = marks.get("forward_end", start)
-        self._event("forward (whole model)", "forward", 0, start, forward_end, {"layer": "(whole model)"})
-        previous = marks.get("backward_start", forward_end)
-        for name, ready in self._ready:
-            self._event(f"backward {name}", "backward", 0, previous, ready, {"layer": name})
-            previous = ready
-        if "step" in marks and "after_step" in marks:
-            self._event("update", "update", 0, marks["step"], marks["after_step"], {})
+        self._trace.compute(self.iteration, start, forward_end, marks.get("backward_start", forward_end), self._ready,
+                            marks.get("step"), marks.get("after_step"))
         for state in self._states[self.position]:
             if state.launch_s is not None and state.snapshot is None:
                 self._trace_allreduce(state)
 
     def _trace_allreduce(self, state):
-        """The all-reduce event of a completed bucket, filed under its launch iteration; a delayed
-        one (written when applied) with args delay and applied_iteration."""
-        layers = state.bucket.layers
-        name = "all-reduce " + layers[0] + (f" .. {layers[-1]} ({len(layers)} layers)" if len(layers) > 1 else "")
-        args = {"layer": layers[0]} if len(layers) == 1 else {"layers": list(layers)}
-        args["bytes"] = state.bytes
-        if state.snapshot is not None:
-            args.update(delay=state.bucket.delay, applied_iteration=state.launch_iteration + state.bucket.delay)
-        self._event(name, "allreduce", 1, state.launch_s, state.complete_s, args, state.launch_iteration)
+        self._trace.allreduce(state.bucket.layers, state.bytes, state.launch_s, state.complete_s,
+                              state.launch_iteration, state.bucket.delay)
 
     def write_trace(self, path, about=None):
         """Collective: rank 0 writes every rank's events as a measured Chrome trace (docs/formats.md
-        "Measured trace": pid = rank, ts/dur in microseconds from the executor's start, a "syncplan"
-        object with "source": "measured"), whole or not at all; `syncplan compare` reads it.
-        `about`: more keys for the "syncplan" object (model, batch, seq, ...)."""
+        "Measured trace", syncplan.records: pid = rank, ts/dur in microseconds from the executor's
+        start, a "syncplan" object with "source": "measured"), whole or not at all; `syncplan
+        compare` reads it. `about`: more keys for the "syncplan" object (model, batch, seq, ...)."""
         everyone = [None] * self.world_size
-        self._dist.all_gather_object(everyone, self._trace_events, group=self.group)
-        if self.rank != 0:
-            return
-        events = []
-        for rank in range(self.world_size):
-            events.append({"name": "process_name", "ph": "M", "pid": rank, "args": {"name": f"rank {rank}"}})
-            events.append({"name": "thread_name", "ph": "M", "pid": rank, "tid": 0, "args": {"name": "compute"}})
-            events.append({"name": "thread_name", "ph": "M", "pid": rank, "tid": 1, "args": {"name": "comm stream 0"}})
-        for rank_events in everyone:
-            events.extend(rank_events)
-        description = {"source": "measured", "strategy": self.schedule.strategy, "algorithm": self.schedule.algorithm,
-                       "period": self.period, "sync": self.schedule.kind, "ranks": self.world_size,
-                       "iterations": len(self.records), "runtime": "syncplan.torch",
-                       "plan": self.schedule.origin, "emulated_link": None}
-        description.update(about or {})
-        document = {"traceEvents": events, "displayTimeUnit": "ms", "syncplan": description}
-        write_outputs([(path, json.dumps(document, allow_nan=False) + "\n")])
+        self._dist.all_gather_object(everyone, self._trace.events, group=self.group)
+        if self.rank == 0:
+            description = {"strategy": self.schedule.strategy, "algorithm": self.schedule.algorithm,
+                           "period": self.period, "sync": self.schedule.kind, "ranks": self.world_size,
+                           "iterations": len(self.records), "runtime": "syncplan.torch",
+                           "plan": self.schedule.origin, "emulated_link": None}
+            write_trace(path, everyone, dict(description, **(about or {})))
 
     def gather_records(self):
         """Collective: every rank's log lines, sorted by iteration then rank (on every rank)."""
