@@ -6,7 +6,7 @@ usage: torch_ddp_time.py measure [--nproc 2] [--configs compute,ddp:1,ddp:25,ssg
        torch_ddp_time.py table --measured MEASURED.json --predicted NAME=RESULT.json ... -o TABLE.json
 
 measure: spawns --nproc ranks (or runs as one rank under torchrun), each training tiny-gpt
-(torch_profile.py's built-in model, data/models/tiny-gpt.json's; SGD, next-byte loss, the same
+(syncplan.models' tiny-gpt, data/models/tiny-gpt.json's model; SGD, next-byte loss, the same
 batch every iteration, one thread per rank) in each configuration in turn:
   compute   no synchronization at all: the compute part of every other configuration
   ddp:CAP   torch.nn.parallel.DistributedDataParallel with bucket_cap_mb CAP (MiB in torch)
@@ -28,19 +28,17 @@ failure (a rank that fails ends the others).
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import sys
 import time
 
-sys.dont_write_bytecode = True  # no __pycache__ in tools/ from loading torch_profile.py
+sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROGRAM = "torch_ddp_time.py"
-_spec = importlib.util.spec_from_file_location("torch_profile", os.path.join(HERE, "torch_profile.py"))
-torch_profile = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(torch_profile)
-UsageError = torch_profile.UsageError
+sys.path.insert(0, os.path.join(HERE, "..", "python"))
+from syncplan import _cli as cli, models  # noqa: E402 (after the path is set)
+from syncplan.errors import UsageError  # noqa: E402
 
 DEFAULT_CONFIGS = "compute,ddp:1,ddp:25,ssgd"
 TIMEOUT_S = 600
@@ -57,7 +55,7 @@ def parse_arguments(argv):
                      formatter_class=argparse.RawDescriptionHelpFormatter)
     commands = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     measure = commands.add_parser("measure", help="time the configurations (seconds per iteration)")
-    measure.add_argument("--nproc", type=int, help=torch_profile.NPROC_HELP)
+    measure.add_argument("--nproc", type=int, help=cli.NPROC_HELP)
     measure.add_argument("--configs", default=DEFAULT_CONFIGS,
                          help=f"comma-separated: compute, ddp:CAP_MB, ssgd, localsgd:H (default: {DEFAULT_CONFIGS})")
     measure.add_argument("--batch", type=int, default=4, help="sequences per batch and rank (default: 4)")
@@ -78,8 +76,8 @@ def parse_arguments(argv):
         for name, minimum in (("iters", 1), ("warmup", 0), ("batch", 1), ("seq", 1), ("threads", 1), ("rounds", 1)):
             if getattr(args, name) < minimum:
                 raise UsageError(f"--{name}: at least {minimum}, got {getattr(args, name)}")
-        if args.nproc is not None and not 2 <= args.nproc <= torch_profile.MAX_LOCAL_RANKS:
-            raise UsageError(f"--nproc: 2 to {torch_profile.MAX_LOCAL_RANKS}, got {args.nproc}")
+        if args.nproc is not None and not 2 <= args.nproc <= cli.MAX_LOCAL_RANKS:
+            raise UsageError(f"--nproc: 2 to {cli.MAX_LOCAL_RANKS}, got {args.nproc}")
         args.configs = [parse_config(text) for text in args.configs.split(",")]
     folder = os.path.dirname(os.path.abspath(args.output))
     if not os.path.isdir(folder):
@@ -140,7 +138,7 @@ def time_config(torch, args, name, cap_mb, world):
     """Mean seconds per iteration of one configuration on this rank (after --warmup)."""
     dist = torch.distributed
     torch.manual_seed(0)  # the same initial model on every rank, as DDP's broadcast would make it
-    model = torch_profile.define_tiny_gpt(torch)()
+    model = models.define_tiny_gpt(torch)()
     model.train()
     torch.manual_seed(1 + dist.get_rank())  # each rank its own batch
     inputs = model.example_inputs(args.batch, args.seq)
@@ -181,7 +179,7 @@ def measure_rank(torch, args):
     dist = torch.distributed
     world = int(os.environ["WORLD_SIZE"])
     dist.init_process_group("gloo", rank=int(os.environ["RANK"]), world_size=world,
-                            timeout=datetime.timedelta(seconds=torch_profile.GROUP_TIMEOUT_S))
+                            timeout=datetime.timedelta(seconds=cli.GROUP_TIMEOUT_S))
     torch.set_num_threads(args.threads)
     measured = {}
     # Round-robin rounds, the least per configuration: the first configuration timed otherwise pays
@@ -196,16 +194,16 @@ def measure_rank(torch, args):
 
 
 def run_measure(args, argv):
-    if not all(name in os.environ for name in torch_profile.RANK_VARIABLES):
-        return torch_profile.spawn_ranks(args, argv, script=__file__, program=PROGRAM, timeout_s=TIMEOUT_S)
-    torch = torch_profile.import_torch_or_reexec(argv, script=__file__, program=PROGRAM)
+    if not all(name in os.environ for name in cli.RANK_VARIABLES):
+        return cli.spawn_ranks(args.nproc or 2, cli.entry_command(None, __file__), argv, PROGRAM, TIMEOUT_S)
+    torch = cli.import_torch_or_reexec(argv, cli.entry_command(None, __file__), PROGRAM)
     measured, world = measure_rank(torch, args)
     if int(os.environ["RANK"]) == 0:
         document = {"model": "tiny-gpt", "backend": "gloo", "workers": world, "batch": args.batch, "seq": args.seq,
                     "iters": args.iters, "rounds": args.rounds, "threads": args.threads, "configs": measured}
-        torch_profile.write_outputs([(args.output, json.dumps(document, indent=2) + "\n")])
+        cli.write_outputs([(args.output, json.dumps(document, indent=2) + "\n")])
         for name, seconds in measured.items():
-            print(f"measured {name}: {seconds * torch_profile.MILLISECONDS_PER_SECOND:.3f} ms per iteration")
+            print(f"measured {name}: {seconds * cli.MILLISECONDS_PER_SECOND:.3f} ms per iteration")
     return 0
 
 
@@ -251,7 +249,7 @@ def run_table(args):
                      "error_total": relative_error(predicted[name], measured[name]),
                      "measured_comm_s": comm_measured, "predicted_comm_s": comm_predicted,
                      "error_comm": relative_error(comm_predicted, comm_measured) if name != "compute" else None})
-    ms = torch_profile.MILLISECONDS_PER_SECOND
+    ms = cli.MILLISECONDS_PER_SECOND
     print(f"{'config':<10} {'measured ms':>12} {'predicted ms':>13} {'error':>8} {'comm meas ms':>13} "
           f"{'comm pred ms':>13} {'comm error':>11}")
     for row in rows:
@@ -268,7 +266,7 @@ def run_table(args):
     document = {"units": "seconds per iteration; errors are (predicted - measured) / measured",
                 "comm": "iteration minus the compute configuration's (measured and predicted alike)",
                 "rows": rows}
-    torch_profile.write_outputs([(args.output, json.dumps(document, indent=2) + "\n")])
+    cli.write_outputs([(args.output, json.dumps(document, indent=2) + "\n")])
     return 0
 
 

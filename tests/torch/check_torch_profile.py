@@ -26,7 +26,6 @@ Exit code 0 when every check holds, 1 otherwise (the failed checks are printed).
 """
 
 import argparse
-import importlib.util
 import json
 import os
 import shutil
@@ -116,11 +115,9 @@ def profile_model(workdir, extra):
 
 def independent_parameter_count():
     """sum(p.numel()) over tiny-gpt's parameters() (each Parameter once, so the tied weight once)."""
-    import torch
-    spec = importlib.util.spec_from_file_location("torch_profile", TORCH_PROFILE)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    model = module.define_tiny_gpt(torch)()
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "python"))
+    from syncplan.models import tiny_gpt
+    model = tiny_gpt()
     return sum(p.numel() for p in model.parameters())
 
 

@@ -3,7 +3,8 @@
 # torch; exits 77 (CTest's skip code) with a message when none has it, so that a machine without
 # python3 or python3-torch skips these tests visibly instead of passing them.
 #
-# MODE ddp-compare runs tools/ddp-compare.sh into WORKDIR instead.
+# MODE ddp-compare runs tools/ddp-compare.sh into WORKDIR instead; MODE executor-X runs
+# check_executor.py X (the plan executor of python/syncplan).
 #
 # usage: torch_case.sh MODE SYNCPLAN WORKDIR PYTHON...
 set -uo pipefail
@@ -19,6 +20,9 @@ for python in "$@"; do
      "$python" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)" 2>/dev/null; then
     if [[ $mode == ddp-compare ]]; then  # the example script, with this Python and this syncplan
       SYNCPLAN=$syncplan PYTHON=$python exec bash "$(dirname "$0")/../../tools/ddp-compare.sh" "$workdir"
+    fi
+    if [[ $mode == executor-* ]]; then  # syncplan.torch.PlanExecutor (check_executor.py)
+      exec "$python" "$(dirname "$0")/check_executor.py" "${mode#executor-}" --syncplan "$syncplan" --workdir "$workdir"
     fi
     exec "$python" "$(dirname "$0")/check_torch_profile.py" "$mode" --syncplan "$syncplan" --workdir "$workdir"
   fi

@@ -1,0 +1,722 @@
+"""Checks syncplan.torch.PlanExecutor on 2 gloo ranks on this machine (run by torch_case.sh with a Python that has torch).
+
+usage: check_executor.py semantics|semantics4|delayed|strategies|overlap|bad|faults|logs --syncplan BIN --workdir DIR
+
+Without RANK in the environment the script starts 2 ranks of itself (127.0.0.1, a free port) and
+checks their exit codes; each rank runs the mode's checks and prints FAIL lines. Every expected value
+is computed here independently of the executor: the averages by hand from every rank's parameters
+(all_gather on a group of the test's own), the synced layers from the plan file's fields.
+
+  semantics   a hand-written tiny-gpt plan (H = 3) and the same plan with fused buckets: after
+              before_step of iteration h the layers the plan syncs at h are bit-identical on every
+              rank and equal (a + b) / 2 of the ranks' pre-sync values; from iteration 1 on, the
+              other layers with parameters differ between the ranks; the all-reduces counted by a
+              wrapper of torch.distributed.all_reduce equal the plan's buckets of h, one per bucket;
+              a skipped step (step() with a scaler that finds inf) keeps the counter and syncs h
+              again. semantics4: the same on 4 ranks, the averages within float32 rounding of the
+              mean (gloo's summation order is its own).
+  delayed     a hand-written delayed-averaging plan (H = 3, delays 0, 1 and 2, two corrections
+              before one step): after before_step of every iteration every layer equals, bit for
+              bit, docs/time-model.md section 13's value computed here (p + (m - s) in sync order);
+              the log's sync_delays and applied.
+  strategies  ssgd and wfbp against a hand-written loop that averages every gradient before the
+              step (bit for bit, AdamW); flsgd (H = 2) against a hand-written average of the whole
+              model after every 2nd step (bit for bit) and against PyTorch's PeriodicModelAverager
+              (period 2, warmup_steps 1: it averages after steps 1, 3, ...) within 1e-6 relative.
+  overlap     a model whose output layer (first in backprop order) holds 4M parameters, synced in
+              iteration 0 of H = 2: its all-reduce is launched before loss.backward() returns and
+              the iteration's wait_s is less than that all-reduce's own duration (launch to seen
+              complete), so part of it ran during the rest of the backprop.
+  bad         the checks before training, in PlanExecutor on 2 ranks (PlanError, one line naming
+              the thing, on both): unreadable and malformed plans, a plan layer that is not a
+              module, a module with parameters the plan does not name, a profile's parameter count
+              that is not the model's, a tied layer off its carrier's iterations, buckets out of
+              order, an unknown strategy, ranks with different plans; through syncplan.torch_train
+              (exit 2, one line from rank 0) an unknown layer on 2 ranks and a broken file on 1;
+              --allow-unplanned accepted; a profile of another world size is a warning (exit 0).
+  faults      two ranks of the driver (wfbp, --timeout-s 5): kill -9 of rank 1, then SIGSTOP of
+              rank 1: rank 0 exits 1 within 5 + 10 s with one line naming it.
+  logs        tiny-gpt on the GPL-3 text: `mpirun -np 2 syncplan run` and syncplan.torch_train of
+              the same plan (dp, fused buckets), a delayed plan (--max-delay 1) and plsgd-even
+              (H = 4, 4 iterations): per iteration and rank the same synced_layers, buckets and
+              sync_delays, the plan's buckets; `syncplan compare` reads the torch log and trace
+              against `syncplan simulate`'s result.
+"""
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.abspath(os.path.join(HERE, "..", ".."))
+PACKAGE = os.path.join(ROOT, "python")
+sys.path.insert(0, PACKAGE)
+RANKS = 2
+RANK_TIMEOUT_S = 150
+
+from syncplan._cli import free_port  # noqa: E402 (after the path is set; imports no torch)
+
+
+class Checks:
+    def __init__(self, label):
+        self.label = label
+        self.failures = 0
+        self.count = 0
+
+    def check(self, condition, message):
+        self.count += 1
+        if not condition:
+            self.failures += 1
+            print(f"FAIL [{self.label}]: {message}", flush=True)
+        return condition
+
+
+# --------------------------------------------------------------------------------------------------
+# Running ranks
+# --------------------------------------------------------------------------------------------------
+
+def spawn(mode, workdir, ranks=RANKS):
+    """Runs `ranks` copies of this script's rank part; returns their exit codes."""
+    environment = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE=str(ranks),
+                       PYTHONPATH=PACKAGE)
+    processes = [subprocess.Popen([sys.executable, __file__, mode, "--workdir", workdir],
+                                  env=dict(environment, RANK=str(r))) for r in range(ranks)]
+    codes = []
+    for process in processes:
+        try:
+            codes.append(process.wait(timeout=RANK_TIMEOUT_S))
+        except subprocess.TimeoutExpired:
+            process.kill()
+            codes.append("timeout")
+    return codes
+
+
+def init_rank():
+    import datetime
+    import torch
+    import torch.distributed as dist
+    torch.set_num_threads(1)
+    dist.init_process_group("gloo", rank=int(os.environ["RANK"]), world_size=int(os.environ["WORLD_SIZE"]),
+                            timeout=datetime.timedelta(seconds=60))
+    # The test's own group: its gathers are not counted with the executor's all-reduces.
+    return torch, dist, dist.new_group(backend="gloo")
+
+
+def gather(dist, group, tensor):
+    """Every rank's copy of `tensor`, rank order."""
+    import torch
+    copies = [torch.empty_like(tensor) for _ in range(dist.get_world_size())]
+    dist.all_gather(copies, tensor.detach().contiguous(), group=group)
+    return copies
+
+
+def tiny_gpt_layers(model):
+    """tiny-gpt's layers in forward call order (docs/models.md section 2), by hand."""
+    names = ["transformer.wte", "transformer.wpe", "transformer.drop"]
+    for n in range(model.blocks):
+        block = f"transformer.h.{n}."
+        names += [block + s for s in ("ln_1", "attn.c_attn", "attn.attn_dropout", "attn.c_proj", "attn.resid_dropout",
+                                      "ln_2", "mlp.c_fc", "mlp.act", "mlp.c_proj", "mlp.dropout")]
+    return names + ["transformer.ln_f", "lm_head"]
+
+
+def owning(model, names):
+    """The layers with parameters of their own (lm_head's weight is wte's: none of its own)."""
+    modules = dict(model.named_modules())
+    return [n for n in names if list(modules[n].parameters(recurse=False)) and n != "lm_head"]
+
+
+def hand_plan(model, period, fused):
+    """H = period: owning layer k (in backprop order) syncs in iteration k mod H, wte twice (0 and
+    the last), lm_head as wte, layers without parameters in 0. fused: per iteration the owning
+    layers of h in backprop order, cut into buckets of 3."""
+    names = tiny_gpt_layers(model)
+    own = owning(model, names)
+    backprop = list(reversed(own))
+    iterations = {name: [k % period] for k, name in enumerate(backprop)}
+    iterations["transformer.wte"] = sorted({iterations["transformer.wte"][0], period - 1})
+    layers = [{"name": n, "sync_iterations": iterations.get(n, iterations["transformer.wte"] if n == "lm_head" else [0])}
+              for n in names]
+    plan = {"format": "syncplan.plan/v1", "model": "tiny-gpt", "period": period, "algorithm": "hand", "layers": layers}
+    if fused:
+        per_h = [[n for n in backprop if h in iterations[n]] for h in range(period)]
+        plan["buckets"] = {"alpha_s": 0.0, "iterations": [[synced[i:i + 3] for i in range(0, len(synced), 3)]
+                                                          for synced in per_h]}
+    return plan
+
+
+# --------------------------------------------------------------------------------------------------
+# semantics (a, b)
+# --------------------------------------------------------------------------------------------------
+
+class SkippingScaler:
+    """A torch.cuda.amp.GradScaler stand-in (CPU torch 1.13 has none that works) that finds inf:
+    step() does not step, update() halves the scale, as GradScaler does."""
+
+    def __init__(self):
+        self.scale = 65536.0
+
+    def is_enabled(self):
+        return True
+
+    def get_scale(self):
+        return self.scale
+
+    def step(self, optimizer):
+        return None
+
+    def update(self):
+        self.scale /= 2
+
+
+def rank_semantics(workdir):
+    torch, dist, group = init_rank()
+    from syncplan.models import tiny_gpt
+    from syncplan.torch import PlanExecutor
+    rank = dist.get_rank()
+    checks = Checks(f"semantics rank {rank}")
+    calls = []
+    real_all_reduce = dist.all_reduce
+
+    def counting_all_reduce(tensor, *args, **kwargs):
+        calls.append(tensor.numel())
+        return real_all_reduce(tensor, *args, **kwargs)
+
+    dist.all_reduce = counting_all_reduce  # the executor looks torch.distributed.all_reduce up per call
+    for fused in (False, True):
+        model = tiny_gpt(seed=0)
+        plan = hand_plan(model, 3, fused)
+        path = os.path.join(workdir, f"plan-{'fused' if fused else 'plain'}.json")
+        if rank == 0:
+            with open(path, "w") as out:
+                json.dump(plan, out)
+        dist.barrier(group=group)
+        executor = PlanExecutor(model, path)
+        modules = dict(model.named_modules())
+        own = owning(model, tiny_gpt_layers(model))
+        # SGD: a step moves every parameter by its own rank's gradient (AdamW's first step is lr x sign(g)
+        # for large gradients, so a layer could come out equal on both ranks without a sync)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        torch.manual_seed(100 + rank)
+        skipped = False
+        for step in range(6):
+            h = executor.position
+            expected_layers = [n for n in reversed(own) if h in next(l["sync_iterations"] for l in plan["layers"]
+                                                                     if l["name"] == n)]
+            expected_buckets = (plan["buckets"]["iterations"][h] if fused else [[n] for n in expected_layers])
+            tokens = torch.randint(0, 256, (2, 16))
+            loss = model.example_loss(model(tokens), (tokens,))
+            del calls[:]
+            loss.backward()
+            # The pre-sync values: the executor launched its all-reduces from copies; the parameters
+            # themselves are untouched until before_step.
+            before = {n: [gather(dist, group, p) for p in modules[n].parameters(recurse=False)] for n in own}
+            executor.before_step()
+            checks.check(len(calls) == len(expected_buckets),
+                         f"{'fused' if fused else 'plain'} iteration {executor.iteration} (h {h}): {len(calls)} "
+                         f"all-reduces, expected one per bucket: {len(expected_buckets)}")
+            bucket_sizes = [sum(p.numel() for n in b for p in modules[n].parameters(recurse=False))
+                            for b in expected_buckets]
+            # Launch order is autograd's order of gradient readiness; compare as multisets.
+            checks.check(sorted(calls) == sorted(bucket_sizes), f"all-reduce sizes {calls}, the buckets' {bucket_sizes}")
+            for n in own:
+                for p, copies in zip(modules[n].parameters(recurse=False), before[n]):
+                    now = gather(dist, group, p)
+                    if n in expected_layers:
+                        if len(copies) == 2:  # gloo's sum then / 2: (a + b) / 2 exactly
+                            checks.check(torch.equal(p.detach(), (copies[0] + copies[1]) / 2),
+                                         f"iteration {executor.iteration}: {n} is not (a + b) / 2 of the ranks' values")
+                        else:  # gloo's summation order is its own: the mean within float32 rounding
+                            average = torch.stack(copies).double().mean(0).float()
+                            checks.check(torch.allclose(p.detach(), average, rtol=1e-6, atol=1e-7),
+                                         f"iteration {executor.iteration}: {n} is not the mean of the ranks' values")
+                        checks.check(all(torch.equal(now[0], c) for c in now),
+                                     f"iteration {executor.iteration}: {n} differs between ranks")
+                    elif executor.iteration >= 1:
+                        checks.check(not torch.equal(now[0], now[1]),
+                                     f"iteration {executor.iteration}: {n} (not synced in h {h}) is equal on both ranks")
+                        checks.check(torch.equal(p.detach(), copies[rank]), f"{n} changed without a sync")
+            if step == 2 and not skipped:
+                # A skipped step (a GradScaler that found inf: no optimizer.step(), a lower scale):
+                # the counter stays and the retried iteration syncs h again (checked by the next
+                # loop's expectations). before_step again is harmless: nothing is left to launch.
+                skipped = True
+                iteration = executor.iteration
+                stepped = executor.step(optimizer, scaler=SkippingScaler(), loss=loss)
+                checks.check(not stepped and executor.iteration == iteration and executor.skipped_steps == 1,
+                             f"a skipped step: step() said {stepped}, the counter moved to {executor.iteration}")
+                optimizer.zero_grad(set_to_none=True)
+                continue
+            optimizer.step()
+            executor.after_step(loss=loss)
+            optimizer.zero_grad(set_to_none=True)
+        logged = [(r["iteration"], r["buckets"]) for r in executor.records]
+        plan_buckets = [(i, plan["buckets"]["iterations"][i % 3] if fused else
+                         [[n] for n in reversed(own) if i % 3 in next(l["sync_iterations"] for l in plan["layers"]
+                                                                      if l["name"] == n)]) for i in range(5)]
+        checks.check(logged == plan_buckets, f"logged buckets {logged[:2]}..., the plan's {plan_buckets[:2]}...")
+        executor.remove()
+    dist.all_reduce = real_all_reduce
+    return checks
+
+
+# --------------------------------------------------------------------------------------------------
+# delayed (docs/time-model.md section 13)
+# --------------------------------------------------------------------------------------------------
+
+def delayed_plan(model):
+    """H = 3: owning layer k (backprop order) syncs in h = k mod 3 with delay 2 - h when k is even
+    (applied before the step of iteration 2), else 0; wte (and its tied lm_head) in 0 with delay 1
+    and in 2 with delay 0; layers without parameters in 0."""
+    names = tiny_gpt_layers(model)
+    backprop = list(reversed(owning(model, names)))
+    syncs = {n: ([k % 3], [2 - k % 3 if k % 2 == 0 else 0]) for k, n in enumerate(backprop)}
+    syncs["transformer.wte"] = ([0, 2], [1, 0])
+    layers = []
+    for n in names:
+        iterations, delays = syncs.get("transformer.wte" if n == "lm_head" else n, ([0], [0]))
+        layers.append({"name": n, "sync_iterations": iterations, "sync_delays": delays})
+    return {"format": "syncplan.plan/v1", "model": "tiny-gpt", "period": 3, "algorithm": "hand", "layers": layers}
+
+
+def rank_delayed(workdir):
+    """Per iteration k, by hand: every delayed sync launched at h holds s = the ranks' parameters
+    after h's backward (the test gathers them then; the executor copied them at launch) and m =
+    (s_0 + s_1) / 2. After before_step of k each layer must be exactly: its own pre-sync value, or
+    (a + b) / 2 when it syncs at k with delay 0, then + (m - s_own) for each correction due at k, in
+    sync order (launch iteration, then backprop order)."""
+    torch, dist, group = init_rank()
+    from syncplan.models import tiny_gpt
+    from syncplan.torch import PlanExecutor
+    rank = dist.get_rank()
+    checks = Checks(f"delayed rank {rank}")
+    model = tiny_gpt(seed=0)
+    plan = delayed_plan(model)
+    executor = PlanExecutor(model, plan)
+    modules = dict(model.named_modules())
+    own = owning(model, tiny_gpt_layers(model))
+    syncs = {l["name"]: list(zip(l["sync_iterations"], l["sync_delays"])) for l in plan["layers"]}
+    optimizer = torch.optim.AdamW(model.parameters(), lr=0.01)
+    torch.manual_seed(400 + rank)
+    in_flight = []  # (due iteration, launch iteration, backprop position, layer, [(m, s_own) per parameter])
+    for k in range(9):
+        h = k % 3
+        tokens = torch.randint(0, 256, (2, 16))
+        loss = model.example_loss(model(tokens), (tokens,))
+        loss.backward()
+        before = {n: [gather(dist, group, p) for p in modules[n].parameters(recurse=False)] for n in own}
+        for position, n in enumerate(reversed(own)):
+            for sync_h, d in syncs[n]:
+                if sync_h == h and d > 0:
+                    pairs = [((c[0] + c[1]) / 2, c[rank]) for c in before[n]]
+                    in_flight.append((k + d, k, position, n, pairs))
+        expected = {}
+        for n in own:
+            zero_delay = any(sync_h == h and d == 0 for sync_h, d in syncs[n])
+            expected[n] = [(c[0] + c[1]) / 2 if zero_delay else c[rank].clone() for c in before[n]]
+        due = sorted((e for e in in_flight if e[0] == k), key=lambda e: (e[1], e[2]))
+        in_flight = [e for e in in_flight if e[0] != k]
+        for _, _, _, n, pairs in due:
+            expected[n] = [value + (m - s) for value, (m, s) in zip(expected[n], pairs)]
+        executor.before_step()
+        for n in own:
+            for p, value in zip(modules[n].parameters(recurse=False), expected[n]):
+                checks.check(torch.equal(p.detach(), value), f"iteration {k}: {n} is not docs/time-model.md 13's value "
+                                                             f"(max |diff| {float((p.detach() - value).abs().max()):.3g})")
+        optimizer.step()
+        executor.after_step(loss=loss)
+        optimizer.zero_grad(set_to_none=True)
+        line = executor.records[-1]
+        expected_delays = [d for n in reversed(own) for sync_h, d in syncs[n] if sync_h == h]
+        checks.check(line["sync_delays"] == expected_delays, f"iteration {k}: sync_delays {line['sync_delays']}")
+        checks.check(len(line["applied"]) == sum(1 for d in expected_delays if d == 0) + len(due),
+                     f"iteration {k}: {len(line['applied'])} applied")
+    checks.check(not in_flight, "syncs left in flight after whole periods")
+    return checks
+
+
+# --------------------------------------------------------------------------------------------------
+# strategies (c)
+# --------------------------------------------------------------------------------------------------
+
+def rank_strategies(workdir):
+    torch, dist, group = init_rank()
+    from syncplan.models import tiny_gpt
+    from syncplan.torch import PlanExecutor
+    from torch.distributed.algorithms.model_averaging.averagers import PeriodicModelAverager
+    rank, world = dist.get_rank(), dist.get_world_size()
+    checks = Checks(f"strategies rank {rank}")
+    torch.manual_seed(200 + rank)
+    batches = [torch.randint(0, 256, (2, 16)) for _ in range(4)]
+
+    def train(model, step_fn):
+        optimizer = torch.optim.AdamW(model.parameters(), lr=0.01)
+        for i, tokens in enumerate(batches):
+            loss = model.example_loss(model(tokens), (tokens,))
+            loss.backward()
+            step_fn(i, optimizer, loss)
+            optimizer.zero_grad(set_to_none=True)
+        return model
+
+    def hand_gradients(i, optimizer, loss, model=None):
+        for p in optimizer.param_groups[0]["params"]:
+            dist.all_reduce(p.grad, group=group)
+            p.grad.div_(world)
+        optimizer.step()
+
+    reference = train(tiny_gpt(seed=0), hand_gradients)
+    for strategy in ("ssgd", "wfbp"):
+        model = tiny_gpt(seed=0)
+        executor = PlanExecutor(model, strategy, period=1)
+        train(model, lambda i, optimizer, loss: executor.step(optimizer, loss=loss))
+        for (name, p), q in zip(model.named_parameters(), reference.parameters()):
+            checks.check(torch.equal(p, q), f"{strategy}: {name} differs from the hand-written gradient averaging "
+                                            f"(max |diff| {float((p - q).abs().max()):.3g})")
+        executor.remove()
+
+    period = 2
+
+    def hand_average(i, optimizer, loss):
+        optimizer.step()
+        if i % period == period - 1:
+            with torch.no_grad():
+                for p in optimizer.param_groups[0]["params"]:
+                    copies = gather(dist, group, p)
+                    p.copy_((copies[0] + copies[1]) / 2)
+
+    reference = train(tiny_gpt(seed=0), hand_average)
+    averager = PeriodicModelAverager(period=period, warmup_steps=period - 1, process_group=group)
+
+    def torch_average(i, optimizer, loss):
+        optimizer.step()
+        averager.average_parameters(optimizer.param_groups[0]["params"])  # before zero_grad: 1.13 skips grad None
+
+    torch_reference = train(tiny_gpt(seed=0), torch_average)
+    model = tiny_gpt(seed=0)
+    executor = PlanExecutor(model, "flsgd", period=period)
+    train(model, lambda i, optimizer, loss: executor.step(optimizer, loss=loss))
+    for (name, p), q, t in zip(model.named_parameters(), reference.parameters(), torch_reference.parameters()):
+        checks.check(torch.equal(p, q), f"flsgd: {name} differs from the hand-written whole-model average")
+        relative = float((p - t).abs().max() / t.abs().max().clamp(min=1e-30))
+        checks.check(relative <= 1e-6, f"flsgd: {name} differs from PeriodicModelAverager's by {relative:.3g} relative")
+        copies = gather(dist, group, p)
+        checks.check(torch.equal(copies[0], copies[1]), f"flsgd: {name} differs between the ranks after step 3")
+    synced = [r["synced_layers"] for r in executor.records]
+    checks.check([bool(s) for s in synced] == [False, True, False, True], f"flsgd synced in {synced}")
+    return checks
+
+
+# --------------------------------------------------------------------------------------------------
+# overlap (e)
+# --------------------------------------------------------------------------------------------------
+
+def rank_overlap(workdir):
+    torch, dist, group = init_rank()
+    from syncplan.torch import PlanExecutor
+    rank = dist.get_rank()
+    checks = Checks(f"overlap rank {rank}")
+    nn = torch.nn
+
+    class Deep(nn.Module):
+        """8 small layers, then a large output layer (8192 x 512 + 8192 = 4,202,496 parameters,
+        16.8 MB in fp32): its gradient is ready first in backprop, and its all-reduce runs while the
+        8 small layers' backward does."""
+
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(*[nn.Linear(512, 512) for _ in range(8)])
+            self.head = nn.Linear(512, 8192)
+
+        def forward(self, x):
+            return self.head(torch.tanh(self.body(x)))
+
+    torch.manual_seed(0)
+    model = Deep()
+    names = [f"body.{i}" for i in range(8)] + ["head"]
+    plan = {"format": "syncplan.plan/v1", "model": "deep", "period": 2, "algorithm": "hand",
+            "layers": [{"name": n, "sync_iterations": [0 if n == "head" else 1]} for n in names]}
+    executor = PlanExecutor(model, plan)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    torch.manual_seed(300 + rank)
+    x = torch.randn(32, 512)  # a short rest of the backprop: the head's all-reduce outlasts it
+    for step in range(4):
+        loss = model(x).pow(2).mean()
+        loss.backward()
+        backward_end = time.perf_counter()
+        executor.step(optimizer, loss=loss)
+        optimizer.zero_grad(set_to_none=True)
+        if step % 2 == 0:
+            (head,) = executor.last_buckets
+            duration = head["complete_s"] - head["launch_s"]
+            wait = executor.last_iteration["wait_s"]
+            print(f"rank {rank} step {step}: head all-reduce {duration * 1e3:.2f} ms, launched "
+                  f"{(backward_end - head['launch_s']) * 1e3:.2f} ms before backward ended; wait_s {wait * 1e3:.2f} ms")
+            checks.check(head["layers"] == ["head"], f"bucket {head['layers']}")
+            checks.check(head["launch_s"] < backward_end, "the head's all-reduce started after the backprop")
+            checks.check(wait < duration, f"wait_s {wait:.6f} s is not below the all-reduce's {duration:.6f} s: "
+                                          "no overlap")
+    return checks
+
+
+# --------------------------------------------------------------------------------------------------
+# bad (f): the driver's checks before training
+# --------------------------------------------------------------------------------------------------
+
+def run_train(args, workdir, ranks=1, timeout=120):
+    environment = dict(os.environ, PYTHONPATH=PACKAGE)
+    command = [sys.executable, "-m", "syncplan.torch_train", "--nproc", str(ranks), "--iterations", "2", "--seq", "16",
+               *args]
+    print("$ " + " ".join(command[1:]), flush=True)
+    return subprocess.run(command, cwd=workdir, env=environment, capture_output=True, text=True, timeout=timeout)
+
+
+def check_bad(workdir, checks):
+    from syncplan.models import tiny_gpt
+    model = tiny_gpt(seed=0)
+    names = tiny_gpt_layers(model)
+    good = hand_plan(model, 2, fused=False)
+
+    def write(name, document):
+        path = os.path.join(workdir, name)
+        with open(path, "w") as out:
+            out.write(document if isinstance(document, str) else json.dumps(document))
+        return path
+
+    unknown = json.loads(json.dumps(good))
+    unknown["layers"][5]["name"] = "transformer.h.0.attn.c_atn"
+    missing = json.loads(json.dumps(good))
+    missing["layers"] = [l for l in missing["layers"] if l["name"] != "transformer.ln_f"]
+    period = json.loads(json.dumps(good))
+    period["period"] = 0
+    own = {name: sum(p.numel() for p in module.parameters(recurse=False))
+           for name, module in model.named_modules() if name in names}
+    profile = {"format": "syncplan.profile/v1", "model": "tiny-gpt", "source": "test", "workers": None,
+               "layers": [dict({"name": n, "param_count": 0 if n == "lm_head" else own[n]},
+                               **({"tied_to": "transformer.wte"} if n == "lm_head" else {})) for n in names]}
+    wrong_count = json.loads(json.dumps(profile))
+    wrong_count["layers"][4]["param_count"] += 1  # transformer.h.0.attn.c_attn: 49,536 by hand
+    other_world = json.loads(json.dumps(profile))
+    other_world["workers"] = 8
+    plan = write("good.json", good)
+    tied = json.loads(json.dumps(good))
+    next(l for l in tied["layers"] if l["name"] == "lm_head")["sync_iterations"] = [1]  # wte: [0, 1]
+    buckets = hand_plan(model, 2, fused=True)
+    buckets["buckets"]["iterations"][1][0].reverse()  # out of backprop order
+    cases = [  # (label, PlanExecutor's plan, period, profile, the line's text)
+        ("no plan file", os.path.join(workdir, "absent.json"), None, None, "absent.json: cannot read the plan"),
+        ("not JSON", write("broken.json", "{\"format\": "), None, None, "broken.json: not a JSON plan"),
+        ("period 0", write("period.json", period), None, None, "field 'period': expected a whole number >= 1, got 0"),
+        ("unknown layer", write("unknown.json", unknown), None, None,
+         "layer 'transformer.h.0.attn.c_atn' is not a module of the model"),
+        ("unplanned module", write("missing.json", missing), None, None,
+         "module 'transformer.ln_f' has 256 parameters that no layer of the plan owns"),
+        ("parameter count", plan, None, write("count.json", wrong_count),
+         "layer 'transformer.h.0.attn.c_attn': field 'param_count': 49537"),
+        ("tied iterations", write("tied.json", tied), None, None,
+         "layer 'lm_head': field 'sync_iterations': [1], but it shares its parameters with 'transformer.wte'"),
+        ("buckets", write("buckets.json", buckets), None, None, "field 'buckets': iteration 1: bucket entry 0"),
+        ("unknown strategy", "dream", 2, None, "strategy: unknown 'dream'"),
+        ("different plans", plan, None, None, "rank 1: its plan or strategy differs from rank 0's"),
+    ]
+    write("cases.json", cases)
+    write("other.json", hand_plan(model, 3, fused=False))  # rank 1's plan in "different plans"
+    # Every refusal in the executor itself, on 2 ranks (the same line on both, after the agreement).
+    codes = spawn("bad", workdir)
+    checks.check(codes == [0] * RANKS, f"the in-process refusals: rank exit codes {codes}")
+    # The driver: exit 2 and one line from rank 0 (2 ranks: the agreement; 1 rank), --allow-unplanned,
+    # and a profile of another world size: one warning line, exit 0 (each run starts torch anew).
+    for label, args, ranks, text in (("unknown layer", ["--plan", os.path.join(workdir, "unknown.json")], 2,
+                                      "layer 'transformer.h.0.attn.c_atn' is not a module of the model"),
+                                     ("not JSON", ["--plan", os.path.join(workdir, "broken.json")], 1,
+                                      "broken.json: not a JSON plan")):
+        result = run_train(args, workdir, ranks=ranks)
+        lines = [line for line in result.stderr.splitlines() if line.strip()]
+        checks.check(result.returncode == 2, f"{label}: exit {result.returncode}, expected 2 ({result.stderr.strip()[-300:]})")
+        checks.check(len(lines) == 1 and lines[0].startswith("torch_train.py: ") and text in lines[0],
+                     f"{label}: expected one line with '{text}', got {lines}")
+    result = run_train(["--plan", os.path.join(workdir, "missing.json"), "--allow-unplanned"], workdir)
+    checks.check(result.returncode == 0, f"--allow-unplanned: exit {result.returncode} ({result.stderr.strip()[-300:]})")
+    result = run_train(["--plan", plan, "--profile", write("world.json", other_world)], workdir)
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    checks.check(result.returncode == 0, f"other world size: exit {result.returncode}, expected 0 (a warning)")
+    checks.check(len(lines) == 1 and "measured for 8 workers, this group has 1" in lines[0],
+                 f"other world size: expected one warning line, got {lines}")
+
+
+def rank_bad(workdir):
+    torch, dist, group = init_rank()
+    from syncplan.models import tiny_gpt
+    from syncplan.torch import PlanError, PlanExecutor
+    rank = dist.get_rank()
+    checks = Checks(f"bad rank {rank}")
+    with open(os.path.join(workdir, "cases.json")) as cases_file:
+        cases = json.load(cases_file)
+    for label, plan, period, profile, text in cases:
+        if label == "different plans" and rank == 1:
+            plan = os.path.join(workdir, "other.json")
+        try:
+            PlanExecutor(tiny_gpt(seed=0), plan, period=period, profile=profile)
+            message = None
+        except PlanError as error:
+            message = str(error)
+        checks.check(message is not None and text in message and "\n" not in message,
+                     f"{label}: expected one line with '{text}', got {message!r}")
+    return checks
+
+
+# --------------------------------------------------------------------------------------------------
+# faults: a killed and a stopped rank end the other within the process group's timeout
+# --------------------------------------------------------------------------------------------------
+
+FAULT_TIMEOUT_S = 5   # the driver's --timeout-s
+FAULT_GRACE_S = 10    # what rank 0 may take beyond it to end (the acceptance's "within the deadline")
+
+
+def check_faults(workdir, checks):
+    import signal
+    for name, number in (("kill -9", signal.SIGKILL), ("SIGSTOP", signal.SIGSTOP)):
+        environment = dict(os.environ, MASTER_ADDR="127.0.0.1", MASTER_PORT=str(free_port()), WORLD_SIZE="2",
+                           PYTHONPATH=PACKAGE)
+        command = [sys.executable, "-m", "syncplan.torch_train", "--strategy", "wfbp", "--period", "1",
+                   "--iterations", "1000000", "--seq", "16", "--timeout-s", str(FAULT_TIMEOUT_S)]
+        ranks = [subprocess.Popen(command, env=dict(environment, RANK=str(r)),
+                                  stdout=subprocess.PIPE if r == 0 else subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True) for r in range(2)]
+        # Rank 0 says when the ranks have agreed and training starts; the signal comes a second later.
+        started = ranks[0].stdout.readline()
+        checks.check("training" in started, f"{name}: rank 0 did not start training: {started!r}")
+        time.sleep(1)
+        alive = ranks[0].poll() is None and ranks[1].poll() is None
+        checks.check(alive, f"{name}: a rank ended before the signal ({ranks[0].poll()}, {ranks[1].poll()})")
+        os.kill(ranks[1].pid, number)
+        sent = time.monotonic()
+        try:
+            code = ranks[0].wait(timeout=FAULT_TIMEOUT_S + FAULT_GRACE_S)
+        except subprocess.TimeoutExpired:
+            code = "still running"
+        elapsed = time.monotonic() - sent
+        for process in ranks:
+            if process.poll() is None:
+                process.kill()
+            process.wait()
+        lines = [line for line in ranks[0].stderr.read().splitlines() if line.strip()]
+        print(f"{name} of rank 1: rank 0 exited {code} after {elapsed:.1f} s: {lines}")
+        checks.check(code == 1, f"{name}: rank 0 exited {code}, expected 1 within {FAULT_TIMEOUT_S + FAULT_GRACE_S} s")
+        checks.check(len(lines) == 1 and lines[0].startswith("torch_train.py: rank 0: "),
+                     f"{name}: rank 0's stderr is not one line naming the rank: {lines}")
+
+
+# --------------------------------------------------------------------------------------------------
+# logs (d) and compare (item 3)
+# --------------------------------------------------------------------------------------------------
+
+TEXT = "/usr/share/common-licenses/GPL-3"
+
+
+def read_log(path):
+    with open(path) as log:
+        return {(line["iteration"], line["rank"]): line for line in map(json.loads, log) if line}
+
+
+def check_logs(workdir, checks, syncplan):
+    import shutil
+    mpirun = shutil.which("mpirun")
+    syncplan = os.path.abspath(syncplan or "")
+    if not os.path.isfile(TEXT) or mpirun is None or not os.access(syncplan, os.X_OK):
+        print(f"SKIP: logs needs {TEXT}, mpirun and the syncplan binary")
+        return 77
+    cluster = os.path.join(ROOT, "tests", "runtime", "data", "emulated-2ranks-1gbps.json")
+    iterations = 4  # one period of H = 4: every position once
+    common = ["--model", "tiny-gpt", "--data", TEXT, "--batch", "4", "--seq", "32", "--iterations", str(iterations)]
+
+    def run(command, what):
+        print("$ " + " ".join(command), flush=True)
+        result = subprocess.run(command, cwd=workdir, capture_output=True, text=True, timeout=240,
+                                env=dict(os.environ, PYTHONPATH=PACKAGE, OMPI_ALLOW_RUN_AS_ROOT="1",
+                                         OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1"))
+        checks.check(result.returncode == 0, f"{what}: exit {result.returncode}: {result.stderr.strip()[-500:]}")
+        return result.returncode == 0
+
+    if not run([syncplan, "plan", "--model", "tiny-gpt", "--cluster", cluster, "--period", "4", "--algorithm", "dp",
+                "--fuse-buckets", "-o", "plan.json", "--profile-out", "profile.json"], "syncplan plan"):
+        return 1
+    with open(os.path.join(workdir, "plan.json")) as plan_file:
+        plan = json.load(plan_file)
+    if not run([syncplan, "plan", "--model", "tiny-gpt", "--cluster", cluster, "--period", "4", "--algorithm", "dp",
+                "--max-delay", "1", "-o", "delayed.json"], "syncplan plan --max-delay 1"):
+        return 1
+    sources = [("plan", ["--plan", "plan.json"]), ("delayed", ["--plan", "delayed.json"]),
+               ("plsgd-even", ["--strategy", "plsgd-even", "--period", "4"])]
+    # ssgd, wfbp and flsgd sync every layer: the strategies mode checks them against hand-written loops.
+    for name, source in sources:
+        ran = run([mpirun, "--oversubscribe", "-np", "2", "--bind-to", "none", syncplan, "run", *source, *common,
+                   "--log", f"{name}.run.jsonl"], f"syncplan run {name}")
+        profile = ["--profile", "profile.json"] if name == "plan" else []
+        trained = run([sys.executable, "-m", "syncplan.torch_train", "--nproc", "2", *source, *common, *profile,
+                       "--log", f"{name}.torch.jsonl", "--trace", f"{name}.torch.trace.json"], f"torch_train {name}")
+        if not (ran and trained):
+            continue
+        mpi, torch_log = read_log(os.path.join(workdir, f"{name}.run.jsonl")), read_log(os.path.join(workdir, f"{name}.torch.jsonl"))
+        checks.check(sorted(mpi) == sorted(torch_log) == [(i, r) for i in range(iterations) for r in range(2)],
+                     f"{name}: iterations and ranks logged: run {sorted(mpi)[:3]}..., torch {sorted(torch_log)[:3]}...")
+        for key in sorted(mpi):
+            if key not in torch_log:
+                continue
+            for field in ("synced_layers", "buckets", "sync_delays"):
+                checks.check(mpi[key].get(field) == torch_log[key].get(field),
+                             f"{name}: iteration {key[0]} rank {key[1]}: {field} differ: run {mpi[key].get(field)}, "
+                             f"torch {torch_log[key].get(field)}")
+        if name == "plan":
+            for (iteration, rank), line in torch_log.items():
+                expected = plan["buckets"]["iterations"][iteration % 4]
+                checks.check(line["buckets"] == expected, f"plan: iteration {iteration}: buckets {line['buckets']}, "
+                                                          f"the plan's {expected}")
+            if run([syncplan, "simulate", "--profile", "profile.json", "--plan", "plan.json", "--cluster", cluster,
+                    "--iterations", str(iterations), "-o", "predicted.json"], "syncplan simulate"):
+                for measured in ("plan.torch.jsonl", "plan.torch.trace.json"):
+                    run([syncplan, "compare", "predicted.json", measured, "--skip", "1"], f"syncplan compare {measured}")
+    return 0
+
+
+# --------------------------------------------------------------------------------------------------
+
+RANK_MODES = {"semantics": rank_semantics, "delayed": rank_delayed, "strategies": rank_strategies,
+              "overlap": rank_overlap, "bad": rank_bad}
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("mode", choices=sorted(list(RANK_MODES) + ["semantics4", "faults", "logs"]))
+    parser.add_argument("--syncplan")
+    parser.add_argument("--workdir", required=True)
+    args = parser.parse_args()
+    if "RANK" in os.environ:
+        checks = RANK_MODES[args.mode](args.workdir)
+        print(f"{checks.label}: {checks.count} checks, {checks.failures} failed", flush=True)
+        return 1 if checks.failures or not checks.count else 0
+    os.makedirs(args.workdir, exist_ok=True)
+    start = time.monotonic()
+    checks = Checks(args.mode)
+    if args.mode == "semantics4":  # the same checks on 4 ranks (averages within rounding)
+        codes = spawn("semantics", args.workdir, ranks=4)
+        checks.check(codes == [0] * 4, f"rank exit codes {codes}")
+    elif args.mode in RANK_MODES and args.mode != "bad":
+        codes = spawn(args.mode, args.workdir)
+        checks.check(codes == [0] * RANKS, f"rank exit codes {codes}")
+    elif args.mode == "bad":
+        check_bad(args.workdir, checks)
+    elif args.mode == "faults":
+        check_faults(args.workdir, checks)
+    else:
+        code = check_logs(args.workdir, checks, args.syncplan)
+        if code == 77:
+            return 77
+    print(f"{args.mode}: {'FAILED' if checks.failures else 'passed'} in {time.monotonic() - start:.1f} s")
+    return 1 if checks.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
