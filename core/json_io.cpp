@@ -170,6 +170,25 @@ bool is_nonfinite_token(const Json& value) {
   return value.is_string() && value.get_ref<const std::string&>().rfind(kNonfinitePrefix, 0) == 0;
 }
 
+bool has_control_character(const std::string& name) {
+  return std::any_of(name.begin(), name.end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return byte < 0x20 || byte == 0x7F;
+  });
+}
+
+void require_printable_name(const std::string& name, const std::string& where) {
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(name[i]);
+    if (byte < 0x20 || byte == 0x7F) {
+      char code[8];
+      std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(byte));
+      throw InputError(where + ": field 'name': control character " + code + " at byte " + std::to_string(i) +
+                       " (names are printed in messages and tables)");
+    }
+  }
+}
+
 void write_text_file_atomic(const std::string& path, const std::string& text) {
   OutputFiles files;
   files.add(path, text);

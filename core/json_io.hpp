@@ -44,6 +44,15 @@ void write_text_file_atomic(const std::string& path, const std::string& text);
 /// Writes `value` as indented JSON with write_text_file_atomic.
 void write_json_file_atomic(const std::string& path, const Json& value);
 
+/// Refuses a name (a layer's) holding a control character (bytes 0x00-0x1F and 0x7F): a NUL cut
+/// every message that quoted it (messages pass through `what()` as C strings), and the others
+/// reached terminals raw (issue 24). Throws InputError "WHERE: field 'name': control character
+/// U+00XX at byte N (names are printed in messages and tables)"; `where` must not quote the name.
+void require_printable_name(const std::string& name, const std::string& where);
+
+/// True when `name` holds a byte 0x00-0x1F or 0x7F (require_printable_name's rule).
+bool has_control_character(const std::string& name);
+
 /// Output files of one command, written whole or not at all: commit() writes every file to a
 /// temporary file beside its target first and renames them only when all were written. A target
 /// that exists and is not a regular file (/dev/null, a FIFO) is written directly, before the

@@ -69,6 +69,7 @@ PlanBuckets buckets_from_json(const Json& value, const std::string& where, const
         if (!name.is_string() || is_nonfinite_token(name))
           throw InputError(at + ": expected layer names (strings), got " + json_type_name(name));
         const std::string text = name.get<std::string>();
+        require_printable_name(text, at + ": a bucket's layer");
         if (!profile.find(text)) throw InputError(at + ": layer '" + text + "': not a layer of the profile");
         const auto& syncs = schedules.at(text)->sync_iterations;
         if (!std::binary_search(syncs.begin(), syncs.end(), h))
@@ -158,11 +159,12 @@ Plan plan_from_json(const Json& document, const std::string& origin, const Profi
     const Json& item = layers[i];
     std::string where = origin + ": layers[" + std::to_string(i) + "]";
     if (item.is_object() && item.contains("name") && item["name"].is_string() &&
-        !is_nonfinite_token(item["name"]))
+        !is_nonfinite_token(item["name"]) && !has_control_character(item["name"].get<std::string>()))
       where = origin + ": layer '" + item["name"].get<std::string>() + "'";
     ObjectReader reader(item, where);
     LayerSchedule schedule;
     schedule.name = reader.required_string("name");
+    require_printable_name(schedule.name, where);
     const Json& iterations = reader.required("sync_iterations");
     const Json* delays = reader.optional("sync_delays", Null::kRejected);
     reader.reject_unknown_keys();

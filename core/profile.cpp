@@ -184,11 +184,12 @@ Profile profile_from_json(const Json& document, const std::string& origin) {
     const bool named = item.is_object() && item.contains("name") && item["name"].is_string() &&
                        !is_nonfinite_token(item["name"]);
     const std::size_t name_size = named ? item["name"].get_ref<const std::string&>().size() : 0;
-    if (name_size > 0 && name_size <= kLongestLayerName)
+    if (name_size > 0 && name_size <= kLongestLayerName && !has_control_character(item["name"].get<std::string>()))
       where = origin + ": layer '" + item["name"].get<std::string>() + "'";
     ObjectReader reader(item, where);
     LayerProfile layer;
     layer.name = reader.required_string("name");
+    require_printable_name(layer.name, where);
     // Module paths are far shorter; a huge name would also overflow std::regex's recursion
     // (plan --every-iteration).
     if (layer.name.size() > kLongestLayerName)

@@ -272,8 +272,10 @@ class SettingRunner {
       try {
         const PointRun& run = point(row.strategy);
         fill(row, run);
-        if (ssgd) row.speedup_vs_ssgd = *ssgd / *row.period_s;
-        if (flsgd) row.speedup_vs_flsgd = *flsgd / *row.period_s;
+        // A period of 0 s (a profile of all-zero times) has no speedup and no throughput: left
+        // empty, not inf or NaN (issue 24).
+        if (ssgd && *row.period_s > 0) row.speedup_vs_ssgd = *ssgd / *row.period_s;
+        if (flsgd && *row.period_s > 0) row.speedup_vs_flsgd = *flsgd / *row.period_s;
       } catch (const InputError& e) {
         fail(row, e.what());
       }
@@ -379,7 +381,7 @@ class SettingRunner {
     const int iterations = document.iterations;
     row.period_s = document.period_s();
     row.iteration_s = document.total_s / iterations;
-    if (row.batch_per_worker) {
+    if (row.batch_per_worker && *row.iteration_s > 0) {
       row.samples_per_s = static_cast<double>(row.workers) * static_cast<double>(*row.batch_per_worker) / *row.iteration_s;
       if (seq_) row.tokens_per_s = *row.samples_per_s * static_cast<double>(*seq_);
     }

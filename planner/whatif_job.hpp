@@ -103,7 +103,7 @@ struct WhatifRow {
   std::optional<double> iteration_s;      ///< DES mean iteration time (s)
   std::optional<double> samples_per_s;    ///< workers * batch_per_worker / iteration_s
   std::optional<double> tokens_per_s;     ///< samples_per_s * seq
-  std::optional<double> speedup_vs_ssgd;  ///< ssgd's period_s / period_s at the same cluster and H
+  std::optional<double> speedup_vs_ssgd;  ///< ssgd's period_s / period_s at the same cluster and H; unset when period_s is 0
   std::optional<double> speedup_vs_flsgd; ///< flsgd's period_s / period_s at the same cluster and H
   std::optional<double> exposed_comm_s;   ///< per period, mean over workers: compute waiting for syncs (s)
   std::optional<double> bytes_per_worker; ///< gradient bytes each worker all-reduces per period

@@ -5,6 +5,7 @@
 #include "report/svg_text.hpp"
 
 #include <sstream>
+#include <string>
 
 namespace syncplan::report {
 
@@ -19,14 +20,46 @@ constexpr const char* kPageStyle =
     "th{background:#eef}tr:nth-child(even) td{background:#f7f7f7}"
     "figure{margin:12px 0}figcaption{font-size:13px;color:#444;margin-top:4px}svg{max-width:100%;height:auto}";
 
+// The parts of an SVG document that can fetch or run anything: its tags (attributes) and the
+// content of <style> and <script> elements. Text content (a layer's name in a <text>, escaped) is
+// left out: a name holding "url(http" is text, not a reference (issue 24: such names made report
+// --html and whatif --html refuse valid input).
+std::string svg_markup(const std::string& svg) {
+  std::string markup;
+  bool in_tag = false;
+  std::size_t i = 0;
+  while (i < svg.size()) {
+    if (!in_tag && svg[i] == '<') {
+      in_tag = true;
+      // <style> and <script> bodies count as markup up to their closing tag.
+      for (const char* element : {"<style", "<script"}) {
+        if (svg.compare(i, std::char_traits<char>::length(element), element) == 0) {
+          const std::string closing = std::string("</") + (element + 1);
+          const std::size_t end = svg.find(closing, i);
+          const std::size_t stop = end == std::string::npos ? svg.size() : end;
+          markup.append(svg, i, stop - i);
+          i = stop;
+          break;
+        }
+      }
+      if (i >= svg.size()) break;
+    }
+    if (in_tag) markup.push_back(svg[i]);
+    if (in_tag && svg[i] == '>') in_tag = false;
+    ++i;
+  }
+  return markup;
+}
+
 void check_figure(const HtmlFigure& figure) {
   const std::size_t first = figure.svg.find_first_not_of(" \t\r\n");
   if (first == std::string::npos || figure.svg.compare(first, 4, "<svg") != 0)
     throw FieldError("figures", "figures: figure '" + figure.caption + "' is not an SVG document (it must start with <svg)");
+  const std::string markup = svg_markup(figure.svg);
   for (const char* forbidden : {"<script", "href=\"http", "href=\"//", "url(http"})
-    if (figure.svg.find(forbidden) != std::string::npos)
+    if (markup.find(forbidden) != std::string::npos)
       throw FieldError("figures", "figures: figure '" + figure.caption + "' holds '" + forbidden +
-                                      "' (the page must render without a network)");
+                                      "' in its markup (the page must render without a network)");
 }
 
 }  // namespace

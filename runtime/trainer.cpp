@@ -19,6 +19,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cmath>
 #include <cstring>
@@ -269,31 +270,24 @@ void check_checkpoint_folder(const std::filesystem::path& dir) {
   const auto refuse = [&](const std::string& why) {
     throw FieldError("checkpoint_dir", "checkpoint_dir: " + dir.string() + ": " + why + " (checked before training)");
   };
+  // The folder itself if it exists, else the nearest folder above it that does: the saves create
+  // the rest there (mkdir -p). Nothing is created on the way: a refused run leaves no folder, and
+  // ranks that check one folder at once touch only names of their own.
   std::error_code ec;
-  const fs::file_status status = fs::status(dir, ec);
-  if (fs::exists(status) && !fs::is_directory(status)) refuse("exists and is not a folder");
-  // The first missing folder on the way (mkdir -p creates it and what is below), removed again.
-  fs::path created;
-  if (!fs::exists(status)) {
-    for (fs::path up = dir; !up.empty() && !fs::exists(up, ec); up = up.parent_path()) {
-      created = up;
-      if (up == up.parent_path()) break;
-    }
-    fs::create_directories(dir, ec);
-    if (ec) refuse("cannot create the folder (" + ec.message() + ")");
-  }
-  // A file written and removed again: a folder one may not write in (or a file system like /proc)
-  // fails here, not after the first K steps.
-  const fs::path probe = dir / (".syncplan-probe-" + std::to_string(::getpid()));
-  std::string why;
-  {
-    std::ofstream out(probe, std::ios::binary | std::ios::trunc);
-    if (!out) why = std::string("cannot write in the folder (") + std::strerror(errno) + ")";
-    else if (!(out << "probe" << std::flush)) why = "cannot write in the folder (write error)";
-  }
+  fs::path existing = dir;
+  while (!fs::exists(fs::symlink_status(existing, ec)) && existing.has_relative_path() && existing != existing.parent_path())
+    existing = existing.parent_path();
+  if (existing.empty()) existing = ".";
+  if (!fs::is_directory(existing, ec))
+    refuse(existing == dir ? "exists and is not a folder" : existing.string() + " is not a folder");
+  // A folder of this process's own name made and removed there: a folder one may not write in
+  // (or a file system like /proc) fails here, not after the first K steps.
+  static std::atomic<unsigned> probes{0};
+  const fs::path probe =
+      existing / (".syncplan-probe-" + std::to_string(::getpid()) + "-" + std::to_string(probes.fetch_add(1)));
+  if (!fs::create_directory(probe, ec) || ec)
+    refuse("cannot create a folder in " + existing.string() + " (" + (ec ? ec.message() : "it exists") + ")");
   fs::remove(probe, ec);
-  if (!created.empty()) fs::remove_all(created, ec);
-  if (!why.empty()) refuse(why);
 }
 
 Json log_line(const IterationRecord& record, const std::optional<EmulatedLink>& link) {

@@ -54,9 +54,10 @@ struct TrainRequest {
 void check_train_request(const TrainRequest& request);
 
 /// --checkpoint DIR checked before training (issue 24: a file or /proc/ck failed at the first save,
-/// after training, naming no flag): DIR must be a folder, or one that can be created, in which a
-/// file can be written. What the check creates (the missing folders, a probe file) it removes
-/// again. Throws FieldError "checkpoint_dir: DIR: ..." naming why.
+/// after training, naming no flag): DIR, or the nearest existing folder above it, must be a folder
+/// in which a folder can be created (a probe of this process's own name, removed again; nothing
+/// else is created, so several ranks may check one folder at once). Throws FieldError
+/// "checkpoint_dir: DIR: ..." naming why.
 void check_checkpoint_folder(const std::filesystem::path& dir);
 
 /// A bucket whose average took effect before an iteration's step, in a delayed-averaging run's

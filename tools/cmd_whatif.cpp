@@ -3,6 +3,8 @@
 #include "core/cluster.hpp"
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
+#include "core/limits.hpp"
+#include "core/plan.hpp"
 #include "planner/whatif_job.hpp"
 #include "report/whatif_page.hpp"
 #include "tools/cli_common.hpp"
@@ -66,10 +68,15 @@ std::vector<std::string> split_list(const std::string& text, const std::string& 
 }
 
 // A whole decimal number in [1, 10^9] (workers, periods), or an error quoting the element.
-int whole_element(const std::string& element, const std::string& flag, const std::string& list) {
-  if (element.size() > 9 || element.find_first_not_of("0123456789") != std::string::npos || element[0] == '0')
+int whole_element(const std::string& element, const std::string& flag, const std::string& list, std::int64_t most) {
+  if (element.empty() || element.find_first_not_of("0123456789") != std::string::npos || element[0] == '0')
     throw InputError(flag + ": '" + element + "' in '" + list + "' is not a whole number >= 1");
-  return std::stoi(element);
+  // Too many digits for any integer, or past the flag's limit: said as such (it once read "not a
+  // whole number" for 1000000000 workers).
+  if (element.size() > 18 || std::stoll(element) > most)
+    throw InputError(flag + ": '" + element + "' in '" + list + "' is above the limit " + std::to_string(most) +
+                     " (docs/formats.md, Limits)");
+  return static_cast<int>(std::stoll(element));
 }
 
 // A finite decimal number (bandwidths, latencies), or an error quoting the element.
@@ -116,7 +123,7 @@ WhatifRequest whatif_request(const WhatifOptions& options) {
   request.base = read_cluster_file(options.cluster_path);
   request.cluster_origin = options.cluster_path;
   for (const std::string& e : split_list(options.workers.empty() ? std::to_string(request.base.workers) : options.workers, "--workers"))
-    request.workers.push_back(whole_element(e, "--workers", options.workers));
+    request.workers.push_back(whole_element(e, "--workers", options.workers, limits::kMaxWorkers));
   const std::string bandwidth = options.bandwidth.empty() ? format_exact(request.base.inter_node.bandwidth_Gbps) : options.bandwidth;
   for (const std::string& e : split_list(bandwidth, "--bandwidth-Gbps"))
     request.bandwidth_Gbps.push_back(number_element(e, "--bandwidth-Gbps", bandwidth));
@@ -124,7 +131,7 @@ WhatifRequest whatif_request(const WhatifOptions& options) {
   for (const std::string& e : split_list(latency, "--latency-us"))
     request.latency_us.push_back(number_element(e, "--latency-us", latency));
   for (const std::string& e : split_list(options.periods, "--period"))
-    request.periods.push_back(e == "auto" ? std::nullopt : std::optional<int>(whole_element(e, "--period", options.periods)));
+    request.periods.push_back(e == "auto" ? std::nullopt : std::optional<int>(whole_element(e, "--period", options.periods, kMaxPeriod)));
   request.strategies = split_list(options.strategies, "--strategies");
   if (options.jitter_given) request.jitter_sigma = options.jitter_sigma;
   if (options.straggler_given) request.straggler = options.straggler;

@@ -4,11 +4,13 @@
 # package's sweep on the same 2 ranks, `syncplan plan --algorithm best` and a delayed plan
 # (--max-delay 1), then each of ssgd, flsgd, plsgd-even, the plan and the delayed plan trained on 2
 # gloo ranks with syncplan.torch_train (PlanExecutor) on the GPL-3 text, and each run compared with
-# `syncplan simulate`'s prediction by `syncplan compare`. Over plain loopback (not the shaped link of
-# tools/shaped-link.sh: not done yet), said in the output.
+# `syncplan simulate`'s prediction by `syncplan compare`. Over a real link where permitted: the
+# script runs itself inside tools/shaped-link.sh at TORCH_EXAMPLE_RATE (default 50mbit, tc's
+# syntax; `none` for plain loopback); where namespaces or tc are not permitted (shaped-link.sh's
+# exit 77) over plain loopback, said in the output.
 #
 # usage: tools/torch-example.sh [OUT_DIR]   (default: out/torch-example; SYNCPLAN=path/to/syncplan,
-#        PYTHON=a python with torch, TORCH_EXAMPLE_ITERATIONS=K, default 24)
+#        PYTHON=a python with torch, TORCH_EXAMPLE_ITERATIONS=K, default 24, TORCH_EXAMPLE_RATE)
 # Writes OUT_DIR/table.md (measured, predicted, error, speedups over ssgd, loss first -> last) and
 # every profile, plan, log, trace and comparison beside it.
 set -euo pipefail
@@ -28,14 +30,30 @@ if [[ ! -f $text ]]; then
   exit 2
 fi
 mkdir -p "$out"
+rate=${TORCH_EXAMPLE_RATE:-50mbit}
+link_text="plain loopback (127.0.0.1)"
+if [[ -n ${SHAPED_LINK_RATE:-} ]]; then
+  link_text="loopback shaped to $SHAPED_LINK_RATE by tools/shaped-link.sh"
+elif [[ $rate != none ]]; then
+  status=0
+  "$root/tools/shaped-link.sh" --ranks 2 "$rate" -- "$0" "$out" || status=$?
+  [[ $status == 77 ]] || exit "$status"
+  echo "torch-example.sh: no shaped link here (above); over plain loopback instead" >&2
+fi
 export PYTHONPATH="$root/python${PYTHONPATH:+:$PYTHONPATH}"
 start=$SECONDS
 step() { echo "== $* ($((SECONDS - start)) s)"; }
 
-step "link: plain loopback (127.0.0.1), not a shaped link"
-step "profile: tiny-gpt compute per layer (syncplan.torch_profile, one process, AdamW)"
+step "link: $link_text"
+# Measured beside a second process doing the same (its load), as the 2 ranks compute at once: its
+# 20 timed iterations come after 10 warm-up ones, inside the other's 60 (fidelity_cases.sh's way).
+step "profile: tiny-gpt compute per layer (syncplan.torch_profile, beside a second process, AdamW)"
 "$python" -m syncplan.torch_profile --model tiny-gpt --batch $batch --seq $seq --threads 1 --optimizer adamw \
-  --iters 10 --warmup 3 -o "$out/profile.json"
+  --iters 60 --warmup 3 -o "$out/profile-load.json" >/dev/null &
+load=$!
+"$python" -m syncplan.torch_profile --model tiny-gpt --batch $batch --seq $seq --threads 1 --optimizer adamw \
+  --iters 20 --warmup 10 -o "$out/profile.json"
+wait "$load"
 
 step "link: gloo all-reduce sweep on 2 ranks (syncplan.torch_profile --link)"
 "$python" -m syncplan.torch_profile --link "$out/link.json" --nproc 2 --backend gloo --threads 1 \
@@ -76,12 +94,13 @@ for name in names:
     pair = json.load(open(f"{out}/compare-{name}.json"))["pairs"][0]
     losses = [json.loads(line)["loss"] for line in open(f"{out}/{name}.jsonl") if json.loads(line)["rank"] == 0]
     rows[name] = (pair["mean_measured_s"], pair["mean_predicted_s"], losses[0], losses[-1])
-lines = ["| schedule | measured s/iteration | predicted | error | speedup over ssgd measured | predicted | loss (rank 0) |",
+lines = ["| schedule | measured s/iteration | predicted | error (measured - predicted) / predicted | "
+         "speedup over ssgd measured | predicted | loss (rank 0) |",
          "|---|---|---|---|---|---|---|"]
 for name, (measured, predicted, first, last) in rows.items():
-    lines.append(f"| {name} | {measured:.4f} | {predicted:.4f} | {100 * (predicted - measured) / measured:+.1f}% | "
+    lines.append(f"| {name} | {measured:.4f} | {predicted:.4f} | {100 * (measured - predicted) / predicted:+.1f}% | "
                  f"{rows['ssgd'][0] / measured:.2f} | {rows['ssgd'][1] / predicted:.2f} | {first:.3f} -> {last:.3f} |")
 open(f"{out}/table.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 EOF
-echo "torch-example.sh: written to $out (plain loopback; $((SECONDS - start)) s)"
+echo "torch-example.sh: written to $out ($link_text; $((SECONDS - start)) s)"

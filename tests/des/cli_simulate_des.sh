@@ -31,7 +31,10 @@ run simulate --profile "$profile" --cluster "$cluster" --strategy wfbp --period 
 # The same for 3 iterations, not a whole number of periods: 3 x 6.4 = 19.2e-3 s in all, and
 # period_s is the mean iteration times H: 6.4e-3 x 2 = 12.8e-3 s (docs/formats.md).
 run simulate --profile "$profile" --cluster "$cluster" --strategy wfbp --period 2 --sync-time measured \
-  --iterations 3 -o partial.json
+  --iterations 3 -o partial.json | tee partial.txt
+# ... and said so (issue 24: such a period_s fell below a plan's lower bound, unlabelled).
+grep -q "^note: 3 iterations are not whole periods of H = 2: period_s (H x the mean iteration)" partial.txt ||
+  { echo "FAIL: no note that 3 iterations are not whole periods of H = 2"; exit 1; }
 # The period model on the same strategy: engine "period-model", period_s 12.8e-3 s as above.
 run simulate --profile "$profile" --strategy wfbp --period 2 -o period_model.json
 # A delayed-averaging plan (docs/time-model.md section 13), H = 2: head syncs in iteration 0 with

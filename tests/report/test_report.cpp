@@ -254,6 +254,17 @@ TEST_CASE("html page: escaped text, inline figures, checks", "[report]") {
   CHECK_THROWS_WITH(html_page(bad), Catch::Contains("without a network"));
   bad.sections[0].figures[0].svg = "<img src=\"x.png\">";
   CHECK_THROWS_WITH(html_page(bad), Catch::Contains("not an SVG document"));
+  // In markup a network reference is refused: an attribute, a <style> body; as text (a layer named
+  // "url(http://x)" in a <text>, issue 24) it is only a name, and the page is written.
+  bad.sections[0].figures[0].svg = "<svg><rect style=\"fill:url(http://x/p)\"/></svg>";
+  CHECK_THROWS_WITH(html_page(bad), Catch::Contains("holds 'url(http' in its markup"));
+  bad.sections[0].figures[0].svg = "<svg><style>rect{fill:url(http://x/p)}</style></svg>";
+  CHECK_THROWS_WITH(html_page(bad), Catch::Contains("holds 'url(http' in its markup"));
+  bad.sections[0].figures[0].svg = "<svg><a href=\"//x\">y</a></svg>";
+  CHECK_THROWS_WITH(html_page(bad), Catch::Contains("holds 'href=\"//'"));
+  HtmlPage named = page;
+  named.sections[0].figures[0].svg = "<svg><text>url(http://x) href=\"http layer</text></svg>";
+  CHECK(html_page(named).find("<text>url(http://x)") != std::string::npos);
 }
 
 TEST_CASE("xml escaping and exact numbers", "[report]") {

@@ -14,10 +14,13 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <unistd.h>
+#include <vector>
 
 using namespace syncplan;
 using Catch::Contains;
+using Catch::Equals;
 
 namespace {
 
@@ -265,6 +268,19 @@ TEST_CASE("json: profile layer names must be unique and non-empty", "[json]") {
     document["layers"][1]["name"] = "";
     REQUIRE_THROWS_WITH(profile_from_json(document, "prof.json"),
                         Contains("prof.json") && Contains("layers[1]") && Contains("empty"));
+  }
+  // Issue 24: a NUL cut every message quoting the name ("layer 'zz" and nothing after), other
+  // control characters reached terminals raw. Refused naming the byte, the name not quoted.
+  SECTION("control characters in a name: NUL, newline, escape, DEL") {
+    for (const auto& [name, code, at] : std::vector<std::tuple<std::string, std::string, std::string>>{
+             {std::string("zz\0top", 6), "U+0000", "byte 2"}, {"a\nb", "U+000A", "byte 1"},
+             {"\x1b[31mred", "U+001B", "byte 0"}, {"del\x7f", "U+007F", "byte 3"}}) {
+      Json document = profile_document();
+      document["layers"][1]["name"] = name;
+      REQUIRE_THROWS_WITH(profile_from_json(document, "prof.json"),
+                          Equals("prof.json: layers[1]: field 'name': control character " + code + " at " + at +
+                                 " (names are printed in messages and tables)"));
+    }
   }
   SECTION("an empty layer list") {
     Json document = profile_document();

@@ -46,6 +46,26 @@ case "$case_name" in
     rows=$(($(wc -l <one.csv) - 1))
     [[ $rows -eq 48 ]] || { echo "FAIL: $rows rows, expected 3 x 2 x 2 x 4 = 48"; exit 1; }
     echo "ok: the same $rows rows with --jobs 1 and 2, mpirun -np 1 and 2"
+    # A profile of all-zero times on 1 worker (no all-reduce; issue 24): every period is 0 s, so no
+    # speedup and no throughput: empty cells, not inf or NaN, and the same 2 x 3 rows from 2 ranks
+    # (rank 1's arrived empty).
+    "$python" -c 'import json, sys
+layers = [{"name": n, "param_count": 256, "param_bytes": 1024, "forward_s": 0, "backward_s": 0, "update_s": 0,
+           "sync_s": None} for n in ("embed", "hidden", "head")]
+json.dump({"format": "syncplan.profile/v1", "model": "zero", "source": "estimated:test", "workers": None,
+           "layers": layers}, open("zero.json", "w"))'
+    zero=(whatif --profile zero.json --cluster "$clusters/8nodes-1gpu-10gbps.json" --workers 1 --period 2,4
+          --strategies ssgd,flsgd,best --batch 4 --jobs 1)
+    "$syncplan" "${zero[@]}" --csv zero1.csv >/dev/null
+    timeout -k 5 240 "$mpiexec" --allow-run-as-root --oversubscribe -np 2 "$syncplan" "${zero[@]}" --csv zero2.csv >/dev/null
+    cmp zero1.csv zero2.csv || { echo "FAIL: 2 ranks wrote other rows than 1"; diff zero1.csv zero2.csv; exit 1; }
+    ! tail -n +2 zero1.csv | grep -qiE "nan|inf" || { cat zero1.csv; echo "FAIL: inf or NaN in the rows of an all-zero profile"; exit 1; }
+    "$python" -c 'import csv, sys
+rows = list(csv.DictReader(open("zero1.csv")))
+assert len(rows) == 6 and all(r["status"] == "ok" and float(r["period_s"]) == 0 for r in rows), rows
+assert all(r["speedup_vs_ssgd"] == "" and r["samples_per_s"] == "" for r in rows), rows' \
+      || { echo "FAIL: the all-zero rows are not ok with empty speedups and throughputs"; exit 1; }
+    echo "ok: an all-zero profile gives 6 rows of 0 s, no speedup, no inf or NaN, alike on 2 ranks"
     ;;
   progress)
     command -v script >/dev/null || { echo "skip: no script(1) to give the command a terminal"; exit 77; }
