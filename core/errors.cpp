@@ -1,6 +1,7 @@
 // Error helpers: the single reporter behind SYNCPLAN_CHECK.
 #include "core/errors.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -17,6 +18,12 @@ std::string format_exact(double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof buffer, "%.17g", value);
   return buffer;
+}
+
+std::string format_shortest(double value) {
+  char text[32];
+  const auto written = std::to_chars(text, text + sizeof text, value, std::chars_format::general);
+  return std::string(text, written.ptr);
 }
 
 std::string format_short(double value, int decimals) {

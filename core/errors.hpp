@@ -33,6 +33,10 @@ namespace detail {
 /// Formats a double with enough digits to read it back exactly (17 significant digits).
 std::string format_exact(double value);
 
+/// The shortest text that reads back as `value` exactly, %g-style ("0.0009", "5e-324"): numbers in
+/// messages as a file wrote them, not format_exact's 17 digits.
+std::string format_shortest(double value);
+
 /// Formats a double for people (tables, messages) in a short cell: `decimals` decimals (printf
 /// %.*f) when it is 0 or its magnitude is in [10^-decimals, 1e6); otherwise 6 significant digits
 /// with an exponent (%g: "1e+200", "2.5e-09"). Not for JSON output, which keeps every digit.

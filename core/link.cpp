@@ -7,7 +7,6 @@
 #include "core/units.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <limits>
@@ -15,13 +14,6 @@
 namespace syncplan {
 
 namespace {
-
-// The shortest text that reads back as `value` ("5e-324", not format_exact's 17 digits).
-std::string shortest_number_text(double value) {
-  char text[32];
-  const auto written = std::to_chars(text, text + sizeof text, value, std::chars_format::general);
-  return std::string(text, written.ptr);
-}
 
 double required_nonnegative(ObjectReader& reader, const std::string& key) {
   return read_nonnegative_number(reader.required(key), reader.where() + ": field '" + key + "'");
@@ -42,7 +34,7 @@ LinkSample sample_from_json(const Json& value, const std::string& where) {
   sample.size_bytes = reader.required_integer("size_bytes", 0, limits::kMaxSizeBytes);
   sample.time_s = required_time(reader, "time_s");
   if (sample.time_s > 0 && sample.time_s < limits::kShortestMeasuredTime_s)
-    throw InputError(where + ": field 'time_s': " + shortest_number_text(sample.time_s) +
+    throw InputError(where + ": field 'time_s': " + format_shortest(sample.time_s) +
                      " s is more than 0 and less than 1e-09 s (1 ns); not a measured all-reduce");
   sample.algbw_GBps = required_nonnegative(reader, "algbw_GBps");
   sample.busbw_GBps = required_nonnegative(reader, "busbw_GBps");

@@ -48,14 +48,6 @@ void require_valid_time(const std::string& where, const char* field, const std::
   if (*value < 0) throw InputError(where + ": field '" + field + "': negative value " + format_exact(*value));
 }
 
-// The shortest text that reads back as `value`, %g-style ("0.0009", "1e-05"), not format_exact's 17
-// digits: the spread's messages name numbers as the file wrote them.
-std::string shortest_text(double value) {
-  char text[32];
-  const auto written = std::to_chars(text, text + sizeof text, value, std::chars_format::general);
-  return std::string(text, written.ptr);
-}
-
 // A pass's spread (docs/formats.md, "Compute spread"): its median `time` known, its times valid
 // and ordered around that median; `where` names the file and the layer.
 void require_valid_spread(const std::string& where, const char* time_field, const char* spread_field,
@@ -83,12 +75,12 @@ void require_valid_spread(const std::string& where, const char* time_field, cons
   require_valid_time(field, "max_s", spread->max_s);
   for (std::size_t k = 1; k < std::size(knots); ++k)
     if (knots[k - 1].value_s > knots[k].value_s)
-      throw InputError(field + ": " + knots[k - 1].field + " " + shortest_text(knots[k - 1].value_s) + " is above " +
-                       knots[k].field + " " + shortest_text(knots[k].value_s) +
+      throw InputError(field + ": " + knots[k - 1].field + " " + format_shortest(knots[k - 1].value_s) + " is above " +
+                       knots[k].field + " " + format_shortest(knots[k].value_s) +
                        "; a spread is ordered: min_s <= p10_s <= median <= p90_s <= max_s");
   if (spread->samples == 1 && spread->min_s != spread->max_s)
-    throw InputError(field + ": 1 sample, but 'min_s' " + shortest_text(spread->min_s) + " and 'max_s' " +
-                     shortest_text(spread->max_s) + " differ");
+    throw InputError(field + ": 1 sample, but 'min_s' " + format_shortest(spread->min_s) + " and 'max_s' " +
+                     format_shortest(spread->max_s) + " differ");
 }
 }  // namespace
 
