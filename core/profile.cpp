@@ -91,6 +91,12 @@ void validate_profile(const Profile& profile, const std::string& origin) {
     const LayerProfile& layer = profile.layers[i];
     if (layer.name.empty())
       throw InputError(origin + ": layers[" + std::to_string(i) + "]: empty layer name");
+    // The reader's name rules hold for every profile, so what an importer writes reads back.
+    const std::string at = origin + ": layers[" + std::to_string(i) + "]";
+    require_printable_name(layer.name, at);
+    if (layer.name.size() > kLongestLayerName)
+      throw InputError(at + ": field 'name': " + std::to_string(layer.name.size()) + " characters, at most " +
+                       std::to_string(kLongestLayerName));
     if (!names.insert(layer.name).second)
       throw InputError(origin + ": layer '" + layer.name + "': duplicate layer name");
     const std::pair<const char*, const std::optional<double>*> times[] = {

@@ -86,7 +86,8 @@ struct Profile {
   std::optional<std::size_t> find(const std::string& name) const;
 };
 
-/// Checks the invariants every profile holds (non-empty, unique non-empty names, finite
+/// Checks the invariants every profile holds (non-empty; unique, non-empty, printable names of at
+/// most kLongestLayerName bytes, as the reader requires; finite
 /// non-negative times, the unattributed ones included; a frozen layer has no sync_s above 0, and a
 /// tie group is frozen as a whole; a spread has its time, samples in 1..kMaxSpreadSamples, and
 /// min_s <= p10_s <= the time (its median) <= p90_s <= max_s, all equal for one sample);

@@ -2,6 +2,7 @@
 #include "profiler/import_torch_trace.hpp"
 
 #include "core/errors.hpp"
+#include "core/json_io.hpp"
 #include "core/limits.hpp"
 #include "core/statistics.hpp"
 #include "core/units.hpp"
@@ -118,7 +119,12 @@ Events collect_events(const Json& events, const std::string& origin) {
     const auto name_it = event.find("name");
     if (name_it == event.end() || !name_it->is_string()) continue;
     const std::string& name = name_it->get_ref<const std::string&>();
-    const std::string where = at + " '" + name + "'";
+    // A layer's name reaches the profile, whose reader refuses control characters (and messages
+    // print names): refuse it here; any other event's name is only left out of messages.
+    const bool annotated =
+        name.starts_with(kForwardPrefix) || name.starts_with(kBackwardPrefix) || name.starts_with(kModulePrefix);
+    if (annotated) require_printable_name(name, at);
+    const std::string where = has_control_character(name) ? at : at + " '" + name + "'";
     if (name.starts_with(kForwardPrefix)) {
       add_range(out.forward, name, kForwardPrefix, event, where);
     } else if (name.starts_with(kBackwardPrefix)) {

@@ -230,6 +230,13 @@ TEST_CASE("torch-trace: bad traces are errors that name the file, the event and 
   rejects(R"([{"name": "syncplan.forward:a", "ph": "X", "ts": 1, "dur": 3},
               {"name": "syncplan.backward:z", "ph": "X", "ts": 9, "dur": 3}])",
           {"layer 'z'", "no 'syncplan.forward:' ones"});
+  // A layer name with a control character (here DEL, found by the torch_trace fuzzer: the import
+  // wrote a profile its own reader refused) is refused at the event, naming the byte: "syncplan.forward:"
+  // is 17 bytes, so the DEL after "a" is byte 18.
+  rejects("[{\"name\": \"syncplan.forward:a\\u007f\", \"ph\": \"X\", \"ts\": 1, \"dur\": 3}]",
+          {"bad.json: traceEvents[0]: field 'name'", "control character U+007F at byte 18"});
+  rejects("[{\"name\": \"nn.Module: a\\nb\", \"ph\": \"X\", \"ts\": 1, \"dur\": 3}]",
+          {"traceEvents[0]: field 'name'", "control character U+000A"});
 }
 
 TEST_CASE("torch-trace: a duration over a day or not finite is an error naming the event") {

@@ -252,6 +252,19 @@ TEST_CASE("json: profile negative and non-finite numbers are rejected", "[json]"
     REQUIRE_THROWS_WITH(validate_profile(profile, "mem"),
                         Contains("mem") && Contains("layer 'head'") && Contains("'sync_s'"));
   }
+  SECTION("validate_profile holds the reader's name rules, so what an importer writes reads back") {
+    // The torch_trace fuzzer found an import whose layer name held DEL (0x7F): validate_profile
+    // passed it and the written profile's reader refused it. Layer 1's name "he\x7fd": byte 2.
+    Profile profile = profile_from_json(profile_document(), "prof.json");
+    profile.layers[1].name = "he\x7f" "d";
+    REQUIRE_THROWS_WITH(validate_profile(profile, "mem"),
+                        Contains("mem: layers[1]: field 'name'") && Contains("control character U+007F at byte 2"));
+    profile.layers[1].name = std::string(kLongestLayerName + 1, 'x');
+    REQUIRE_THROWS_WITH(validate_profile(profile, "mem"),
+                        Contains("mem: layers[1]: field 'name'") && Contains("1025 characters, at most 1024"));
+    profile.layers[1].name = std::string(kLongestLayerName, 'x');
+    REQUIRE_NOTHROW(validate_profile(profile, "mem"));
+  }
 }
 
 TEST_CASE("json: profile layer names must be unique and non-empty", "[json]") {
