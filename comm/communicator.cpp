@@ -69,7 +69,7 @@ bool Communicator::test(BucketRequest request) {
 
 void Communicator::wait(BucketRequest request, double deadline_s) {
   if (!(deadline_s > 0) || !std::isfinite(deadline_s))
-    throw InputError("deadline_s: must be a positive finite number of seconds, got " + format_exact(deadline_s));
+    throw InputError("deadline_s: must be a positive finite number of seconds, got " + format_shortest(deadline_s));
   const std::string bucket = bucket_name(request);
   using Clock = std::chrono::steady_clock;
   const Clock::time_point until =

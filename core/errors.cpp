@@ -37,6 +37,14 @@ std::string format_short(double value, int decimals) {
   return buffer;
 }
 
+std::string format_ratio(double ratio) {
+  if (!std::isfinite(ratio)) return "n/a";  // e.g. a profile whose times are all zero
+  if (ratio == 0 || std::fabs(ratio) >= 0.01) return format_short(ratio, 2) + "x";
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.3g", ratio);
+  return std::string(buffer) + "x";
+}
+
 std::string count_text(long long count, const std::string& noun) {
   return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
 }

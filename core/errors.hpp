@@ -42,6 +42,10 @@ std::string format_shortest(double value);
 /// with an exponent (%g: "1e+200", "2.5e-09"). Not for JSON output, which keeps every digit.
 std::string format_short(double value, int decimals);
 
+/// A ratio for people, e.g. a speedup: "1.23x" (2 decimals from 0.01 up), "0.00653x" (3
+/// significant digits below 0.01, not format_short's 6: issue 24 item 16), "n/a" when not finite.
+std::string format_ratio(double ratio);
+
 /// A count with its noun for messages: "1 worker", "8 workers", "0 workers" (English plural by
 /// an added "s"; nouns whose plural is not that are not for this function).
 std::string count_text(long long count, const std::string& noun);

@@ -189,19 +189,23 @@ void require_printable_name(const std::string& name, const std::string& where) {
   }
 }
 
-void write_text_file_atomic(const std::string& path, const std::string& text) {
+void write_text_file_atomic(const std::string& path, const std::string& text, const std::string& flag) {
   OutputFiles files;
-  files.add(path, text);
+  files.add(path, text, flag);
   files.commit();
 }
 
-void write_json_file_atomic(const std::string& path, const Json& value) {
-  write_text_file_atomic(path, value.dump(1) + "\n");
+void write_json_file_atomic(const std::string& path, const Json& value, const std::string& flag) {
+  write_text_file_atomic(path, value.dump(1) + "\n", flag);
 }
 
-void OutputFiles::add(const std::string& path, std::string text) { files_.emplace_back(path, std::move(text)); }
+void OutputFiles::add(const std::string& path, std::string text, const std::string& flag) {
+  files_.push_back({path, std::move(text), flag.empty() ? path : flag + " " + path});
+}
 
-void OutputFiles::add_json(const std::string& path, const Json& value) { add(path, value.dump(1) + "\n"); }
+void OutputFiles::add_json(const std::string& path, const Json& value, const std::string& flag) {
+  add(path, value.dump(1) + "\n", flag);
+}
 
 namespace {
 void write_stream(const std::filesystem::path& path, const std::string& text, const std::string& shown) {
@@ -264,27 +268,27 @@ void OutputFiles::commit() {
   std::vector<Pending> renamed, direct;
   // First what can be refused without writing anything: a folder as target, a missing folder.
   for (std::size_t i = 0; i < files_.size(); ++i) {
-    const auto& [path, text] = files_[i];
+    const auto& [path, text, shown] = files_[i];
     fs::path target(path);
     std::error_code ec;
     if (fs::is_symlink(fs::symlink_status(target, ec))) target = fs::weakly_canonical(target, ec);
     const fs::file_status status = fs::status(target, ec);
-    if (fs::exists(status) && fs::is_directory(status)) throw InputError(path + ": cannot write file (it is a directory)");
+    if (fs::exists(status) && fs::is_directory(status)) throw InputError(shown + ": cannot write file (it is a directory)");
     if (fs::exists(status) && !fs::is_regular_file(status)) {
-      direct.push_back({target, {}, &text, &path, fs::is_fifo(status)});
+      direct.push_back({target, {}, &text, &shown, fs::is_fifo(status)});
       continue;
     }
     fs::path folder = target.parent_path();
     if (folder.empty()) folder = ".";
     if (!fs::is_directory(folder, ec))
-      throw InputError(path + ": cannot write file (folder " + folder.string() + " does not exist)");
+      throw InputError(shown + ": cannot write file (folder " + folder.string() + " does not exist)");
     // A short hidden name beside the target, so the rename stays on one file system.
     std::string name = ".syncplan-";
     name += std::to_string(::getpid());
     name += "-";
     name += std::to_string(i);
     name += ".tmp";
-    renamed.push_back({target, folder / name, &text, &path});
+    renamed.push_back({target, folder / name, &text, &shown});
   }
   // Devices and FIFOs cannot be renamed into place: they are written first, before any temporary
   // file exists, so that a failing one (/dev/full, a FIFO nobody reads) leaves nothing behind.
@@ -336,7 +340,7 @@ double read_nonnegative_number(const Json& value, const std::string& where) {
     throw InputError(where + ": expected a number, got " + json_type_name(value));
   const double number = value.get<double>();
   if (!std::isfinite(number)) throw InputError(where + ": non-finite value");
-  if (number < 0) throw InputError(where + ": negative value " + format_exact(number));
+  if (number < 0) throw InputError(where + ": negative value " + format_shortest(number));
   return number;
 }
 
@@ -350,10 +354,10 @@ double read_number_in(const Json& value, const std::string& where, double minimu
   const double number = read_nonnegative_number(value, where);
   if (number < minimum)
     throw InputError(where + (number == 0 ? ": must be > 0" : ": at least " + limit_text(minimum) + ", got " +
-                                                                format_exact(number)) +
+                                                                format_shortest(number)) +
                      " (limits: docs/formats.md)");
   if (number > maximum)
-    throw InputError(where + ": at most " + limit_text(maximum) + ", got " + format_exact(number) +
+    throw InputError(where + ": at most " + limit_text(maximum) + ", got " + format_shortest(number) +
                      " (limits: docs/formats.md)");
   return number;
 }

@@ -38,11 +38,13 @@ Json parse_json_text(const std::string& text, const std::string& origin);
 bool is_nonfinite_token(const Json& value);
 
 /// Writes `text` to `path` whole or not at all: a temporary file beside it, then rename.
-/// Throws InputError "PATH: cannot write file (...)" when the folder is missing or not writable.
-void write_text_file_atomic(const std::string& path, const std::string& text);
+/// Throws InputError "FLAG PATH: cannot write file (...)" (the command-line flag that named the
+/// path, e.g. "-o", when `flag` is given; "PATH: ..." otherwise) when the folder is missing or not
+/// writable, or the device is full.
+void write_text_file_atomic(const std::string& path, const std::string& text, const std::string& flag = "");
 
 /// Writes `value` as indented JSON with write_text_file_atomic.
-void write_json_file_atomic(const std::string& path, const Json& value);
+void write_json_file_atomic(const std::string& path, const Json& value, const std::string& flag = "");
 
 /// Refuses a name (a layer's) holding a control character (bytes 0x00-0x1F and 0x7F): a NUL cut
 /// every message that quoted it (messages pass through `what()` as C strings), and the others
@@ -60,17 +62,22 @@ bool has_control_character(const std::string& name);
 /// waited for; a symbolic link is written through (its target is replaced).
 class OutputFiles {
  public:
-  void add(const std::string& path, std::string text);
-  void add_json(const std::string& path, const Json& value);
+  /// `flag` is the command-line flag that named `path` ("-o", "--trace"): messages then read
+  /// "--trace /dev/full: cannot write file (...)", naming what the user typed.
+  void add(const std::string& path, std::string text, const std::string& flag = "");
+  void add_json(const std::string& path, const Json& value, const std::string& flag = "");
   /// Writes every file: devices and FIFOs directly, first (before any temporary file exists),
   /// then regular ones through a temporary renamed into place, so a failing write leaves no
   /// regular output and no temporary file behind (a device written before the failure stays
-  /// written). Throws InputError "PATH: cannot write file (...)" (for a FIFO without a reader:
+  /// written). Throws InputError "[FLAG ]PATH: cannot write file (...)" (for a FIFO without a reader:
   /// "a FIFO that no process opened for reading within 5 s") and removes the temporary files on failure.
   void commit();
 
  private:
-  std::vector<std::pair<std::string, std::string>> files_;
+  struct File {
+    std::string path, text, shown;  // shown: "FLAG PATH" or "PATH", what messages name
+  };
+  std::vector<File> files_;
 };
 
 /// What a null value of an optional key means: `kUnknown`, the value is not known and reads as if

@@ -32,6 +32,21 @@ inline constexpr int kMaxPeriod = 10'000;
 /// simulated worker and iteration; real comparisons run tens to thousands of iterations.
 inline constexpr std::int64_t kMaxIterations = 100'000;
 
+/// Sequences per step and worker (--batch of profile, plan and whatif; a strong-scaling sweep's
+/// global batch divided among a point's workers): at most 2^20 = 1,048,576, far above any
+/// per-GPU batch; past it a model's activation bytes overflow what an estimate can describe.
+inline constexpr std::int64_t kMaxBatch = std::int64_t{1} << 20;
+
+/// Tokens per sequence (--seq of profile, plan and whatif): at most 2^24 = 16,777,216, beyond the
+/// longest contexts trained; a model spec's own context limits it further.
+inline constexpr std::int64_t kMaxSeq = std::int64_t{1} << 24;
+
+/// Points of one what-if sweep (workers x bandwidths x latencies x periods x strategies): at most
+/// 100,000. Each point is a DES run (and a planning job for plans), 0.01-1 s on one core: a
+/// sweep at the limit is hours; four 100-value lists (10^8 points) would be years, and the
+/// points' rows must fit in memory before the first runs.
+inline constexpr std::int64_t kMaxWhatifPoints = 100'000;
+
 /// Branch-and-bound nodes of plan's exact method (--exact-nodes): at most 10^12. At about 0.25 us a
 /// node that is days of search; the job's time limit cuts it sooner (docs/time-model.md 14).
 inline constexpr long long kMaxExactNodes = 1'000'000'000'000LL;

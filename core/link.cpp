@@ -23,8 +23,8 @@ double required_nonnegative(ObjectReader& reader, const std::string& key) {
 double required_time(ObjectReader& reader, const std::string& key) {
   const double time = required_nonnegative(reader, key);
   if (time > kLongestCollective_s)
-    throw InputError(reader.where() + ": field '" + key + "': at most " + format_exact(kLongestCollective_s) +
-                     " (a day), got " + format_exact(time) + "; not a measurement");
+    throw InputError(reader.where() + ": field '" + key + "': at most " + format_shortest(kLongestCollective_s) +
+                     " (a day), got " + format_shortest(time) + "; not a measurement");
   return time;
 }
 
@@ -168,7 +168,7 @@ LinkFit link_from_json(const Json& document, const std::string& origin) {
   link.beta_s_per_byte = required_time(top, "beta_s_per_byte");
   link.r_squared = required_nonnegative(top, "r_squared");
   if (link.r_squared > 1)
-    throw InputError(origin + ": field 'r_squared': at most 1, got " + format_exact(link.r_squared));
+    throw InputError(origin + ": field 'r_squared': at most 1, got " + format_shortest(link.r_squared));
   const Json& samples = top.required("samples");
   if (!samples.is_array())
     throw InputError(origin + ": field 'samples': expected an array, got " + json_type_name(samples));

@@ -45,7 +45,7 @@ namespace {
 void require_valid_time(const std::string& where, const char* field, const std::optional<double>& value) {
   if (!value) return;
   if (!std::isfinite(*value)) throw InputError(where + ": field '" + field + "': non-finite value");
-  if (*value < 0) throw InputError(where + ": field '" + field + "': negative value " + format_exact(*value));
+  if (*value < 0) throw InputError(where + ": field '" + field + "': negative value " + format_shortest(*value));
 }
 
 // A pass's spread (docs/formats.md, "Compute spread"): its median `time` known, its times valid
@@ -118,13 +118,21 @@ void validate_profile(const Profile& profile, const std::string& origin) {
                          "; shared parameters are trained or frozen together");
     }
     if (layer.frozen && layer.sync_s && *layer.sync_s > 0)
-      throw InputError(origin + ": layer '" + layer.name + "': field 'sync_s': " + format_exact(*layer.sync_s) +
+      throw InputError(origin + ": layer '" + layer.name + "': field 'sync_s': " + format_shortest(*layer.sync_s) +
                        " s, but the layer is frozen and runs no all-reduce (give null or 0)");
     const std::string where = origin + ": layer '" + layer.name + "'";
     for (const auto& [field, value] : times) require_valid_time(where, field, *value);
     require_valid_spread(where, "forward_s", "forward_spread", layer.forward_s, layer.forward_spread);
     require_valid_spread(where, "backward_s", "backward_spread", layer.backward_s, layer.backward_spread);
     require_valid_spread(where, "update_s", "update_spread", layer.update_s, layer.update_spread);
+  }
+  if (profile.workload) {  // the reader's ranges, so that what a writer records reads back
+    const ProfileWorkload& workload = *profile.workload;
+    if (workload.batch < 1 || workload.batch > limits::kMaxBatch || workload.seq < 1 || workload.seq > limits::kMaxSeq ||
+        (workload.dtype != "fp32" && workload.dtype != "bf16"))
+      throw InputError(origin + ": field 'workload': batch " + std::to_string(workload.batch) + ", seq " +
+                       std::to_string(workload.seq) + ", dtype '" + workload.dtype + "' outside 1.." +
+                       std::to_string(limits::kMaxBatch) + ", 1.." + std::to_string(limits::kMaxSeq) + ", fp32|bf16");
   }
   if (profile.unattributed) {
     require_valid_time(origin + ": field 'unattributed'", "forward_s", profile.unattributed->forward_s);
@@ -173,6 +181,17 @@ Profile profile_from_json(const Json& document, const std::string& origin) {
     ObjectReader reader(*unattributed, origin + ": field 'unattributed'");
     profile.unattributed = UnattributedTimes{reader.optional_seconds("forward_s"), reader.optional_seconds("backward_s")};
     reader.reject_unknown_keys();
+  }
+  if (const Json* workload = top.optional("workload")) {
+    ObjectReader reader(*workload, origin + ": field 'workload'");
+    ProfileWorkload read;
+    read.batch = reader.required_integer("batch", 1, limits::kMaxBatch);
+    read.seq = reader.required_integer("seq", 1, limits::kMaxSeq);
+    read.dtype = reader.required_string("dtype");
+    if (read.dtype != "fp32" && read.dtype != "bf16")
+      throw InputError(reader.where() + ": field 'dtype': expected \"fp32\" or \"bf16\", got \"" + read.dtype + "\"");
+    reader.reject_unknown_keys();
+    profile.workload = read;
   }
   top.reject_unknown_keys();
 
@@ -235,6 +254,9 @@ Json profile_to_json(const Profile& profile) {
   if (profile.unattributed)
     document["unattributed"] = Json{{"forward_s", optional_to_json(profile.unattributed->forward_s)},
                                     {"backward_s", optional_to_json(profile.unattributed->backward_s)}};
+  if (profile.workload)
+    document["workload"] = Json{{"batch", profile.workload->batch}, {"seq", profile.workload->seq},
+                                {"dtype", profile.workload->dtype}};
   Json layers = Json::array();
   for (const LayerProfile& layer : profile.layers) {
     Json item;

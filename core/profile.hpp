@@ -74,6 +74,16 @@ struct UnattributedTimes {
   std::optional<double> backward_s;  ///< backward compute outside every layer, per iteration (s); null: unknown (0)
 };
 
+/// What one worker's step computed when the profile was measured or estimated: optional profile
+/// key `workload` {"batch": B, "seq": S, "dtype": "fp32"|"bf16"} (docs/formats.md, an addition to
+/// SPEC section 3), written by `profile` and `plan --model`, so that `whatif --profile` knows the
+/// batch behind samples/s and tokens/s without --batch.
+struct ProfileWorkload {
+  std::int64_t batch = 1;  ///< sequences per step and worker, 1 .. limits::kMaxBatch
+  std::int64_t seq = 1;    ///< tokens per sequence, 1 .. limits::kMaxSeq
+  std::string dtype;       ///< "fp32" or "bf16"
+};
+
 /// A whole profile: layers in forward order (input-most first); backprop visits them in reverse.
 struct Profile {
   std::optional<std::string> model;   ///< model name, e.g. "gpt2"; std::nullopt when unknown
@@ -81,6 +91,7 @@ struct Profile {
   std::optional<std::int64_t> workers;///< worker count the sync_s values were measured at
   std::vector<LayerProfile> layers;   ///< forward order, unique non-empty names, at least one
   std::optional<UnattributedTimes> unattributed;  ///< key `unattributed`; std::nullopt when absent
+  std::optional<ProfileWorkload> workload{};      ///< key `workload`; std::nullopt when absent (unknown)
 
   /// Index of the layer called `name` in forward order, or std::nullopt.
   std::optional<std::size_t> find(const std::string& name) const;

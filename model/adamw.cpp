@@ -16,8 +16,8 @@ namespace {
 void require_range(double value, double low, bool low_open, double high, const char* field) {
   const bool ok = (low_open ? value > low : value >= low) && value < high;
   if (!ok)
-    throw InputError(std::string("AdamW ") + field + ": " + format_exact(value) + " outside " + (low_open ? "(" : "[") +
-                     format_exact(low) + ", " + (std::isinf(high) ? "inf" : format_exact(high)) + ")");
+    throw InputError(std::string("AdamW ") + field + ": " + format_shortest(value) + " outside " + (low_open ? "(" : "[") +
+                     format_shortest(low) + ", " + (std::isinf(high) ? "inf" : format_shortest(high)) + ")");
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ double required_number(ObjectReader& reader, const std::string& key) {
 
 double required_positive(ObjectReader& reader, const std::string& key) {
   const double value = required_number(reader, key);
-  if (value <= 0) throw InputError(reader.where() + ": field '" + key + "': must be > 0, got " + format_exact(value));
+  if (value <= 0) throw InputError(reader.where() + ": field '" + key + "': must be > 0, got " + format_shortest(value));
   return value;
 }
 
@@ -35,7 +35,7 @@ double required_probability(ObjectReader& reader, const std::string& key) {
   const double value = required_number(reader, key);
   if (value >= 1)
     throw InputError(reader.where() + ": field '" + key + "': a dropout probability must be in [0, 1), got " +
-                     format_exact(value));
+                     format_shortest(value));
   return value;
 }
 

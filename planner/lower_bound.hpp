@@ -39,7 +39,8 @@ double fused_lower_bound_s(const BackpropTimes& times, int period, double alpha_
 inline constexpr double kGapRoundingRelative = 1e-9;
 
 /// A plan's gap to a lower bound, period_s / bound_s - 1 (a fraction >= 0; 0 when bound_s is 0).
-/// A gap in [-kGapRoundingRelative, 0) is rounding and reads 0; a more negative one means the bound
+/// A gap within kGapRoundingRelative of 0 (either side) is rounding and reads 0, so the plan meets
+/// its bound (proven optimal); a more negative one means the bound
 /// does not hold (a bug, since every bound holds for every plan): throws InternalError naming both.
 double gap_to_lower_bound(double period_s, double bound_s);
 

@@ -193,7 +193,7 @@ void validate_plan_request(const PlanRequest& request) {
     throw FieldError("exact.max_layers", "exact.max_layers: must be >= 0, got " + std::to_string(request.exact.max_layers));
   if (request.max_overhead && !(*request.max_overhead > 0 && *request.max_overhead <= 100))
     throw FieldError("max_overhead", "max_overhead: must be a fraction of compute in (0, 100], got " +
-                                         format_exact(*request.max_overhead));
+                                         format_shortest(*request.max_overhead));
   if (request.period && request.max_overhead)
     throw FieldError("max_overhead", "max_overhead: only with an automatic period");
   if (!request.period && !request.max_overhead)
@@ -201,8 +201,8 @@ void validate_plan_request(const PlanRequest& request) {
   if (request.period) require_valid_period(*request.period);
   strategy_for(request.algorithm, StrategyUse::kPlan);
   if (request.bucket_alpha_s && !(*request.bucket_alpha_s >= 0 && *request.bucket_alpha_s <= kLongestAlpha_s))
-    throw FieldError("bucket_alpha_s", "bucket_alpha_s: must be a number from 0 to " + format_exact(kLongestAlpha_s) +
-                                           " (seconds), got " + format_exact(*request.bucket_alpha_s));
+    throw FieldError("bucket_alpha_s", "bucket_alpha_s: must be a number from 0 to " + format_shortest(kLongestAlpha_s) +
+                                           " (seconds), got " + format_shortest(*request.bucket_alpha_s));
   validate_max_delay(request);
 }
 

@@ -74,6 +74,15 @@ Profile scaled_compute(Profile profile, double factor) {
   return profile;
 }
 
+// K iterations rounded up to whole periods of H (at least one), or down to whole periods when
+// rounding up would pass limits::kMaxIterations; 1 <= K <= kMaxIterations and 1 <= H <= kMaxPeriod.
+int whole_periods(int iterations, int period) {
+  if (period < 1) return iterations;  // no period (a failed `auto`): nothing to round to
+  const std::int64_t up = (static_cast<std::int64_t>(iterations) + period - 1) / period * period;
+  if (up <= limits::kMaxIterations) return static_cast<int>(up);
+  return static_cast<int>(limits::kMaxIterations / period * period);
+}
+
 // The per-worker batch at `workers` (docs/whatif.md, "Scaling"); nullopt when not known.
 std::optional<std::int64_t> batch_at(const WhatifRequest& request, int workers) {
   if (request.scaling == WhatifScaling::kWeak) return request.model ? request.model->batch : request.batch;
@@ -82,7 +91,14 @@ std::optional<std::int64_t> batch_at(const WhatifRequest& request, int workers) 
     throw FieldError("global_batch", "global_batch: " + std::to_string(global) + " samples cannot be divided evenly among " +
                                          count_text(workers, "worker") + " (strong scaling needs a multiple of " +
                                          std::to_string(workers) + ")");
-  return global / workers;
+  const std::int64_t per_worker = global / workers;
+  // Every point passes the limits of a single call (profile/plan --batch).
+  if (per_worker > limits::kMaxBatch)
+    throw FieldError("global_batch", "global_batch: " + std::to_string(global) + " samples among " +
+                                         count_text(workers, "worker") + " are " + std::to_string(per_worker) +
+                                         " per worker, more than the " + std::to_string(limits::kMaxBatch) +
+                                         " a batch may have (docs/formats.md, Limits)");
+  return per_worker;
 }
 
 // The profile at a per-worker batch, made once.
@@ -140,8 +156,8 @@ void validate_whatif_values(const WhatifRequest& request) {
   require_nonempty(request.strategies, "strategies");
   if (!request.profile && !request.model) throw InternalError("whatif: neither a profile nor a model");
   require_distinct(request.workers, "workers", [](int value) { return std::to_string(value); });
-  require_distinct(request.bandwidth_Gbps, "bandwidth_Gbps", [](double value) { return format_exact(value); });
-  require_distinct(request.latency_us, "latency_us", [](double value) { return format_exact(value); });
+  require_distinct(request.bandwidth_Gbps, "bandwidth_Gbps", [](double value) { return format_shortest(value); });
+  require_distinct(request.latency_us, "latency_us", [](double value) { return format_shortest(value); });
   require_distinct(request.periods, "periods", [](const std::optional<int>& value) {
     return value ? std::to_string(*value) : std::string("auto");
   });
@@ -157,13 +173,13 @@ void validate_whatif_values(const WhatifRequest& request) {
   }
   for (const double value : request.bandwidth_Gbps)
     if (!(value >= limits::kMinBandwidth_Gbps && value <= limits::kMaxBandwidth_Gbps))
-      throw FieldError("bandwidth_Gbps", "bandwidth_Gbps: " + format_exact(value) + " is outside " +
-                                             format_exact(limits::kMinBandwidth_Gbps) + ".." +
-                                             format_exact(limits::kMaxBandwidth_Gbps) + " Gbit/s");
+      throw FieldError("bandwidth_Gbps", "bandwidth_Gbps: " + format_shortest(value) + " is outside " +
+                                             format_shortest(limits::kMinBandwidth_Gbps) + ".." +
+                                             format_shortest(limits::kMaxBandwidth_Gbps) + " Gbit/s");
   for (const double value : request.latency_us)
     if (!(value >= 0 && value <= limits::kMaxLatency_us))
-      throw FieldError("latency_us", "latency_us: " + format_exact(value) + " is outside 0.." +
-                                         format_exact(limits::kMaxLatency_us) + " us");
+      throw FieldError("latency_us", "latency_us: " + format_shortest(value) + " is outside 0.." +
+                                         format_shortest(limits::kMaxLatency_us) + " us");
   for (const std::optional<int>& period : request.periods)
     if (period && (*period < 1 || *period > limits::kMaxPeriod))
       throw FieldError("periods", "periods: " + std::to_string(*period) + " is outside 1.." +
@@ -176,11 +192,11 @@ void validate_whatif_values(const WhatifRequest& request) {
     }
   }
   if (request.jitter_sigma && !(*request.jitter_sigma >= 0 && *request.jitter_sigma <= limits::kMaxJitterSigma))
-    throw FieldError("jitter_sigma", "jitter_sigma: " + format_exact(*request.jitter_sigma) + " is outside 0.." +
-                                         format_exact(limits::kMaxJitterSigma));
+    throw FieldError("jitter_sigma", "jitter_sigma: " + format_shortest(*request.jitter_sigma) + " is outside 0.." +
+                                         format_shortest(limits::kMaxJitterSigma));
   if (request.straggler && !(*request.straggler >= limits::kMinSlowdown && *request.straggler <= limits::kMaxSlowdown))
-    throw FieldError("straggler", "straggler: " + format_exact(*request.straggler) + " is outside " +
-                                      format_exact(limits::kMinSlowdown) + ".." + format_exact(limits::kMaxSlowdown));
+    throw FieldError("straggler", "straggler: " + format_shortest(*request.straggler) + " is outside " +
+                                      format_shortest(limits::kMinSlowdown) + ".." + format_shortest(limits::kMaxSlowdown));
   if (request.scaling == WhatifScaling::kStrong) {
     if (!request.global_batch || *request.global_batch < 1)
       throw FieldError("global_batch", "global_batch: strong scaling needs a global batch >= 1");
@@ -193,18 +209,31 @@ void validate_whatif_values(const WhatifRequest& request) {
     throw FieldError("batch", "batch: must be >= 1, got " + std::to_string(*request.batch));
   if (!(request.max_overhead > 0 && request.max_overhead <= 100))
     throw FieldError("max_overhead", "max_overhead: must be a fraction of compute in (0, 100], got " +
-                                         format_exact(request.max_overhead));
+                                         format_shortest(request.max_overhead));
   if (request.iterations && (*request.iterations < 1 || *request.iterations > limits::kMaxIterations))
     throw FieldError("iterations", "iterations: must be in 1.." + std::to_string(limits::kMaxIterations) + ", got " +
                                        std::to_string(*request.iterations));
+  // The grid's size, counted in double so that no product of list sizes overflows.
+  const double points = static_cast<double>(request.workers.size()) * static_cast<double>(request.bandwidth_Gbps.size()) *
+                        static_cast<double>(request.latency_us.size()) * static_cast<double>(request.periods.size()) *
+                        static_cast<double>(request.strategies.size());
+  if (points > static_cast<double>(limits::kMaxWhatifPoints))
+    throw FieldError("workers", "workers: " + std::to_string(request.workers.size()) + " worker counts x " +
+                                    std::to_string(request.bandwidth_Gbps.size()) + " bandwidths x " +
+                                    std::to_string(request.latency_us.size()) + " latencies x " +
+                                    std::to_string(request.periods.size()) + " periods x " +
+                                    std::to_string(request.strategies.size()) + " strategies make " +
+                                    format_shortest(points) + " points, more than the " +
+                                    std::to_string(limits::kMaxWhatifPoints) +
+                                    " a sweep may have (docs/formats.md, Limits); split the sweep");
   if (request.search.rounds < 0) throw FieldError("search.rounds", "search.rounds: must be >= 0");
   if (!(request.search.time_limit_s > 0 && request.search.time_limit_s <= 86400))
     throw FieldError("search.time_limit_s", "search.time_limit_s: must be in (0, 86400] seconds");
 }
 
 std::string setting_text(const WhatifRequest& request, int workers, double bandwidth_Gbps, double latency_us) {
-  return request.cluster_origin + " at " + count_text(workers, "worker") + ", " + format_exact(bandwidth_Gbps) +
-         " Gbit/s, " + format_exact(latency_us) + " us";
+  return request.cluster_origin + " at " + count_text(workers, "worker") + ", " + format_shortest(bandwidth_Gbps) +
+         " Gbit/s, " + format_shortest(latency_us) + " us";
 }
 
 WhatifPrepared prepare_whatif(const WhatifRequest& request) {
@@ -351,7 +380,10 @@ class SettingRunner {
     SimulateRequest simulate;
     simulate.sync = *sync_;
     simulate.origin = request_.origin;
-    simulate.iterations = request_.iterations;
+    // Whole periods only (issue 24 item 17: at 15 iterations of H = 10 the row's period_s fell
+    // below the plan's proven lower bound): K rounded up to a multiple of this point's H, or down
+    // when that passes the iteration limit (docs/whatif.md).
+    if (request_.iterations) simulate.iterations = whole_periods(*request_.iterations, period_);
     simulate.link_bytes = false;  // the rows read no per-link bytes: a point costs no memory per worker
     const Strategy& strategy = strategy_for(name, StrategyUse::kDes);
     if (strategy.plannable()) {

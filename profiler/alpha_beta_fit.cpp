@@ -43,7 +43,7 @@ AlphaBetaFit fit_alpha_beta(const std::vector<LinkSample>& samples, FitErrors er
   for (std::size_t i = 0; i < samples.size(); ++i)
     if (!(samples[i].time_s <= kLongestCollective_s))
       throw InputError(origin + ": sample " + std::to_string(i) + " (" + std::to_string(samples[i].size_bytes) +
-                       " bytes): time " + format_exact(samples[i].time_s) + " s is over a day; not a measurement");
+                       " bytes): time " + format_shortest(samples[i].time_s) + " s is over a day; not a measurement");
 
   const Eigen::Index count = static_cast<Eigen::Index>(samples.size());
   Eigen::ArrayXd sizes(count), times(count), weights(count);
@@ -53,7 +53,7 @@ AlphaBetaFit fit_alpha_beta(const std::vector<LinkSample>& samples, FitErrors er
     times(i) = sample.time_s;
     if (errors == FitErrors::kRelative && !(sample.time_s > 0))
       throw InputError(origin + ": sample of " + std::to_string(sample.size_bytes) + " bytes: time " +
-                       format_exact(sample.time_s) + " s cannot be weighted by relative error (it must be > 0)");
+                       format_shortest(sample.time_s) + " s cannot be weighted by relative error (it must be > 0)");
     weights(i) = errors == FitErrors::kRelative ? 1.0 / (sample.time_s * sample.time_s) : 1.0;
   }
 
@@ -80,7 +80,7 @@ AlphaBetaFit fit_alpha_beta(const std::vector<LinkSample>& samples, FitErrors er
   // A slope that changes the largest time by less than rounding is 0 (equal times give -1e-27).
   if (fit.beta_s_per_byte < 0 && -fit.beta_s_per_byte * size_scale <= 1e-9 * times.maxCoeff()) fit.beta_s_per_byte = 0;
   if (fit.beta_s_per_byte < 0)
-    throw InputError(origin + ": the fitted beta is negative (" + format_exact(fit.beta_s_per_byte) +
+    throw InputError(origin + ": the fitted beta is negative (" + format_shortest(fit.beta_s_per_byte) +
                      " s/byte): the times fall as the size grows, so no alpha-beta link fits them; "
                      "measure larger sizes");
   fit.r_squared = r_squared(sizes, times, weights, fit.alpha_s, fit.beta_s_per_byte);

@@ -2,7 +2,6 @@
 // each layer's forward and backward and the trainer's AdamW step, and the Eigen GEMM ceiling.
 #include "profiler/cpu_profile.hpp"
 #include "core/units.hpp"
-#include "core/host_memory.hpp"
 #include "core/field_error.hpp"
 
 #include "core/errors.hpp"
@@ -62,15 +61,9 @@ Measurement measure_cpu(const Model& model, const Workload& workload, const Timi
                                   "trains in fp32); use fp32, or the cuda device or the estimate for bf16");
   SYNCPLAN_CHECK(options.warmup_steps >= 0 && options.repeats >= 1);
 
-  // The buffers of the whole graph, as in training (activations are kept for the backward).
-  const std::int64_t buffer_bytes = build_layer_graph(model, workload).total_bytes(dtype_size_bytes(Dtype::kFp32));
-  const double available_bytes = available_memory_bytes();
-  if (static_cast<double>(buffer_bytes) > available_bytes)
-    throw FieldError("batch", "batch " + std::to_string(workload.batch) + " x seq " + std::to_string(workload.seq) +
-                     ": the cpu profile of " + model.name + " needs " +
-                     format_short(static_cast<double>(buffer_bytes) / units::kBytesPerGiB, 2) +
-                     " GiB of buffers, more than the " + format_short(available_bytes / units::kBytesPerGiB, 2) +
-                     " GiB available; use a smaller batch or sequence");
+  // The buffers of the whole graph, as in training (activations are kept for the backward), and
+  // the AdamW step's two moments (4 bytes each per parameter).
+  cpu::require_host_memory(model, workload, 8.0 * static_cast<double>(model.param_count()), "cpu profile");
 
   cpu::CpuGraph graph(model, workload);
   graph.initialize_parameters(options.seed);

@@ -80,7 +80,7 @@ Span read_span(const Json& event, const std::string& where) {
   if (!ts->is_number() || !std::isfinite(ts->get<double>()))
     throw InputError(where + ": field 'ts': expected a finite number (microseconds), got " + json_type_name(*ts));
   if (!(ts->get<double>() >= 0 && ts->get<double>() <= kLatestTimestamp_us))
-    throw InputError(where + ": field 'ts': " + format_exact(ts->get<double>()) + " us is " +
+    throw InputError(where + ": field 'ts': " + format_shortest(ts->get<double>()) + " us is " +
                      (ts->get<double>() < 0 ? "negative" : "past 2^53 us (285 years after the Unix epoch)") +
                      "; not a clock reading (Chrome trace timestamps are microseconds)");
   const auto dur = event.find("dur");
@@ -88,7 +88,7 @@ Span read_span(const Json& event, const std::string& where) {
     throw InputError(where + ": missing field 'dur' (a complete event needs its duration, microseconds)");
   const double duration_us = read_nonnegative_number(*dur, where + ": field 'dur'");
   if (duration_us > kLongestEvent_us)
-    throw InputError(where + ": field 'dur': " + format_exact(duration_us) +
+    throw InputError(where + ": field 'dur': " + format_shortest(duration_us) +
                      " us is over a day; not a plausible duration (Chrome trace durations are microseconds)");
   const auto id = [&](const char* key) {
     const auto it = event.find(key);

@@ -76,9 +76,9 @@ BackendResult measured_backend(const Model& model, const Workload& workload, con
     const std::vector<CeilingViolation> above = layers_above_ceiling(summary, *measurement.gemm_ceiling_flops_per_s);
     if (!above.empty())
       throw std::runtime_error("GEMM ceiling check: layer '" + above.front().layer + "' " + above.front().pass + " ran at " +
-                               format_exact(above.front().flops_per_s) + " FLOP/s, more than " +
+                               format_shortest(above.front().flops_per_s) + " FLOP/s, more than " +
                                format_short((kGemmCeilingMargin - 1) * 100, 0) + "% above the measured GEMM ceiling " +
-                               format_exact(*measurement.gemm_ceiling_flops_per_s) + " FLOP/s (" +
+                               format_shortest(*measurement.gemm_ceiling_flops_per_s) + " FLOP/s (" +
                                std::to_string(above.size()) +
                                " layer passes above it): a timing or FLOP count is wrong; nothing written");
     result.notes.emplace_back("ceiling check: no layer above the GEMM ceiling");
@@ -147,6 +147,7 @@ ModelProfile make_model_profile(const ModelProfileRequest& request) {
 
   ModelProfile made;
   made.profile = model_profile_skeleton(model, workload.dtype, result.source);
+  made.profile.workload = ProfileWorkload{workload.batch, workload.seq, dtype_name(workload.dtype)};
   double forward_s = 0, backward_s = 0, update_s = 0;
   for (std::size_t i = 0; i < made.profile.layers.size(); ++i) {
     made.profile.layers[i].forward_s = result.times[i].forward_s;

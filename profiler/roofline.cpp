@@ -17,14 +17,14 @@ constexpr double kBytesPerGB = 1e9;       // and bandwidths in GB/s (GB = 1e9 by
 
 double required_positive(ObjectReader& reader, const std::string& key, double scale) {
   const double value = read_nonnegative_number(reader.required(key), reader.where() + ": field '" + key + "'");
-  if (value <= 0) throw InputError(reader.where() + ": field '" + key + "': must be > 0, got " + format_exact(value));
+  if (value <= 0) throw InputError(reader.where() + ": field '" + key + "': must be > 0, got " + format_shortest(value));
   return value * scale;
 }
 
 double required_fraction(ObjectReader& reader, const std::string& key) {
   const double value = required_positive(reader, key, 1);
   if (value > 1)
-    throw InputError(reader.where() + ": field '" + key + "': must be at most 1, got " + format_exact(value));
+    throw InputError(reader.where() + ": field '" + key + "': must be at most 1, got " + format_shortest(value));
   return value;
 }
 

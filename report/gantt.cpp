@@ -143,7 +143,13 @@ std::string gantt_svg(const GanttChart& chart) {
           << exact_number(block.end_s) << "\" x=\"" << c(px(block.start_s)) << "\" y=\"" << c(top) << "\" width=\""
           << c(std::max(0.5, px(block.end_s) - px(block.start_s))) << "\" height=\"" << c(kLaneHeight - 1)
           << "\" fill=\"" << block_fill(block, index++) << "\"><title>h = " << block.iteration << ", "
-          << to_string(block.kind) << " " << label << ": " << tick_label(block.start_s) << " s to "
+          // "forward", "update", "wait" and "backward (unattributed)" blocks are labelled with their
+          // kind: named once, not "forward forward" (issue 24 item 16).
+          << (block.label == to_string(block.kind) || block.label.rfind(std::string(to_string(block.kind)) + " (", 0) == 0
+                  ? label
+                  : std::string(to_string(block.kind)) + " " + label)
+          << ": "
+          << tick_label(block.start_s) << " s to "
           << tick_label(block.end_s) << " s</title></rect>\n";
     }
   };

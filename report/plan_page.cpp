@@ -22,10 +22,6 @@ std::string relative_text(double fraction) {
   return text;
 }
 
-std::string speedup_text(double speedup) {
-  return std::isfinite(speedup) ? format_short(speedup, 2) + "x" : "n/a";
-}
-
 HtmlTable summary_table(const PlanPageRequest& request, const PeriodModelOutcome& model) {
   const Plan& plan = *request.simulate.plan;
   const PeriodTiming& timing = model.timing;
@@ -76,8 +72,8 @@ HtmlTable comparison_table(const std::vector<ReportStrategyRow>& rows) {
                   {"strategy", "period_s", "mean_iteration_s", "total_wait_s", "vs_ssgd", "vs_flsgd"}, {}};
   for (const ReportStrategyRow& row : rows)
     table.rows.push_back({row.name, page_seconds(row.period_s), page_seconds(row.mean_iteration_s),
-                          page_seconds(row.wait_s), speedup_text(row.speedup_over_ssgd),
-                          speedup_text(row.speedup_over_flsgd)});
+                          page_seconds(row.wait_s), format_ratio(row.speedup_over_ssgd),
+                          format_ratio(row.speedup_over_flsgd)});
   return table;
 }
 

@@ -26,6 +26,10 @@ constexpr int kMarkerShapes = 7;  // circle, square, triangle up, diamond, trian
 constexpr double kPanelWidth = 400, kPanelHeight = 290;
 constexpr double kAreaLeft = 72, kAreaRight = 16, kAreaTop = 30, kAreaBottom = 48;
 constexpr double kTitleHeight = 34, kLegendItemWidth = 160, kLegendRowHeight = 22;
+// Legend items: left margin, text start after the line and marker, the text's advance per
+// character at font-size 12 (an upper estimate for sans-serif: lowercase averages about 0.55 em,
+// 6.6 px; SVG cannot measure text), and the gap after the text (px).
+constexpr double kLegendLeft = 20, kLegendTextOffset = 34, kLegendCharWidth = 7.5, kLegendGap = 16;
 
 struct AxisRange {
   double low = 0, high = 1;
@@ -36,6 +40,12 @@ struct AxisRange {
     return (value - low) / (high - low);
   }
 };
+
+// Characters of UTF-8 `text` (its bytes less continuation bytes 10xxxxxx): a legend name's width.
+std::size_t utf8_length(const std::string& text) {
+  return static_cast<std::size_t>(
+      std::count_if(text.begin(), text.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0) != 0x80; }));
+}
 
 bool finite_point(const PlotSeries& series, std::size_t i) {
   return std::isfinite(series.x[i]) && std::isfinite(series.y[i]);
@@ -233,8 +243,14 @@ std::string line_plot_svg(const LinePlot& plot) {
   const int count = static_cast<int>(plot.panels.size());
   const int columns = std::min(plot.columns, count);
   const int rows = (count + columns - 1) / columns;
-  const double width = columns * kPanelWidth;
-  const int legend_per_row = std::max(1, static_cast<int>(width / kLegendItemWidth));
+  // Each legend item is as wide as its longest name needs (issue 24 item 18: "dreamddp H=auto"
+  // was clipped at the right edge); the figure widens when one item alone is wider than it.
+  std::size_t longest = 0;
+  for (const std::string& name : legend) longest = std::max(longest, utf8_length(name));
+  const double item_width =
+      std::max(kLegendItemWidth, kLegendTextOffset + kLegendCharWidth * static_cast<double>(longest) + kLegendGap);
+  const double width = std::max(columns * kPanelWidth, 2 * kLegendLeft + item_width);
+  const int legend_per_row = std::max(1, static_cast<int>((width - kLegendLeft) / item_width));
   const int legend_rows = (static_cast<int>(legend.size()) + legend_per_row - 1) / legend_per_row;
   const double legend_top = kTitleHeight + rows * kPanelHeight + 8;
   const double height = legend_top + legend_rows * kLegendRowHeight + 10;
@@ -252,12 +268,12 @@ std::string line_plot_svg(const LinePlot& plot) {
                 style_of);
   svg << "<g class=\"legend\">\n";
   for (int i = 0; i < static_cast<int>(legend.size()); ++i) {
-    const double x = 20 + (i % legend_per_row) * kLegendItemWidth;
+    const double x = kLegendLeft + (i % legend_per_row) * item_width;
     const double y = legend_top + (i / legend_per_row) * kLegendRowHeight + 11;
     const char* colour = kPlotColours[i % kPlotColourCount];
     svg << "<g class=\"legend-item\" data-series=\"" << xml_escape(legend[i]) << "\"><line x1=\"" << c(x) << "\" y1=\""
         << c(y) << "\" x2=\"" << c(x + 28) << "\" y2=\"" << c(y) << "\" stroke=\"" << colour << "\" stroke-width=\"2\"/>"
-        << marker_svg(i % kMarkerShapes, x + 14, y, colour) << "<text x=\"" << c(x + 34) << "\" y=\"" << c(y + 4)
+        << marker_svg(i % kMarkerShapes, x + 14, y, colour) << "<text x=\"" << c(x + kLegendTextOffset) << "\" y=\"" << c(y + 4)
         << "\" font-size=\"12\">" << xml_escape(legend[i]) << "</text></g>\n";
   }
   svg << "</g>\n</svg>\n";

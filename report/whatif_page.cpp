@@ -12,8 +12,8 @@ namespace {
 
 // "10 Gbit/s" (and ", 50 us" when the sweep varies the latency).
 std::string whatif_panel_name(const WhatifRow& row, bool latencies) {
-  std::string name = format_exact(row.bandwidth_Gbps) + " Gbit/s";
-  if (latencies) name += ", " + format_exact(row.latency_us) + " us";
+  std::string name = format_shortest(row.bandwidth_Gbps) + " Gbit/s";
+  if (latencies) name += ", " + format_shortest(row.latency_us) + " us";
   return name;
 }
 
@@ -54,7 +54,14 @@ LinePlot whatif_plot(const WhatifOutcome& outcome, WhatifMetric metric) {
     points.push_back({whatif_panel_name(row, latencies.size() > 1), whatif_series_name(row, periods.size() > 1),
                       static_cast<double>(row.workers), *value});
   }
-  if (points.empty()) throw InputError("whatif --plot: no point of the sweep has a value to draw (every point failed)");
+  if (points.empty()) {
+    const bool any_ok = static_cast<std::size_t>(outcome.failed()) < outcome.rows.size();
+    throw InputError(std::string("whatif --plot: no point of the sweep has a value to draw (") +
+                     (any_ok ? metric == WhatifMetric::kThroughput ? "no samples/s: the batch is not known; give --batch"
+                                                                   : "no speedup over ssgd: ssgd failed at every point"
+                             : "every point failed") +
+                     ")");
+  }
   set_plot_points(plot, points);
   return plot;
 }
@@ -74,8 +81,8 @@ HtmlPage whatif_page(const WhatifOutcome& outcome, const std::string& plot_svg) 
   table.header = {"workers", "Gbit/s", "latency (us)", "H", "strategy", "iteration (s)", "samples/s",
                   "speedup vs ssgd", "speedup vs flsgd", "exposed comm (s)", "plan gap", "status"};
   for (const WhatifRow& row : outcome.rows)
-    table.rows.push_back({std::to_string(row.workers), format_exact(row.bandwidth_Gbps),
-                          format_exact(row.latency_us), row.period ? std::to_string(*row.period) : row.period_requested,
+    table.rows.push_back({std::to_string(row.workers), format_shortest(row.bandwidth_Gbps),
+                          format_shortest(row.latency_us), row.period ? std::to_string(*row.period) : row.period_requested,
                           row.strategy, optional_text(row.iteration_s, 6), optional_text(row.samples_per_s, 1),
                           optional_text(row.speedup_vs_ssgd, 3), optional_text(row.speedup_vs_flsgd, 3),
                           optional_text(row.exposed_comm_s, 6), optional_text(row.plan_gap, 4),

@@ -52,9 +52,21 @@ RunFingerprint read_fingerprint(const Json& value, const std::string& where) {
   return fingerprint;
 }
 
-// "ORIGIN: another plan (0x... here, 0x... in this run)": the first differing part's hashes.
-void require_fingerprint(const RunFingerprint& found, const RunFingerprint& expected, const std::string& origin) {
+// "ORIGIN: from another run: --seq 16 in the checkpoint, 32 in this run; ..." for each of
+// `expected`'s settings that `found` (a manifest's "settings") holds with another value; else
+// "ORIGIN: from another plan (0x... in the checkpoint, 0x... in this run)": the first differing
+// part's hashes.
+void require_fingerprint(const RunFingerprint& found, const RunFingerprint& expected, const std::string& origin,
+                         const std::vector<std::pair<std::string, std::string>>& found_settings = {},
+                         const std::vector<std::pair<std::string, std::string>>& expected_settings = {}) {
   if (found == expected) return;
+  std::string differing;
+  for (const auto& [flag, value] : expected_settings)
+    for (const auto& [found_flag, found_value] : found_settings)
+      if (flag == found_flag && value != found_value)
+        differing += (differing.empty() ? "" : "; ") + flag + " " + found_value + " in the checkpoint, " + value +
+                     " in this run";
+  if (!differing.empty()) throw InputError(origin + ": from another run: " + differing);
   const auto [mine, theirs] = found.schedule != expected.schedule ? std::pair{found.schedule, expected.schedule}
                               : found.model != expected.model     ? std::pair{found.model, expected.model}
                                                                   : std::pair{found.workload, expected.workload};
@@ -249,11 +261,13 @@ void write_rank_checkpoint(const fs::path& dir, const TrainingState& state, cons
 void write_checkpoint_manifest(const fs::path& dir, std::int64_t step, const CheckpointIdentity& identity) {
   Json files = Json::array();
   for (int r = 0; r < identity.ranks; ++r) files.push_back(checkpoint_rank_file(dir, step, r).filename().string());
-  const Json manifest = {{"format", kCheckpointManifestFormat},
+  Json manifest = {{"format", kCheckpointManifestFormat},
                          {"step", step},
                          {"ranks", identity.ranks},
                          {"fingerprint", fingerprint_json(identity.fingerprint)},
                          {"files", files}};
+  Json& settings = manifest["settings"] = Json::object();
+  for (const auto& [flag, value] : identity.settings) settings[flag] = value;
   write_file_durably(checkpoint_manifest_file(dir, step), manifest.dump(1) + "\n");
 }
 
@@ -275,7 +289,19 @@ std::int64_t latest_complete_checkpoint(const fs::path& dir, const CheckpointIde
     if (ranks != expected.ranks)
       throw InputError(origin + ": written by " + std::to_string(ranks) + " ranks, this run has " +
                        std::to_string(expected.ranks));
-    require_fingerprint(read_fingerprint(reader.required("fingerprint"), origin), expected.fingerprint, origin);
+    // Optional (manifests before it have none): {"--seq": "32", ...}, strings only.
+    std::vector<std::pair<std::string, std::string>> settings;
+    if (const Json* written_settings = reader.optional("settings")) {
+      if (!written_settings->is_object())
+        throw InputError(origin + ": field 'settings': expected an object of strings, got " + written_settings->type_name());
+      for (const auto& [flag, value] : written_settings->items()) {
+        if (!value.is_string())
+          throw InputError(origin + ": field 'settings': '" + flag + "': expected a string, got " + value.type_name());
+        settings.emplace_back(flag, value.get<std::string>());
+      }
+    }
+    require_fingerprint(read_fingerprint(reader.required("fingerprint"), origin), expected.fingerprint, origin, settings,
+                        expected.settings);
     reader.required("files");
     reader.reject_unknown_keys();
     return *step;

@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace syncplan {
@@ -38,6 +39,12 @@ struct CheckpointIdentity {
   RunFingerprint fingerprint;  ///< fingerprint_run of the run
   int rank = 0;                ///< this rank, 0 .. ranks - 1
   int ranks = 1;               ///< ranks of the run
+  /// The command-line settings behind the fingerprint as people read them, flag -> value text
+  /// ({"--batch", "4"}, {"--seq", "32"}, {"--model", "tiny-gpt"}, {"--strategy", "flsgd"},
+  /// {"--period", "4"} or {"--plan", "plan.json"}): kept in the manifest so that a resume into
+  /// another run names the setting that differs ("--seq: 16 in the checkpoint, 32 in this run")
+  /// rather than two hashes. Empty: the hashes only.
+  std::vector<std::pair<std::string, std::string>> settings{};
 };
 
 /// DIR/step-NNNNNNNN (the step zero-padded to 8 digits; longer when larger).
@@ -76,8 +83,11 @@ void write_checkpoint_manifest(const std::filesystem::path& dir, std::int64_t st
 
 /// The latest complete step in `dir` (the largest N with a readable manifest), checked against
 /// `expected`: throws InputError "DIR: no such checkpoint folder", "DIR: no complete checkpoint
-/// (no step-*/manifest.json)", "MANIFEST: written by N ranks, this run has M", "MANIFEST: another
-/// plan (0x... , this run 0x...)" (or model, batch/sequence/ranks), or a manifest's own format error.
+/// (no step-*/manifest.json)", "MANIFEST: written by N ranks, this run has M", "MANIFEST: from
+/// another run: --seq 16 in the checkpoint, 32 in this run" (each setting of `expected.settings`
+/// the manifest's "settings" holds another value for), else "MANIFEST: from another plan (0x...
+/// in the checkpoint, 0x... in this run)" (or model, batch/sequence/ranks), or a manifest's own
+/// format error.
 std::int64_t latest_complete_checkpoint(const std::filesystem::path& dir, const CheckpointIdentity& expected);
 
 /// Reads and checks this rank's file of step `step` (decode_rank_checkpoint; a missing file is

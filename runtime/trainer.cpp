@@ -147,6 +147,19 @@ void check_delayed_run(const TrainRequest& request, const Schedule& schedule, co
     }
 }
 
+// The settings behind the run's fingerprint as the command line gave them (CheckpointIdentity::settings).
+std::vector<std::pair<std::string, std::string>> run_settings(const TrainRequest& request) {
+  std::vector<std::pair<std::string, std::string>> settings = {
+      {"--model", request.model}, {"--batch", std::to_string(request.batch)}, {"--seq", std::to_string(request.seq)}};
+  if (request.plan_path.empty()) {
+    settings.emplace_back("--strategy", request.strategy);
+    settings.emplace_back("--period", std::to_string(request.period));
+  } else {
+    settings.emplace_back("--plan", request.plan_path);
+  }
+  return settings;
+}
+
 Setup read_setup(const MpiSession& mpi, const TrainRequest& request) {
   check_train_request(request);
   Setup setup;
@@ -347,7 +360,7 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
                                  : make_cpu_training_device(setup->model, setup->workload, request.adamw, clock);
     }, setup_s);
     identity = CheckpointIdentity{fingerprint_run(setup->schedule_identity, setup->spec, request.batch, request.seq, mpi.size()),
-                                  mpi.rank(), mpi.size()};
+                                  mpi.rank(), mpi.size(), run_settings(request)};
     require_same_run(mpi, identity->fingerprint, setup_s);
   } catch (const CommTimeout& e) {
     throw RunTimeout(me + ": before the first iteration: " + e.what());

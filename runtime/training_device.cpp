@@ -251,6 +251,9 @@ class CudaTrainingDevice final : public TrainingDevice {
 
 std::unique_ptr<TrainingDevice> make_cpu_training_device(const Model& model, const Workload& workload,
                                                          const AdamWOptions& adamw, const RunClock& clock) {
+  // The graph's buffers and AdamW's two moments (4 bytes each per parameter), checked before any
+  // is allocated: too large a model for this host is bad input (--batch named), not std::bad_alloc.
+  cpu::require_host_memory(model, workload, 8.0 * static_cast<double>(model.param_count()), "cpu run");
   return std::make_unique<CpuTrainingDevice>(model, workload, adamw, clock);
 }
 

@@ -93,7 +93,8 @@ class TrainingDevice {
 };
 
 /// The CPU device: model/cpu's CpuGraph in fp32 and model/adamw's AdamW, each pass timed on
-/// `clock` (which must outlive the device). Throws InputError as CpuGraph and AdamW do.
+/// `clock` (which must outlive the device). Throws InputError as CpuGraph and AdamW do, and
+/// FieldError("batch") when the host cannot hold the buffers (cpu::require_host_memory).
 std::unique_ptr<TrainingDevice> make_cpu_training_device(const Model& model, const Workload& workload,
                                                          const AdamWOptions& adamw, const RunClock& clock);
 

@@ -27,7 +27,7 @@ std::vector<int> allreduce_layers(const BackpropTimes& times, std::span<const in
 void check_alpha(double alpha_s) {
   if (!(alpha_s >= 0) || !std::isfinite(alpha_s))
     throw InputError("alpha_s: the all-reduce start-up time must be a finite number >= 0 s, got " +
-                     format_exact(alpha_s));
+                     format_shortest(alpha_s));
 }
 
 }  // namespace

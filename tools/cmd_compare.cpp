@@ -136,7 +136,7 @@ int run_compare(const CompareCliOptions& options) {
   }
   if (!options.json_path.empty()) {
     OutputFiles outputs;
-    outputs.add_json(options.json_path, compare_to_json(report));
+    outputs.add_json(options.json_path, compare_to_json(report), "--json");
     outputs.commit();
     std::cout << "comparison written to " << options.json_path << '\n';
   }

@@ -36,7 +36,7 @@ int run_import_torch_trace(const TorchTraceOptions& options) {
                                     : options.missing_backward == "zero" ? MissingBackwardPolicy::kZero
                                                                          : MissingBackwardPolicy::kError;
   const TorchTraceImport imported = import_torch_trace(options.trace_path, import_options);
-  write_json_file_atomic(options.output_path, profile_to_json(imported.profile));
+  write_json_file_atomic(options.output_path, profile_to_json(imported.profile), "-o,--output");
   std::cout << "imported " << imported.profile.layers.size() << " layers (" << convention_name(imported.convention)
             << "; backward from " << backward_name(imported.backward) << "), medians of " << imported.iterations
             << " iteration(s)";
@@ -58,7 +58,7 @@ int run_import_dreamddp(const DreamddpOptions& options) {
   import_options.tied = options.tied;
   const DreamddpImport imported = with_flags(
       {{"tied", "--tied"}}, [&] { return import_dreamddp_files(options.bp_path, options.comm_path, import_options); });
-  write_json_file_atomic(options.output_path, profile_to_json(imported.profile));
+  write_json_file_atomic(options.output_path, profile_to_json(imported.profile), "-o,--output");
   std::cout << "imported " << imported.profile.layers.size() << " layers into " << options.output_path;
   if (!imported.without_comm.empty())
     std::cout << "; " << imported.without_comm.size() << " layers without an all-reduce time "
@@ -80,7 +80,7 @@ int run_import_schedule(const ScheduleOptions& options) {
   const PeriodModelOutcome outcome = simulate_period_model(request);
   Plan plan = *request.plan;
   plan.predicted = prediction_from_timing(outcome.timing, outcome.lower_bound_s);
-  write_json_file_atomic(options.output_path, plan_to_json(plan));
+  write_json_file_atomic(options.output_path, plan_to_json(plan), "-o,--output");
   std::cout << "imported a schedule of period H = " << plan.period << " into " << options.output_path
             << "; predicted period " << seconds_text(outcome.timing.period_s) << " s\n";
   return 0;
@@ -101,7 +101,7 @@ int run_import_nccl_tests(const NcclTestsOptions& options) {
   const NcclTestsImport imported =
       with_flags({{"workers", "--workers"}}, [&] { return import_nccl_tests(options.log_path, import_options); });
   for (const std::string& warning : imported.warnings) std::cerr << "warning: " << warning << '\n';
-  write_json_file_atomic(options.output_path, link_to_json(imported.link));
+  write_json_file_atomic(options.output_path, link_to_json(imported.link), "-o,--output");
   std::cout << "imported " << imported.link.samples.size() << " sizes of an all-reduce across "
             << imported.link.workers << " ranks (" << imported.format << ", "
             << (options.in_place ? "in-place" : "out-of-place") << " times) into " << options.output_path << '\n'

@@ -2,6 +2,7 @@
 // comparison and the chosen plan, write the plan and report.
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
+#include "core/limits.hpp"
 #include "core/report.hpp"
 #include "planner/plan_job.hpp"
 #include "tools/cli_common.hpp"
@@ -52,11 +53,6 @@ constexpr std::initializer_list<FieldFlag> kPlanFlags = {
     {"bucket_alpha_s", "--alpha-s"},
     {"max_delay", "--max-delay"},
 };
-
-std::string ratio_text(double ratio) {
-  if (!std::isfinite(ratio)) return "n/a";  // e.g. a profile whose times are all zero
-  return format_short(ratio, 2) + "x";
-}
 
 // The chosen plan, one row per iteration: how many layers sync (of which extra, from bubble
 // filling), the output-most and input-most of them (backprop order), and the iteration's wait.
@@ -184,8 +180,8 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
   const double flsgd_period = outcome.strategy("flsgd").period_s;
   for (const auto& [name, timing] : outcome.strategies)
     table.push_back({name, seconds_text(timing.period_s), seconds_text(timing.period_s / period),
-                     seconds_text(timing.total_wait_s()), ratio_text(ssgd_period / timing.period_s),
-                     ratio_text(flsgd_period / timing.period_s)});
+                     seconds_text(timing.total_wait_s()), format_ratio(ssgd_period / timing.period_s),
+                     format_ratio(flsgd_period / timing.period_s)});
   print_table(std::cout, table);
   const std::optional<Buckets>& buckets = outcome.buckets;
   const bool proven_by_exact = outcome.bound_name == "exact";
@@ -292,14 +288,14 @@ int run_plan(const PlanOptions& options) {
                    outcome.buckets ? &*outcome.buckets : nullptr);
 
   OutputFiles outputs;
-  outputs.add_json(options.output_path, plan_to_json(outcome.plan));
-  if (!options.profile_out_path.empty()) outputs.add_json(options.profile_out_path, profile_to_json(model_profile));
+  outputs.add_json(options.output_path, plan_to_json(outcome.plan), "-o,--output");
+  if (!options.profile_out_path.empty()) outputs.add_json(options.profile_out_path, profile_to_json(model_profile), "--profile-out");
   if (!options.report_path.empty()) {
     PlanReport report = plan_report(outcome, request);
     if (!options.sync.cluster_path.empty()) report.cluster = options.sync.cluster_path;
     if (!options.sync.link_path.empty()) report.link = options.sync.link_path;
     report.sync_times = choice.text;
-    outputs.add_json(options.report_path, report_to_json(report));
+    outputs.add_json(options.report_path, report_to_json(report), "--report");
   }
   outputs.commit();
   std::cout << "plan written to " << options.output_path << '\n';
@@ -320,11 +316,11 @@ void add_plan_command(CLI::App& app, Action& action) {
                    "instead of --profile: a model spec (name in data/models, e.g. gpt2, or a file), profiled first "
                    "(see --device); needs --cluster or --link");
   plan->add_option("--batch", options->model.batch, "with --model: sequences per step and worker (default: 8)")
-      ->check(CLI::Range(1LL, 1LL << 20))
+      ->check(CLI::Range(std::int64_t{1}, limits::kMaxBatch))
       ->needs(model);
   plan->add_option("--seq", options->model.seq,
                    "with --model: tokens per sequence (default: the model's context, at most 1024)")
-      ->check(CLI::Range(1LL, 1LL << 24))
+      ->check(CLI::Range(std::int64_t{1}, limits::kMaxSeq))
       ->needs(model);
   plan->add_option("--dtype", options->model.dtype,
                                         "with --model: fp32 or bf16 (default: bf16; fp32 with --device cpu)")

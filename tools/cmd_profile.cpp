@@ -2,6 +2,7 @@
 // model profile (made by profiler/model_profile.hpp, which has the backends).
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
+#include "core/limits.hpp"
 #include "model/model_spec.hpp"
 #include "profiler/gpu_backend.hpp"
 #include "profiler/model_profile.hpp"
@@ -110,8 +111,8 @@ int run_profile(const ProfileOptions& options) {
   Json report;
   const Profile profile = make_model_profile(options, &report);
   OutputFiles outputs;
-  outputs.add_json(options.output_path, profile_to_json(profile));
-  if (!options.report_path.empty()) outputs.add_json(options.report_path, report);
+  outputs.add_json(options.output_path, profile_to_json(profile), "-o,--output");
+  if (!options.report_path.empty()) outputs.add_json(options.report_path, report, "--report");
   outputs.commit();
   std::cout << "profile written to " << options.output_path << '\n';
   if (!options.report_path.empty()) std::cout << "report written to " << options.report_path << '\n';
@@ -134,10 +135,10 @@ void add_profile_command(CLI::App& app, Action& action) {
       ->required();
   profile->add_option("--batch", options->batch, "sequences per step and worker (B)")
       ->required()
-      ->check(CLI::Range(1LL, 1LL << 20));
+      ->check(CLI::Range(std::int64_t{1}, limits::kMaxBatch));
   profile->add_option("--seq", options->seq, "tokens per sequence (S), at most the model's max_position_embeddings")
       ->required()
-      ->check(CLI::Range(1LL, 1LL << 24));
+      ->check(CLI::Range(std::int64_t{1}, limits::kMaxSeq));
   profile->add_option("--dtype", options->dtype,
                       "element type of parameters and activations; param_bytes = 4 or 2 bytes per parameter "
                       "(default: bf16; fp32 with --device cpu, as plan --model)")

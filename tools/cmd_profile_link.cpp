@@ -121,7 +121,7 @@ int profile_link(const MpiSession& mpi, const ProfileLinkOptions& options) {
   if (measured.poor_fit) std::cerr << "warning: " << *measured.poor_fit << '\n';
   if (mpi.size() == 1)
     std::printf("# note: 1 rank: the all-reduce is a local copy (busbw 0), not a link; run under mpirun -np N\n");
-  write_json_file_atomic(options.output_path, link_to_json(*measured.link));
+  write_json_file_atomic(options.output_path, link_to_json(*measured.link), "-o,--output");
   std::printf("# link written to %s\n", options.output_path.c_str());
   return 0;
 }

@@ -51,8 +51,8 @@ int run_report(const ReportCliOptions& options) {
               << *model.prediction_difference << "): was the plan made on other all-reduce times?\n";
 
   OutputFiles outputs;
-  if (!options.svg_path.empty()) outputs.add(options.svg_path, page.gantt);
-  if (!options.html_path.empty()) outputs.add(options.html_path, report::html_page(page.page));
+  if (!options.svg_path.empty()) outputs.add(options.svg_path, page.gantt, "--svg");
+  if (!options.html_path.empty()) outputs.add(options.html_path, report::html_page(page.page), "--html");
   outputs.commit();
   if (!options.svg_path.empty()) std::cout << "gantt chart written to " << options.svg_path << '\n';
   if (!options.html_path.empty()) std::cout << "page written to " << options.html_path << '\n';

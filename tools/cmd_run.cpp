@@ -136,11 +136,11 @@ int run(const MpiSession& mpi, FatalSignalLine& line, const RunOptions& options)
     std::printf("emulated link: %g Gbit/s, %g us latency (each all-reduce ends no earlier than the ring model's time)\n",
                 request.link->bandwidth_Gbps, request.link->latency_us);
   if (!options.log_path.empty()) {
-    write_text_file_atomic(options.log_path, result.log_text);
+    write_text_file_atomic(options.log_path, result.log_text, "--log");
     std::printf("log written to %s\n", options.log_path.c_str());
   }
   if (!options.trace_path.empty()) {
-    write_json_file_atomic(options.trace_path, result.trace);
+    write_json_file_atomic(options.trace_path, result.trace, "--trace");
     std::printf("trace written to %s\n", options.trace_path.c_str());
   }
   return 0;

@@ -141,8 +141,8 @@ int run_simulate(const SimulateOptions& options) {
   }
 
   OutputFiles outputs;
-  if (!options.output_path.empty()) outputs.add_json(options.output_path, result_to_json(outcome.document));
-  if (!options.trace_path.empty()) outputs.add_json(options.trace_path, period_trace(times, timing));
+  if (!options.output_path.empty()) outputs.add_json(options.output_path, result_to_json(outcome.document), "-o,--output");
+  if (!options.trace_path.empty()) outputs.add_json(options.trace_path, period_trace(times, timing), "--trace");
   commit_and_report(outputs, options);
   return 0;
 }
@@ -171,7 +171,7 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
   const double max_cap_mb = static_cast<double>(limits::kMaxSizeBytes) / units::kBytesPerMiB;
   if (!(options.bucket_cap_mb > 0 && options.bucket_cap_mb <= max_cap_mb))
     throw InputError("--bucket-cap-mb: must be a number > 0 and at most " + format_short(max_cap_mb, 0) +
-                     " (1 PiB), got " + format_exact(options.bucket_cap_mb));
+                     " (1 PiB), got " + format_shortest(options.bucket_cap_mb));
   request.comm_streams = static_cast<int>(options.comm_streams);
   request.bucket_cap_bytes = options.bucket_cap_mb * units::kBytesPerMiB;
   request.trace_workers = options.trace_path.empty() ? 0 : static_cast<int>(options.trace_workers);
@@ -266,8 +266,8 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
   print_table(std::cout, table);
 
   OutputFiles outputs;
-  if (!options.output_path.empty()) outputs.add_json(options.output_path, result_to_json(outcome.document));
-  if (!options.trace_path.empty()) outputs.add_json(options.trace_path, des_trace_json(result, outcome.layers));
+  if (!options.output_path.empty()) outputs.add_json(options.output_path, result_to_json(outcome.document), "-o,--output");
+  if (!options.trace_path.empty()) outputs.add_json(options.trace_path, des_trace_json(result, outcome.layers), "--trace");
   commit_and_report(outputs, options);
   return 0;
 }

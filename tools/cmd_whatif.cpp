@@ -159,7 +159,17 @@ WhatifRequest whatif_request(const WhatifOptions& options) {
   } else {
     request.profile = read_profile_file(options.profile_path);
     request.origin = options.profile_path;
+    // The workload a profile records (`syncplan profile` writes it) is the batch and sequence it
+    // was made at: samples/s and tokens/s without --batch and --seq; a --batch that contradicts it
+    // is refused rather than silently scaling the wrong compute.
+    const std::optional<ProfileWorkload>& recorded = request.profile->workload;
+    if (options.batch > 0 && recorded && recorded->batch != options.batch)
+      throw InputError("--batch " + std::to_string(options.batch) + ": " + options.profile_path +
+                       " was made at batch " + std::to_string(recorded->batch) +
+                       " (its field 'workload'); --batch with --profile is the batch the profile was made at");
     if (options.batch > 0) request.batch = options.batch;
+    else if (recorded) request.batch = recorded->batch;
+    if (options.seq == 0 && recorded) request.seq = recorded->seq;
   }
   return request;
 }
@@ -168,6 +178,14 @@ int whatif(const MpiSession& mpi, const WhatifOptions& options) {
   const WhatifRequest request = whatif_request(options);
   const report::WhatifMetric metric = with_flags(kWhatifFlags, [&] { return report::whatif_metric(options.plot_metric); });
   const int points = with_flags(kWhatifFlags, [&] { return validate_whatif_request(request); });
+  // A throughput plot needs samples/s, which needs the batch: known with --model, --batch, a
+  // profile's `workload` or strong scaling. Said before the sweep, not "every point failed" after
+  // it (issue 24 item 15).
+  const bool plots = !options.plot_path.empty() || !options.html_path.empty();
+  if (plots && metric == report::WhatifMetric::kThroughput && request.scaling == WhatifScaling::kWeak &&
+      !request.model && !request.batch)
+    throw InputError("--plot-metric throughput: samples/s needs the batch " + options.profile_path +
+                     " was made at, and it records none (no field 'workload'): give --batch B, or --plot-metric speedup");
   WhatifRun run;
   run.jobs = options.jobs > 0 ? static_cast<int>(options.jobs)
                               : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
@@ -178,12 +196,12 @@ int whatif(const MpiSession& mpi, const WhatifOptions& options) {
   if (!mpi.is_root()) return 0;
 
   OutputFiles outputs;
-  if (!options.csv_path.empty()) outputs.add(options.csv_path, whatif_csv(outcome));
-  if (!options.json_path.empty()) outputs.add_json(options.json_path, whatif_to_json(outcome));
+  if (!options.csv_path.empty()) outputs.add(options.csv_path, whatif_csv(outcome), "--csv");
+  if (!options.json_path.empty()) outputs.add_json(options.json_path, whatif_to_json(outcome), "--json");
   if (!options.plot_path.empty() || !options.html_path.empty()) {
     const std::string plot = report::line_plot_svg(report::whatif_plot(outcome, metric));
-    if (!options.plot_path.empty()) outputs.add(options.plot_path, plot);
-    if (!options.html_path.empty()) outputs.add(options.html_path, report::html_page(report::whatif_page(outcome, plot)));
+    if (!options.plot_path.empty()) outputs.add(options.plot_path, plot, "--plot");
+    if (!options.html_path.empty()) outputs.add(options.html_path, report::html_page(report::whatif_page(outcome, plot)), "--html");
   }
   outputs.commit();
   // The CSV on stdout when no file is named; the summary then goes to stderr, else to stdout.
@@ -215,9 +233,9 @@ void add_whatif_command(CLI::App& app, Action& action) {
       "instead of --profile: a model spec (name in data/models, e.g. gpt2, or a file), estimated (roofline)");
   whatif_app->add_option("--batch", options->batch,
       "samples per step and worker: with --model the estimate's (default: 8); with --profile the one it was "
-      "measured at (for samples/s and strong scaling)")->check(CLI::Range(1LL, 1LL << 20));
+      "measured at (for samples/s and strong scaling)")->check(CLI::Range(std::int64_t{1}, limits::kMaxBatch));
   whatif_app->add_option("--seq", options->seq, "tokens per sample, for tokens/s (--model: the estimate's; default: "
-                         "the model's context, at most 1024)")->check(CLI::Range(1LL, 1LL << 24));
+                         "the model's context, at most 1024)")->check(CLI::Range(std::int64_t{1}, limits::kMaxSeq));
   whatif_app->add_option("--dtype", options->dtype, "with --model: fp32 or bf16 (default: bf16)")
       ->check(CLI::IsMember({"fp32", "bf16"}))->needs(model);
   whatif_app->add_option("--gpu", options->gpu, "with --model: GPU name in data/gpus.json (default: H100-SXM)")->needs(model);
@@ -256,7 +274,7 @@ void add_whatif_command(CLI::App& app, Action& action) {
                          "as plan's)");
   whatif_app->add_option("--seed", options->seed_text, "plans: search random seed (default: 1)");
   CLI::Option* iterations = whatif_app->add_option("--iterations", options->iterations,
-      "iterations simulated per point, 1..100000 (default: one period)");
+      "iterations simulated per point, 1..100000, rounded up to whole periods of each point's H (default: one period)");
   whatif_app->add_option("--jobs", options->jobs, "threads per process (default: every core)")
       ->check(CLI::Range(1LL, 4096LL));
   whatif_app->add_option("--csv", options->csv_path, "write the rows as CSV (docs/whatif.md; default: to stdout)");

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -56,6 +57,62 @@ std::string unknown_command_message(const CLI::App& app, int argc, char** argv) 
              subcommand_names(*current) + ")";
     current = next;
     path += (path.empty() ? "" : " ") + word;
+  }
+  return "";
+}
+
+// Levenshtein distance between `a` and `b` (insertions, deletions and substitutions of bytes).
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The first "--word" of the command line that names no option of the command it belongs to (nor
+// of a command above it), as "plan: unknown option --perod (did you mean --period?)": the
+// suggestion when an option is within 2 edits (and less than half the word's length) of it. Empty
+// when every option is known. Checked before CLI11 parses, which would first say that a required
+// option is missing ("--period is required") when it was only misspelt. Words after "--" are
+// positional and not looked at.
+std::string unknown_option_message(const CLI::App& app, int argc, char** argv) {
+  const CLI::App* current = &app;
+  std::string path;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--") return "";
+    if (word.rfind("--", 0) != 0) {
+      for (const CLI::App* command : current->get_subcommands([](const CLI::App*) { return true; }))
+        if (command->get_name() == word) {
+          current = command;
+          path += (path.empty() ? "" : " ") + word;
+        }
+      continue;
+    }
+    const std::string name = word.substr(2, word.find('=') == std::string::npos ? std::string::npos : word.find('=') - 2);
+    bool known = false;
+    for (const CLI::App* command = current; command != nullptr && !known; command = command->get_parent())
+      known = command->get_option_no_throw("--" + name) != nullptr;
+    if (known) continue;
+    std::string best;
+    std::size_t best_distance = 3;
+    for (const CLI::App* command = current; command != nullptr; command = command->get_parent())
+      for (const CLI::Option* option : command->get_options())
+        for (const std::string& candidate : option->get_lnames())
+          if (const std::size_t distance = edit_distance(name, candidate);
+              distance < best_distance && 2 * distance < name.size())
+            best = candidate, best_distance = distance;
+    const std::string shown = name.size() > 64 ? name.substr(0, 64) + "..." : name;
+    return (path.empty() ? "" : path + ": ") + "unknown option --" + shown +
+           (best.empty() ? std::string() : " (did you mean --" + best + "?)");
   }
   return "";
 }
@@ -137,6 +194,8 @@ int main(int argc, char** argv) {
   syncplan::cli::add_whatif_command(app, action);
   try {
     if (const std::string unknown = unknown_command_message(app, argc, argv); !unknown.empty())
+      throw CLI::ExtrasError(unknown, CLI::ExitCodes::ExtrasError);
+    if (const std::string unknown = unknown_option_message(app, argc, argv); !unknown.empty())
       throw CLI::ExtrasError(unknown, CLI::ExitCodes::ExtrasError);
     app.parse(argc, argv);
     if (const std::string empty = empty_value_message(app); !empty.empty())

@@ -4,6 +4,8 @@
 #include "core/field_error.hpp"
 
 #include "core/errors.hpp"
+#include "core/host_memory.hpp"
+#include "core/units.hpp"
 #include "core/overloaded.hpp"
 #include "model/cpu/kernels.hpp"
 #include "model/op_tensors.hpp"
@@ -21,6 +23,18 @@ StridedRows<const float> const_rows(StridedRows<float> rows) {
 }
 
 }  // namespace
+
+void require_host_memory(const Model& model, const Workload& workload, double extra_bytes, const std::string& job) {
+  const double needed_bytes =
+      static_cast<double>(build_layer_graph(model, workload).total_bytes(dtype_size_bytes(Dtype::kFp32))) + extra_bytes;
+  const double available_bytes = available_memory_bytes();
+  if (needed_bytes > available_bytes)
+    throw FieldError("batch", "batch " + std::to_string(workload.batch) + " x seq " + std::to_string(workload.seq) +
+                                  ": the " + job + " of " + model.name + " needs " +
+                                  format_short(needed_bytes / units::kBytesPerGiB, 2) + " GiB of buffers, more than the " +
+                                  format_short(available_bytes / units::kBytesPerGiB, 2) +
+                                  " GiB available; use a smaller batch or sequence");
+}
 
 CpuGraph::CpuGraph(const Model& model, const Workload& workload) {
   if (workload.dtype != Dtype::kFp32)

@@ -7,9 +7,18 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace syncplan::cpu {
+
+/// Refuses, before anything is allocated, a CPU job whose buffers the host cannot hold: the
+/// graph's buffers for `workload` in fp32 (LayerGraph::total_bytes: parameters, gradients,
+/// activations and their gradients) plus `extra_bytes` (what the job keeps beside them, e.g.
+/// AdamW's two moments, 8 bytes per parameter), against available_memory_bytes() (core/host_memory.hpp).
+/// `job` names the job in the message ("cpu profile", "cpu run"). Throws FieldError("batch",
+/// "batch B x seq S: the cpu run of MODEL needs X GiB of buffers, more than the Y GiB available; ...").
+void require_host_memory(const Model& model, const Workload& workload, double extra_bytes, const std::string& job);
 
 /// A model's layer graph with all its buffers allocated once on the host (fp32), as llm.c's
 /// train_gpt2.c keeps its parameters, gradients, activations and activation gradients.

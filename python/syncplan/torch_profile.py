@@ -464,6 +464,12 @@ def profile_model(torch, args):
     unattributed = unattributed_times(order, whole_forward_s, whole_backward_s)
     profile = {"format": PROFILE_FORMAT, "model": args.model_name or default_name, "source": SOURCE,
                "workers": None, "unattributed": unattributed, "layers": layers}
+    # The workload it was measured at (docs/formats.md, `workload`), when the parameters are all of
+    # one dtype the format names: `syncplan whatif --profile` then knows the batch behind samples/s.
+    dtypes = {p.dtype for p in model.parameters() if p.is_floating_point()}
+    dtype_names = {torch.float32: "fp32", torch.bfloat16: "bf16"}
+    if len(dtypes) == 1 and next(iter(dtypes)) in dtype_names:
+        profile["workload"] = {"batch": args.batch, "seq": args.seq, "dtype": dtype_names[next(iter(dtypes))]}
     summary = summarize(order, whole_forward_s, whole_backward_s, whole_step_s, optimizers, torch, args)
     return profile, trace_text, summary
 

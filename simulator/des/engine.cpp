@@ -660,7 +660,7 @@ DesResult run_des(const DesLayers& layers, const Cluster& cluster, const Topolog
     throw FieldError("iterations", "iterations: must be >= 1, got " + std::to_string(options.iterations));
   if (!(options.bucket_alpha_s >= 0) || !std::isfinite(options.bucket_alpha_s))
     throw FieldError("bucket_alpha_s",
-                     "bucket_alpha_s: must be a finite number >= 0 s, got " + format_exact(options.bucket_alpha_s));
+                     "bucket_alpha_s: must be a finite number >= 0 s, got " + format_shortest(options.bucket_alpha_s));
   if (options.comm_streams < 1)
     throw FieldError("comm_streams", "comm_streams: must be >= 1, got " + std::to_string(options.comm_streams));
   SYNCPLAN_CHECK(program.period() >= 1);

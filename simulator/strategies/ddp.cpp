@@ -46,7 +46,7 @@ SyncProgram ddp_program(const std::vector<double>& param_bytes, int period, doub
 
 SyncProgram ddp_des_program(const DesStrategyContext& context, const BackpropTimes&, int period) {
   if (!(context.bucket_cap_bytes > 0))
-    throw FieldError("bucket_cap_bytes", "bucket_cap_bytes: must be > 0, got " + format_exact(context.bucket_cap_bytes));
+    throw FieldError("bucket_cap_bytes", "bucket_cap_bytes: must be > 0, got " + format_shortest(context.bucket_cap_bytes));
   // A frozen layer adds 0 bytes (des_layers), so the buckets close where they would without it.
   // torch 1.13's DDP passes bucket_size_limits [_DEFAULT_FIRST_BUCKET_BYTES, cap]: the first bucket
   // holds 1 MiB whatever the cap, even a cap below it (docs/des.md "ddp").

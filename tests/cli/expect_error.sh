@@ -3,25 +3,27 @@
 # exactly one line on stderr containing every expected text (the file, field or layer), and no
 # output file afterwards, nor a temporary .NAME.tmp.* beside it.
 #
-# usage: expect_error.sh --workdir DIR [--expect TEXT]... [--absent PATH]... -- COMMAND [ARG]...
+# usage: expect_error.sh --workdir DIR [--expect TEXT]... [--unexpected TEXT]... [--absent PATH]... -- COMMAND [ARG]...
 #   --workdir DIR  emptied, then the command runs there (relative paths below are inside it)
 #   --expect TEXT  a substring the stderr line must contain (repeatable)
+#   --unexpected TEXT  a substring the stderr line must not contain (repeatable)
 #   --absent PATH  an output the command must not leave behind (repeatable); when its folder did
 #                  not exist before, it must not exist afterwards either
 set -uo pipefail
 
-workdir="" expects=() absents=()
+workdir="" expects=() unexpected=() absents=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
     --workdir) workdir="$2"; shift 2 ;;
     --expect) expects+=("$2"); shift 2 ;;
+    --unexpected) unexpected+=("$2"); shift 2 ;;
     --absent) absents+=("$2"); shift 2 ;;
     --) shift; break ;;
     *) echo "expect_error.sh: unknown argument '$1'" >&2; exit 1 ;;
   esac
 done
 if [[ -z "$workdir" || $# -eq 0 ]]; then
-  echo "usage: expect_error.sh --workdir DIR [--expect TEXT]... [--absent PATH]... -- COMMAND [ARG]..." >&2
+  echo "usage: expect_error.sh --workdir DIR [--expect TEXT]... [--unexpected TEXT]... [--absent PATH]... -- COMMAND [ARG]..." >&2
   exit 1
 fi
 
@@ -52,6 +54,9 @@ if [[ $newlines -ne 1 || $(wc -c <stderr.txt) -lt 2 || -n "$(tail -c 1 stderr.tx
 fi
 for text in "${expects[@]}"; do
   grep -qF -- "$text" stderr.txt || fail "stderr does not mention: $text"
+done
+for text in "${unexpected[@]}"; do
+  ! grep -qF -- "$text" stderr.txt || fail "stderr mentions what it should not: $text"
 done
 
 for i in "${!absents[@]}"; do

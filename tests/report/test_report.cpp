@@ -121,6 +121,42 @@ TEST_CASE("line plot: one series group per line, gaps at missing points, legend,
   }
 }
 
+TEST_CASE("line plot: every legend item fits inside the figure", "[report]") {
+  // Issue 24 item 18: the what-if page's legend ended "dreamddp H=aut" at the SVG's right edge.
+  // Each item's text must end inside the width under a sans-serif font's advance of 0.6 em (7.2
+  // px at font-size 12; an average lowercase letter is about 0.55 em): x + 7.2 x characters <=
+  // width. Before the fix, 5 items per row in 800 px put the fifth text at x = 694: 694 + 7.2 x 15
+  // = 802 > 800. Long names must also not overlap the next item: x_next >= x + 7.2 x characters.
+  const std::vector<std::string> names = {"ssgd", "wfbp", "flsgd", "plsgd-even", "dreamddp H=auto", "best H=4",
+                                          std::string(120, 'w')};
+  for (const std::size_t count : {5, 6, 7})
+    for (const int columns : {1, 2, 3}) {
+      CAPTURE(count, columns);
+      LinePlot plot{.title = "t", .x_label = "workers", .y_label = "samples/s", .columns = columns};
+      for (int p = 0; p < columns; ++p) {
+        PlotPanel panel{"panel " + std::to_string(p), {}};
+        for (std::size_t i = 0; i < count; ++i) panel.series.push_back({names[i], {1, 2}, {1, 2}});
+        plot.panels.push_back(panel);
+      }
+      const std::string svg = line_plot_svg(plot);
+      const std::size_t width_at = svg.find("width=\"") + 7;
+      const double width = std::stod(svg.substr(width_at));
+      std::size_t at = svg.find("<g class=\"legend\">");
+      REQUIRE(at != std::string::npos);
+      std::vector<std::pair<double, double>> items;  // (text x, text y)
+      for (std::size_t i = 0; i < count; ++i) {
+        at = svg.find("<text x=\"", svg.find("class=\"legend-item\"", at)) + 9;
+        const double x = std::stod(svg.substr(at));
+        const double y = std::stod(svg.substr(svg.find("y=\"", at) + 3));
+        CAPTURE(names[i], x, width);
+        CHECK(x + 7.2 * static_cast<double>(names[i].size()) <= width);
+        if (i > 0 && items.back().second == y)
+          CHECK(items.back().first + 7.2 * static_cast<double>(names[i - 1].size()) <= x);
+        items.emplace_back(x, y);
+      }
+    }
+}
+
 TEST_CASE("plot points: grouped by panel and series, sorted by x, on log-log axes", "[report]") {
   // Rows as a sweep writes them, out of order: 2 bandwidths x 2 strategies x 2 worker counts.
   const std::vector<PlotPoint> points = {{"10 Gbit/s", "dp", 64, 30},  {"1 Gbit/s", "ssgd", 64, 2},
@@ -205,6 +241,14 @@ TEST_CASE("gantt svg: the data attributes read back as the chart's times", "[rep
     CHECK(std::fabs(read[i].end_s - drawn[i].end_s) <= 1e-9);
   }
   CHECK(count_of(page.gantt, "class=\"lower-bound\"") == 2);
+  // Tooltips name a block's kind once (issue 24 item 16: "forward forward", "wait wait"): 2
+  // iterations, each with one forward, update and wait block titled "h = N, forward: ...";
+  // backward and sync blocks keep kind and layer ("backward head").
+  for (const char* doubled : {"forward forward", "update update", "wait wait", "backward backward"})
+    CHECK(page.gantt.find(doubled) == std::string::npos);
+  CHECK(count_of(page.gantt, ", forward: ") == 2);
+  CHECK(count_of(page.gantt, ", wait: ") == 2);
+  CHECK(count_of(page.gantt, "<title>h = 0, backward head: ") == 1);
 }
 
 TEST_CASE("gantt chart of a fused plan on the profile: one block per bucket", "[report]") {

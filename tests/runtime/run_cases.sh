@@ -191,7 +191,9 @@ json.dump(plan, open("unfused.json", "w"))'
     mpi 2 run --strategy ssgd --period 1 "${common[@]}" --iterations 2 --checkpoint ck --checkpoint-every 2 >/dev/null
     [[ -f ck/step-00000002/manifest.json ]] || { echo "FAIL: no complete checkpoint of step 2"; exit 1; }
     before=$(find ck -type f | sort | xargs sha256sum)
-    expect_refused "another plan" --strategy wfbp --period 1 "${common[@]}" --iterations 4 --resume ck
+    # The manifest keeps the settings: the message names the one that differs, not two hashes.
+    expect_refused "from another run: --strategy ssgd in the checkpoint, wfbp in this run" --strategy wfbp --period 1 \
+      "${common[@]}" --iterations 4 --resume ck
     expect_job_refused "written by 2 ranks, this run has 1" -np 1 "$syncplan" run --strategy ssgd --period 1 \
       "${common[@]}" --iterations 4 --resume ck --log log.jsonl --trace trace.json
     expect_refused "was trained with --seed 3, this run has --seed 4" --strategy ssgd --period 1 --model tiny-gpt \

@@ -125,6 +125,27 @@ TEST_CASE("checkpoint folder: the latest step with a manifest is the one resumed
   CHECK_THROWS_WITH(latest_complete_checkpoint(dir.path, other),
                     manifest + ": from another batch/sequence/ranks (0x0000000000003333 in the checkpoint, "
                                "0x0000000000004444 in this run)");
+  // With the settings in the manifest, the one that differs is named (issue 24 item 16: two hashes
+  // told a user nothing); equal settings (another plan file's contents under the same name) keep
+  // the hashes.
+  const TempFolder named;
+  CheckpointIdentity saved{rank0.fingerprint, 0, 2, {{"--batch", "4"}, {"--seq", "16"}, {"--plan", "p.json"}}};
+  write_rank_checkpoint(named.path, sample_state(10), saved);
+  write_checkpoint_manifest(named.path, 10, saved);
+  const std::string named_manifest = (named.path / "step-00000010" / "manifest.json").string();
+  CheckpointIdentity longer = saved;
+  longer.fingerprint.workload = 0x4444;
+  longer.settings[1].second = "32";
+  CHECK_THROWS_WITH(latest_complete_checkpoint(named.path, longer),
+                    named_manifest + ": from another run: --seq 16 in the checkpoint, 32 in this run");
+  longer.settings[0].second = "8";
+  CHECK_THROWS_WITH(latest_complete_checkpoint(named.path, longer),
+                    named_manifest + ": from another run: --batch 4 in the checkpoint, 8 in this run; --seq 16 in the "
+                                     "checkpoint, 32 in this run");
+  CheckpointIdentity same_names = saved;
+  same_names.fingerprint.schedule = 0x9999;
+  CHECK_THROWS_WITH(latest_complete_checkpoint(named.path, same_names), Catch::StartsWith(named_manifest + ": from another plan (0x"));
+  CHECK(latest_complete_checkpoint(named.path, saved) == 10);
 
   // A rank file cut short after its manifest was written (a disk that lost its tail).
   const fs::path file = dir.path / "step-00000020" / "rank-1.ckpt";

@@ -128,9 +128,14 @@ def check_profile(checks, workdir, syncplan):
     checks.check(profile["format"] == "syncplan.profile/v1", f"format {profile['format']}")
     checks.check(profile["source"].startswith("measured:"), f"source {profile['source']}")
     checks.check(profile["model"] == "tiny-gpt", f"model {profile['model']}")
-    checks.check(set(profile) == {"format", "model", "source", "workers", "unattributed", "layers"},
+    checks.check(set(profile) == {"format", "model", "source", "workers", "unattributed", "workload", "layers"},
                  f"keys {sorted(profile)}")
     check_unattributed(checks, profile)
+    # The workload it was measured at: RUN_ARGS's --batch and --seq, tiny-gpt's fp32 parameters.
+    expected_workload = {"batch": int(RUN_ARGS[RUN_ARGS.index("--batch") + 1]),
+                         "seq": int(RUN_ARGS[RUN_ARGS.index("--seq") + 1]), "dtype": "fp32"}
+    checks.check(profile.get("workload") == expected_workload,
+                 f"workload {profile.get('workload')}, expected {expected_workload}")
     if not checks.check(names == FORWARD_ORDER, "layers are not tiny-gpt's leaf modules in forward order"):
         print("got:     ", names, "\nexpected:", FORWARD_ORDER)
 

@@ -567,6 +567,33 @@ TEST_CASE("json: profile_to_json then profile_from_json gives the same profile",
   }
 }
 
+TEST_CASE("json: a profile's workload round-trips, and a bad one is refused naming the field", "[json]") {
+  // The optional `workload` (docs/formats.md, issue 24 item 15): what `profile` measured at.
+  Profile profile = profile_from_json(profile_document(), "prof.json");
+  REQUIRE_FALSE(profile.workload.has_value());  // absent: unknown
+  profile.workload = ProfileWorkload{4, 32, "fp32"};
+  const Profile back = profile_from_json(parse_json_text(profile_to_json(profile).dump(), "rt.json"), "rt.json");
+  REQUIRE(back.workload.has_value());
+  CHECK(back.workload->batch == 4);
+  CHECK(back.workload->seq == 32);
+  CHECK(back.workload->dtype == "fp32");
+  const auto refused = [&](const Json& workload, const std::string& text) {
+    Json document = profile_document();
+    document["workload"] = workload;
+    CHECK_THROWS_WITH(profile_from_json(document, "w.json"), Catch::Contains("w.json: field 'workload'") &&
+                                                                    Catch::Contains(text));
+  };
+  refused({{"batch", 0}, {"seq", 32}, {"dtype", "fp32"}}, "batch");
+  refused({{"batch", 4}, {"seq", 16777217}, {"dtype", "fp32"}}, "seq");  // 2^24 + 1
+  refused({{"batch", 4}, {"seq", 32}, {"dtype", "fp16"}}, "fp16");
+  refused({{"batch", 4}, {"seq", 32}}, "dtype");
+  refused({{"batch", 4}, {"seq", 32}, {"dtype", "fp32"}, {"micro", 1}}, "micro");
+  refused(Json::array({4, 32}), "object");
+  // The writer's check matches the reader's: an out-of-range workload is not written.
+  profile.workload->batch = (std::int64_t{1} << 20) + 1;
+  CHECK_THROWS_WITH(validate_profile(profile, "v.json"), Catch::Contains("v.json: field 'workload'"));
+}
+
 TEST_CASE("json: plan_to_json then plan_from_json gives the same plan", "[json]") {
   const Profile profile = three_layer_profile();
   Plan plan;

@@ -212,6 +212,9 @@ TEST_CASE("gap to the lower bound: rounding reads 0, a real negative gap is a bu
   const double bound = 0.496741;
   REQUIRE(gap_to_lower_bound(bound * (1 - 1.1e-16), bound) == 0);
   REQUIRE(gap_to_lower_bound(bound * (1 - 1e-10), bound) == 0);  // within 1e-9: still rounding
+  // Above the bound by rounding (the what-if page showed 9.54792e-15): 0 too; 1e-6 above is a gap.
+  REQUIRE(gap_to_lower_bound(bound * (1 + 1e-14), bound) == 0);
+  REQUIRE(gap_to_lower_bound(bound * (1 + 1e-6), bound) == Approx(1e-6).epsilon(1e-6));
   REQUIRE_THROWS_AS(gap_to_lower_bound(bound * (1 - 1e-6), bound), InternalError);
   REQUIRE_THROWS_WITH(gap_to_lower_bound(0.9, 1.0), Catch::Contains("does not hold"));
 }

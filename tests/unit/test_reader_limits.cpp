@@ -11,6 +11,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <limits>
+
 #include <string>
 
 using namespace syncplan;
@@ -120,8 +122,9 @@ TEST_CASE("readers: a link fit's times are at most a day", "[json]") {
   CHECK(link_from_json(link_document("beta_s_per_byte", "86400"), "l.json").beta_s_per_byte == 86400);
   CHECK_THAT(error_of([] { link_from_json(link_document("alpha_s", "86400.001"), "l.json"); }),
              Contains("l.json: field 'alpha_s': at most 86400 (a day)"));
+  // The shortest text that reads back (issue 24 item 16: it printed 1.0000000000000001e+300).
   CHECK_THAT(error_of([] { link_from_json(link_document("beta_s_per_byte", "1e300"), "l.json"); }),
-             Contains("l.json: field 'beta_s_per_byte': at most 86400 (a day), got 1.0000000000000001e+300"));
+             Contains("l.json: field 'beta_s_per_byte': at most 86400 (a day), got 1e+300; not a measurement"));
   CHECK_THAT(error_of([] { link_from_json(link_document("time_s", "1e200"), "l.json"); }),
              Contains("l.json: samples[0]: field 'time_s': at most 86400"));
 }
@@ -144,6 +147,16 @@ TEST_CASE("format_short: fixed decimals from 10^-decimals up to 1e6, else 6 sign
   CHECK(format_short(-1e300, 6) == "-1e+300");
   CHECK(format_short(0.005, 2) == "0.005");
   CHECK(format_short(12.3456, 2) == "12.35");
+}
+
+TEST_CASE("format_ratio and format_shortest: speedups and numbers in messages without noise digits", "[format]") {
+  CHECK(format_ratio(1.2345) == "1.23x");
+  CHECK(format_ratio(0.0) == "0.00x");
+  CHECK(format_ratio(0.00652852) == "0.00653x");  // issue 24 item 16 printed "0.00652852x"
+  CHECK(format_ratio(std::numeric_limits<double>::infinity()) == "n/a");
+  // 1e-6 is 9.9999999999999995e-07 in 17 digits; the shortest text that reads back is "1e-06".
+  CHECK(format_shortest(1e-6) == "1e-06");
+  CHECK(std::stod(format_shortest(0.1 + 0.2)) == 0.1 + 0.2);  // still exact: 0.30000000000000004
 }
 
 TEST_CASE("limits: a cluster's absurd bandwidth, latency, slowdown and jitter are refused naming the field", "[json]") {

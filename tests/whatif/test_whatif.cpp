@@ -232,6 +232,38 @@ TEST_CASE("whatif: a straggler and jitter equal a cluster file with compute_slow
   REQUIRE(*outcome.rows[0].period_s > *run_whatif_job(plain).rows[0].period_s);
 }
 
+TEST_CASE("whatif: --iterations runs whole periods of each point's H", "[whatif]") {
+  // Issue 24 item 17: 15 iterations of H = 10 counted positions 1-5 twice, and period_s fell
+  // below the plan's lower bound. 15 rounds up to 20 at H = 10 and stays 15 at H = 5: each row
+  // equals the row of the same sweep asked for 20 (and 15) iterations, and no plan's period_s is
+  // below its lower bound (lower_bound_s, the planner's own bound).
+  WhatifRequest request = gpt2_request(kBase);
+  request.workers = {8};
+  request.bandwidth_Gbps = {10};
+  request.periods = {10, 5};
+  request.strategies = {"flsgd", "dp"};
+  request.iterations = 15;
+  const WhatifOutcome fifteen = run_whatif_job(request);
+  request.iterations = 20;
+  const WhatifOutcome twenty = run_whatif_job(request);
+  request.iterations = 15;
+  request.periods = {5};
+  const WhatifOutcome at_five = run_whatif_job(request);
+  REQUIRE(fifteen.failed() == 0);
+  REQUIRE(fifteen.rows.size() == 4);
+  for (int i = 0; i < 2; ++i) {  // H = 10: as 20 iterations
+    CAPTURE(i);
+    REQUIRE(*fifteen.rows[i].period_s == *twenty.rows[i].period_s);
+    REQUIRE(*fifteen.rows[i].iteration_s == *twenty.rows[i].iteration_s);
+  }
+  for (int i = 0; i < 2; ++i) {  // H = 5: 15 iterations are 3 whole periods, run as asked
+    CAPTURE(i);
+    REQUIRE(*fifteen.rows[2 + i].period_s == *at_five.rows[i].period_s);
+  }
+  for (const WhatifRow& row : fifteen.rows)
+    if (row.lower_bound_s) REQUIRE(*row.period_s >= *row.lower_bound_s * (1 - 1e-12));
+}
+
 TEST_CASE("whatif: bad requests are refused before any point, naming the value", "[whatif]") {
   const auto refused = [](WhatifRequest request, const std::string& field, const std::string& text) {
     try {

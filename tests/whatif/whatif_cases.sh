@@ -25,6 +25,22 @@ case "$case_name" in
     "$syncplan" "${sweep[@]}" --jobs 2 --csv sweep.csv --json sweep.json
     "$syncplan" profile "${model[@]}" --device estimate -o gpt2.json >/dev/null
     "$python" "$here/check_single_runs.py" "$syncplan" sweep.csv sweep.json gpt2.json "$base"
+    # The profile records the workload it was made at (batch 8, seq 1024; issue 24 item 15):
+    # `whatif --profile` without --batch or --seq has the same samples/s and tokens/s as --model's
+    # sweep at the same points, and its throughput plot is drawn.
+    point=(--cluster "$base" --workers 8,64 --bandwidth-Gbps 10 --period 4 --strategies ssgd,dp --search-rounds 3)
+    "$syncplan" whatif --profile gpt2.json "${point[@]}" --csv recorded.csv --plot recorded.svg >/dev/null
+    "$syncplan" whatif "${model[@]}" "${point[@]}" --csv model.csv >/dev/null
+    [[ -s recorded.svg ]] || { echo "FAIL: no plot from a profile with its workload"; exit 1; }
+    "$python" - recorded.csv model.csv <<'PY'
+import csv, sys
+recorded, model = (list(csv.DictReader(open(path))) for path in sys.argv[1:3])
+assert len(recorded) == len(model) == 4, (len(recorded), len(model))
+for a, b in zip(recorded, model):
+    for column in ("batch_per_worker", "seq", "samples_per_s", "tokens_per_s"):
+        assert a[column] and a[column] == b[column], (column, a[column], b[column])
+print("ok: whatif --profile with a recorded workload has --model's samples/s and tokens/s at 4 points")
+PY
     ;;
   jobs_and_ranks)
     [[ -n "$mpiexec" ]] || { echo "skip: no mpirun"; exit 77; }
