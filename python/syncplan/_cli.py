@@ -1,15 +1,18 @@
-"""Shared machinery of the package's command-line entry points: whole-or-nothing output files,
-finding a Python with torch, spawning local ranks and finding the syncplan binary."""
+"""Shared machinery of the package's command-line entry points: input files that are read only when
+regular, whole-or-nothing output files, finding a Python with torch, spawning local ranks and
+finding the syncplan binary."""
 
 import argparse
+import errno
 import os
 import secrets
 import shutil
+import stat
 import subprocess
 import sys
 import time
 
-from .errors import UsageError
+from .errors import UsageError, printable
 
 MILLISECONDS_PER_SECOND = 1e3     # for printed summaries
 MAX_LOCAL_RANKS = 64
@@ -104,11 +107,93 @@ def spawn_ranks(world, command, argv, program, timeout_s):
 
 
 # --------------------------------------------------------------------------------------------------
-# Output
+# Input and output paths
 # --------------------------------------------------------------------------------------------------
+
+# What open_regular's OSError says (core/json_io.cpp read_text_file's words).
+IS_DIRECTORY = "it is a directory"
+NOT_REGULAR = "not a regular file"
+
+
+def open_regular(path, mode="r"):
+    """Opens `path` for reading when it is a regular file: a FIFO or a device would block or never
+    end (core/json_io.cpp read_text_file). The open itself never blocks (O_NONBLOCK, which reads of
+    a regular file ignore). Raises OSError: the system's, or with strerror IS_DIRECTORY or NOT_REGULAR."""
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    try:
+        kind = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(kind):
+            raise OSError(errno.EISDIR, IS_DIRECTORY, str(path))
+        if not stat.S_ISREG(kind):
+            raise OSError(errno.EINVAL, NOT_REGULAR, str(path))
+        return os.fdopen(descriptor, mode)
+    except BaseException:
+        os.close(descriptor)
+        raise
+
+
+def check_input_paths(inputs):
+    """Before a command reads anything, as tools/cli_common.cpp check_input_paths does: UsageError
+    "OPTION: PATH: no such file" (is a directory, not a file; not a regular file; cannot read file
+    (why)) for the first (option, path) whose path is not a regular file this process can open;
+    None paths are skipped."""
+    for option, path in inputs:
+        if path is None:
+            continue
+        try:
+            open_regular(path, "rb").close()
+        except OSError as error:
+            why = ("no such file" if error.errno == errno.ENOENT else
+                   "is a directory, not a file" if error.strerror == IS_DIRECTORY else
+                   NOT_REGULAR if error.strerror == NOT_REGULAR else
+                   f"cannot read file ({error.strerror or error})")
+            raise UsageError(f"{option}: {printable(path)}: {why}") from None
+
+
+def _same_file(a, b):
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
+def check_output_paths(outputs, inputs=()):
+    """Before a command does its work, as tools/cli_common.cpp check_output_paths does, so that a
+    long job does not fail at its very end: for each (option, path) with a path, UsageError
+    "OPTION: PATH: ..." when its folder does not exist, it is a directory, no file can be created in
+    its folder (tried with a temporary file, removed again: root passes os.access on /proc and
+    /sys), or it names the same file as an input (it would be overwritten) or an earlier output.
+    An existing target that is not a regular file (/dev/null, a FIFO) is written directly, with no
+    new file; whether a FIFO gets a reader is known only when it is written (write_outputs)."""
+    for i, (option, path) in enumerate(outputs):
+        if path is None:
+            continue
+        shown = f"{option}: {printable(path)}"
+        target = os.path.realpath(path)
+        folder = os.path.dirname(target)
+        if not os.path.isdir(folder):
+            raise UsageError(f"{shown}: folder {printable(folder)} does not exist")
+        if os.path.isdir(target):
+            raise UsageError(f"{shown}: is a directory")
+        if not os.path.exists(target) or os.path.isfile(target):
+            try:
+                probe, temporary = _create_beside(target)
+                probe.close()
+                os.remove(temporary)
+            except OSError as error:
+                raise UsageError(f"{shown}: cannot create a file in folder {printable(folder)} "
+                                 f"({error.strerror or error})") from None
+        for other, other_path in inputs:
+            if other_path is not None and _same_file(path, other_path):
+                raise UsageError(f"{shown}: same file as {other}; it would be overwritten")
+        for other, other_path in outputs[:i]:
+            if other_path is not None and _same_file(path, other_path):
+                raise UsageError(f"{shown}: same file as {other}")
+
 
 # Tries at a fresh temporary name before giving up (each name has 48 random bits).
 TEMPORARY_NAME_TRIES = 100
+# How long a FIFO's writer waits for a reader to open it (core/json_io.cpp kFifoReaderWait: a reader
+# started just before the command, `cat fifo &`, may open it a moment later).
+FIFO_READER_WAIT_S = 5
+FIFO_RETRY_S = 0.01
 
 
 def _create_beside(target):
@@ -127,30 +212,67 @@ def _create_beside(target):
     raise FileExistsError(f"no free temporary name beside {target} after {TEMPORARY_NAME_TRIES} tries")
 
 
+def _write_fifo(target, text):
+    """Writes `text` into the FIFO `target` as core/json_io.cpp write_fifo does: opened without
+    blocking (open(2) with O_NONBLOCK fails with ENXIO while no process has it open for reading),
+    retried for FIFO_READER_WAIT_S, then refused instead of waiting forever; with a reader, written
+    in blocking mode."""
+    deadline = time.monotonic() + FIFO_READER_WAIT_S
+    while True:
+        try:
+            descriptor = os.open(target, os.O_WRONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+            break
+        except OSError as error:
+            if error.errno != errno.ENXIO:
+                raise
+            if time.monotonic() >= deadline:
+                raise OSError(errno.ENXIO, "a FIFO that no process opened for reading within "
+                                           f"{FIFO_READER_WAIT_S} s") from None
+            time.sleep(FIFO_RETRY_S)
+    os.set_blocking(descriptor, True)
+    with os.fdopen(descriptor, "w") as out:
+        out.write(text)
+
+
 def write_outputs(files):
-    """Writes every (path, text) whole or not at all, as core/json_io.hpp's OutputFiles does: each to
-    a temporary file beside it (beside a symbolic link's target, which is replaced), then renames
-    them all. A target that exists and is not a regular file (/dev/null, a FIFO) is written
-    directly, after the others. Raises UsageError "PATH: cannot write file (...)" on failure."""
-    renamed, direct = [], []
+    """Writes every (path, text) or (path, text, shown) whole or not at all, as core/json_io.hpp's
+    OutputFiles does: first refuses, writing nothing, a directory as target or a missing folder;
+    then writes each target that exists and is not a regular file (/dev/null, a FIFO: _write_fifo)
+    directly, before any temporary file exists, so that a failing one leaves nothing behind; then
+    each other one to a temporary file beside it (beside a symbolic link's target, which is
+    replaced), and renames them all. Raises UsageError "SHOWN: cannot write file (...)"; `shown` is
+    how the message names the file, by default its path (a command passes "--flag: PATH")."""
+    pending = []
+    for entry in files:
+        path, text = entry[0], entry[1]
+        shown = entry[2] if len(entry) > 2 else printable(path)
+        target = os.path.realpath(path)
+        folder = os.path.dirname(target)
+        if os.path.isdir(target):
+            raise UsageError(f"{shown}: cannot write file ({IS_DIRECTORY})")
+        if not os.path.isdir(folder):
+            raise UsageError(f"{shown}: cannot write file (folder {printable(folder)} does not exist)")
+        pending.append((shown, target, text, os.path.exists(target) and not os.path.isfile(target)))
+    renamed = []
+    shown = None
     try:
         try:
-            for path, text in files:
-                target = os.path.realpath(path)
-                if os.path.exists(target) and not os.path.isfile(target):
-                    direct.append((path, target, text))
-                    continue
-                out, temporary = _create_beside(target)
-                renamed.append((path, target, temporary))
-                with out:
-                    out.write(text)
-            for path, target, temporary in renamed:
+            for shown, target, text, direct in pending:
+                if direct and stat.S_ISFIFO(os.stat(target).st_mode):
+                    _write_fifo(target, text)
+                elif direct:
+                    with open(target, "w") as out:
+                        out.write(text)
+            for shown, target, text, direct in pending:
+                if not direct:
+                    out, temporary = _create_beside(target)
+                    renamed.append((shown, target, temporary))
+                    with out:
+                        out.write(text)
+            for shown, target, temporary in renamed:
                 os.replace(temporary, target)
-            for path, target, text in direct:
-                with open(target, "w") as out:
-                    out.write(text)
         except OSError as error:
-            raise UsageError(f"{path}: cannot write file ({error.strerror or error})") from error
+            raise UsageError(f"{shown}: cannot write file ({error.strerror or error})") from error
     finally:
         for _, _, temporary in renamed:
             if os.path.exists(temporary):

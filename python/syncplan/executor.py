@@ -27,10 +27,10 @@ import math
 import time
 
 from . import schedule as schedules
-from ._cli import write_outputs
+from ._cli import open_regular, write_outputs
 from .layers import assign_owners, on_gradient_accumulated
-from .records import MeasuredTrace, write_trace
-from .errors import PlanError
+from .records import MeasuredTrace, trace_text
+from .errors import PlanError, printable, quoted, require_printable_name
 
 
 class SyncError(RuntimeError):
@@ -82,7 +82,7 @@ class _BucketState:
         self.params = params
         dtypes = {(p.dtype, p.device) for p in params}
         if len(dtypes) != 1:
-            raise PlanError(f"bucket '{bucket.layers[0]}' .. '{bucket.layers[-1]}': parameters of different dtypes "
+            raise PlanError(f"bucket {quoted(bucket.layers[0])} .. {quoted(bucket.layers[-1])}: parameters of different dtypes "
                             f"or devices ({sorted(str(d) for d in dtypes)}); one all-reduce needs one")
         dtype, device = dtypes.pop()
         self.slices = []
@@ -197,9 +197,9 @@ class PlanExecutor:
         if isinstance(profile, dict):
             document, origin = profile, "the profile"
         else:
-            origin = str(profile)
+            origin = printable(profile)
             try:
-                with open(origin) as profile_file:
+                with open_regular(profile) as profile_file:
                     document = json.load(profile_file)
             except OSError as error:
                 raise PlanError(f"{origin}: cannot read the profile ({error.strerror or error})") from None
@@ -208,6 +208,8 @@ class PlanExecutor:
         layers = document.get("layers") if isinstance(document, dict) else None
         if not isinstance(layers, list) or not all(isinstance(l, dict) and isinstance(l.get("name"), str) for l in layers):
             raise PlanError(f"{origin}: field 'layers': expected an array of layers with names (syncplan.profile/v1)")
+        for index, entry in enumerate(layers):  # as the C++ reader (core/profile.cpp): names reach messages
+            require_printable_name(entry["name"], f"{origin}: layers[{index}]")
         workers = document.get("workers")
         if isinstance(workers, int) and workers != self.world_size:
             line = (f"warning: {origin}: measured for {workers} workers, this group has {self.world_size}: "
@@ -223,8 +225,8 @@ class PlanExecutor:
         layers = []
         for name in names:
             if name not in modules:
-                raise PlanError(f"{origin}: layer '{name}' is not a module of the model "
-                                f"(model.named_modules() has no '{name}')")
+                raise PlanError(f"{origin}: layer {quoted(name)} is not a module of the model "
+                                f"(model.named_modules() has no {quoted(name)})")
             layers.append(_Layer(name, modules[name]))
         assign_owners(layers, PlanError)
         planned = {id(p) for layer in layers for p in layer.params}
@@ -233,7 +235,7 @@ class PlanExecutor:
                 stray = [p for p in _own_parameters(module) if id(p) not in planned]
                 if stray:
                     count = sum(p.numel() for p in stray)
-                    raise PlanError(f"{origin}: module '{name or '(the model)'}' has {count} parameters that no "
+                    raise PlanError(f"{origin}: module {quoted(name or '(the model)')} has {count} parameters that no "
                                     "layer of the plan owns (name it in the plan, or allow_unplanned / "
                                     "--allow-unplanned to leave them unsynchronized)")
         if profile_doc is not None:
@@ -248,7 +250,7 @@ class PlanExecutor:
             first = next((i for i, (a, b) in enumerate(zip(entries, names)) if a["name"] != b), min(len(entries), len(names)))
             found = entries[first]["name"] if first < len(entries) else "(end)"
             expected = names[first] if first < len(names) else "(end)"
-            raise PlanError(f"{origin}: layer {first} is '{found}', the plan's is '{expected}' "
+            raise PlanError(f"{origin}: layer {first} is {quoted(found)}, the plan's is {quoted(expected)} "
                             "(the profile's layers must be the plan's, in the same order)")
         for entry, layer in zip(entries, layers):
             synced = layer.trainable or layer.params
@@ -257,13 +259,13 @@ class PlanExecutor:
             shared = sum(p.numel() for p in _own_parameters(layer.module) if not any(p is q for q in layer.params))
             accepted = {count, count + shared} if layer.tied_to is not None else {count}
             if "param_count" in entry and entry["param_count"] is not None and entry["param_count"] not in accepted:
-                raise PlanError(f"{origin}: layer '{layer.name}': field 'param_count': {entry['param_count']}, but "
+                raise PlanError(f"{origin}: layer {quoted(layer.name)}: field 'param_count': {entry['param_count']}, but "
                                 f"the model's module has {count} parameters of its own")
             if entry.get("tied_to") != layer.tied_to:
-                raise PlanError(f"{origin}: layer '{layer.name}': field 'tied_to': {json.dumps(entry.get('tied_to'))}, "
+                raise PlanError(f"{origin}: layer {quoted(layer.name)}: field 'tied_to': {json.dumps(entry.get('tied_to'))}, "
                                 f"but in the model it is {json.dumps(layer.tied_to)}")
             if bool(entry.get("frozen", False)) != layer.frozen:
-                raise PlanError(f"{origin}: layer '{layer.name}': field 'frozen': {bool(entry.get('frozen', False))}, "
+                raise PlanError(f"{origin}: layer {quoted(layer.name)}: field 'frozen': {bool(entry.get('frozen', False))}, "
                                 f"but in the model it is {layer.frozen}")
 
     def _agree(self, error, fingerprint):
@@ -427,7 +429,7 @@ class PlanExecutor:
         except RuntimeError as error:
             reason = " ".join(str(error).split())
             raise SyncError(f"rank {self.rank}: iteration {self.iteration}: the all-reduce of bucket "
-                            f"'{state.bucket.layers[0]}' failed or missed the process group's timeout ({reason})") from None
+                            f"{quoted(state.bucket.layers[0])} failed or missed the process group's timeout ({reason})") from None
         state.done = True
         if state.complete_s is None:
             state.complete_s = self._clock()
@@ -584,19 +586,27 @@ class PlanExecutor:
         self._trace.allreduce(state.bucket.layers, state.bytes, state.launch_s, state.complete_s,
                               state.launch_iteration, state.bucket.delay)
 
-    def write_trace(self, path, about=None):
-        """Collective: rank 0 writes every rank's events as a measured Chrome trace (docs/formats.md
-        "Measured trace", syncplan.records: pid = rank, ts/dur in microseconds from the executor's
-        start, a "syncplan" object with "source": "measured"), whole or not at all; `syncplan
-        compare` reads it. `about`: more keys for the "syncplan" object (model, batch, seq, ...)."""
+    def trace_text(self, about=None):
+        """Collective: on rank 0 the text of every rank's events as a measured Chrome trace
+        (docs/formats.md "Measured trace", syncplan.records: pid = rank, ts/dur in microseconds from
+        the executor's start, a "syncplan" object with "source": "measured"), None on the others.
+        `about`: more keys for the "syncplan" object (model, batch, seq, ...)."""
         everyone = [None] * self.world_size
         self._dist.all_gather_object(everyone, self._trace.events, group=self.group)
-        if self.rank == 0:
-            description = {"strategy": self.schedule.strategy, "algorithm": self.schedule.algorithm,
-                           "period": self.period, "sync": self.schedule.kind, "ranks": self.world_size,
-                           "iterations": len(self.records), "runtime": "syncplan.torch",
-                           "plan": self.schedule.origin, "emulated_link": None}
-            write_trace(path, everyone, dict(description, **(about or {})))
+        if self.rank != 0:
+            return None
+        description = {"strategy": self.schedule.strategy, "algorithm": self.schedule.algorithm,
+                       "period": self.period, "sync": self.schedule.kind, "ranks": self.world_size,
+                       "iterations": len(self.records), "runtime": "syncplan.torch",
+                       "plan": self.schedule.origin, "emulated_link": None}
+        return trace_text(everyone, dict(description, **(about or {})))
+
+    def write_trace(self, path, about=None):
+        """Collective: rank 0 writes trace_text(about) to `path`, whole or not at all; `syncplan
+        compare` reads it."""
+        text = self.trace_text(about)
+        if text is not None:
+            write_outputs([(path, text)])
 
     def gather_records(self):
         """Collective: every rank's log lines, sorted by iteration then rank (on every rank)."""
@@ -604,10 +614,15 @@ class PlanExecutor:
         self._dist.all_gather_object(everyone, self.records, group=self.group)
         return sorted((line for lines in everyone for line in lines), key=lambda l: (l["iteration"], l["rank"]))
 
-    def write_log(self, path):
-        """Collective: rank 0 writes every rank's log lines to `path` (JSON lines, docs/formats.md
-        "Training log", what `syncplan compare` reads), whole or not at all."""
+    def log_text(self):
+        """Collective (drains first): on rank 0 every rank's log lines as JSON lines (docs/formats.md
+        "Training log", what `syncplan compare` reads), None on the others."""
         self.drain()
         lines = self.gather_records()
-        if self.rank == 0:
-            write_outputs([(path, "".join(json.dumps(line, allow_nan=False) + "\n" for line in lines))])
+        return "".join(json.dumps(line, allow_nan=False) + "\n" for line in lines) if self.rank == 0 else None
+
+    def write_log(self, path):
+        """Collective: rank 0 writes log_text() to `path`, whole or not at all."""
+        text = self.log_text()
+        if text is not None:
+            write_outputs([(path, text)])

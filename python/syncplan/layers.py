@@ -1,6 +1,8 @@
 """What the profiler and the executor both need of a model's layers: who owns a shared Parameter,
 and a hook that fires once a parameter's gradient is accumulated."""
 
+from .errors import quoted
+
 
 def assign_owners(layers, error):
     """Gives each Parameter to the first layer holding it (layers in forward order, each with
@@ -14,8 +16,8 @@ def assign_owners(layers, error):
             if owner is layer:
                 layer.params.append(parameter)
             elif layer.tied_to not in (None, owner.name):
-                raise error(f"module '{layer.name}' shares parameters with '{layer.tied_to}' and "
-                            f"'{owner.name}'; a profile layer has one tied_to")
+                raise error(f"module {quoted(layer.name)} shares parameters with {quoted(layer.tied_to)} and "
+                            f"{quoted(owner.name)}; a profile layer has one tied_to")
             else:
                 layer.tied_to = owner.name
 

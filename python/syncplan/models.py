@@ -9,7 +9,11 @@ import importlib
 import importlib.util
 import math
 
-from .errors import UsageError
+from ._cli import check_input_paths
+from .errors import UsageError, printable
+
+TINY_GPT = "tiny-gpt"
+TINY_GPT_CONTEXT = 64  # tokens: the longest sequence tiny-gpt takes (its position table's rows)
 
 def define_tiny_gpt(torch):
     """Returns the TinyGPT class (defined here so that importing this file does not need torch)."""
@@ -101,7 +105,7 @@ def define_tiny_gpt(torch):
         """
 
         # Dropout 0 as in data/models/tiny-gpt.json (deterministic runs); the Dropout modules stay.
-        vocab, context, width, blocks, heads, dropout = 256, 64, 128, 4, 4, 0.0
+        vocab, context, width, blocks, heads, dropout = 256, TINY_GPT_CONTEXT, 128, 4, 4, 0.0
 
         def __init__(self):
             super().__init__()
@@ -127,13 +131,26 @@ def define_tiny_gpt(torch):
     return TinyGPT
 
 
+def check_model_argument(spec):
+    """The command-line check of --model SPEC before torch or any rank starts: UsageError naming
+    --model unless SPEC is tiny-gpt, MODULE:CLASS or FILE.py:CLASS with FILE.py a regular file."""
+    if spec == TINY_GPT:
+        return
+    location, _, class_name = spec.rpartition(":")
+    if not location or not class_name:
+        raise UsageError(f"--model {printable(spec)}: expected tiny-gpt, MODULE:CLASS or FILE.py:CLASS")
+    if location.endswith(".py"):
+        check_input_paths([(f"--model {printable(spec)}", location)])
+
+
 def load_model_class(torch, spec):
     """(class, default model name) for --model SPEC: tiny-gpt, MODULE:CLASS or FILE.py:CLASS (the
-    syntax checked by the caller); UsageError naming SPEC when it cannot be imported or lacks
-    example_inputs/example_loss."""
-    if spec == "tiny-gpt":
-        return define_tiny_gpt(torch), "tiny-gpt"
-    location, class_name = spec.rsplit(":", 1)  # the syntax was checked by parse_arguments
+    syntax checked by check_model_argument); UsageError naming SPEC when it cannot be imported or
+    lacks example_inputs/example_loss."""
+    if spec == TINY_GPT:
+        return define_tiny_gpt(torch), TINY_GPT
+    check_model_argument(spec)
+    location, class_name = spec.rsplit(":", 1)
     try:
         if location.endswith(".py"):
             module_spec = importlib.util.spec_from_file_location("syncplan_user_model", location)
@@ -142,13 +159,14 @@ def load_model_class(torch, spec):
         else:
             module = importlib.import_module(location)
     except Exception as error:  # the user's module failed to import: their input
-        raise UsageError(f"--model {spec}: cannot import {location} ({type(error).__name__}: {error})")
+        raise UsageError(f"--model {printable(spec)}: cannot import {printable(location)} "
+                         f"({type(error).__name__}: {printable(error)})")
     model_class = getattr(module, class_name, None)
     if model_class is None:
-        raise UsageError(f"--model {spec}: {location} has no class {class_name}")
+        raise UsageError(f"--model {printable(spec)}: {printable(location)} has no class {printable(class_name)}")
     for method in ("example_inputs", "example_loss"):
         if not callable(getattr(model_class, method, None)):
-            raise UsageError(f"--model {spec}: class {class_name} has no method {method} "
+            raise UsageError(f"--model {printable(spec)}: class {printable(class_name)} has no method {method} "
                              "(see the script's docstring)")
     return model_class, class_name
 

@@ -4,8 +4,6 @@ reads the C++ runtime's."""
 
 import json
 
-from ._cli import write_outputs
-
 MICROSECONDS_PER_SECOND = 1e6  # Chrome trace times
 
 
@@ -53,9 +51,9 @@ class MeasuredTrace:
         self.event(allreduce_event_name(layers), "allreduce", 1, launch_s, complete_s, args, iteration)
 
 
-def write_trace(path, per_rank_events, description):
-    """Writes every rank's events (a list per rank) and the "syncplan" object (`description`, with
-    "source": "measured") as one Chrome trace, whole or not at all."""
+def trace_text(per_rank_events, description):
+    """Every rank's events (a list per rank) and the "syncplan" object (`description`, with
+    "source": "measured") as the text of one Chrome trace."""
     events = []
     for rank in range(len(per_rank_events)):
         events.append({"name": "process_name", "ph": "M", "pid": rank, "args": {"name": f"rank {rank}"}})
@@ -64,4 +62,4 @@ def write_trace(path, per_rank_events, description):
     for rank_events in per_rank_events:
         events.extend(rank_events)
     document = {"traceEvents": events, "displayTimeUnit": "ms", "syncplan": dict(description, source="measured")}
-    write_outputs([(path, json.dumps(document, allow_nan=False) + "\n")])
+    return json.dumps(document, allow_nan=False) + "\n"

@@ -11,7 +11,8 @@ has none of its own) and is not frozen (docs/time-model.md section 11, docs/form
 import json
 import math
 
-from .errors import PlanError
+from ._cli import open_regular
+from .errors import PlanError, printable, quoted, require_printable_name
 
 PLAN_FORMAT = "syncplan.plan/v1"
 STRATEGIES = ("ssgd", "wfbp", "flsgd", "plsgd-even")
@@ -119,9 +120,9 @@ def strategy_schedule(layers, strategy, period):
             per_iteration[j // group].append(([j], LAYER_DONE))
         return _program(layers, per_iteration, PARAMETERS, strategy, strategy)
     if strategy in PLANNED:
-        raise PlanError(f"strategy: '{strategy}' is planned on a profile: write its plan with `syncplan plan "
+        raise PlanError(f"strategy: {quoted(strategy)} is planned on a profile: write its plan with `syncplan plan "
                         f"--algorithm {strategy}` and execute that plan")
-    raise PlanError(f"strategy: unknown '{strategy}' (the executor runs {', '.join(STRATEGIES)}, or a plan)")
+    raise PlanError(f"strategy: unknown {quoted(strategy)} (the executor runs {', '.join(STRATEGIES)}, or a plan)")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -134,12 +135,13 @@ LAYER_KEYS = {"name", "sync_iterations", "sync_delays"}
 
 def read_plan(source):
     """The plan document from a path (str or os.PathLike) or an already parsed dict; returns
-    (document, origin). PlanError naming the file when it cannot be read or is not JSON."""
+    (document, origin: the path as messages show it). PlanError naming the file when it cannot be
+    read, is not a regular file (a FIFO would block) or is not JSON."""
     if isinstance(source, dict):
         return source, "the plan"
-    origin = str(source)
+    origin = printable(source)
     try:
-        with open(origin) as plan_file:
+        with open_regular(source) as plan_file:
             return json.load(plan_file), origin
     except OSError as error:
         raise PlanError(f"{origin}: cannot read the plan ({error.strerror or error})") from None
@@ -158,7 +160,7 @@ def parse_plan(document, origin):
         raise PlanError(f"{origin}: expected a JSON object (a syncplan.plan/v1 plan)")
     unknown = sorted(set(document) - PLAN_KEYS)
     if unknown:
-        raise PlanError(f"{origin}: unknown field '{unknown[0]}'")
+        raise PlanError(f"{origin}: unknown field {quoted(unknown[0])}")
     if document.get("format") != PLAN_FORMAT:
         raise PlanError(f"{origin}: field 'format': expected \"{PLAN_FORMAT}\", got {json.dumps(document.get('format'))}")
     period = document.get("period")
@@ -176,10 +178,11 @@ def parse_plan(document, origin):
         if not isinstance(entry, dict) or not isinstance(entry.get("name"), str):
             raise PlanError(f"{where}: expected an object with a string 'name'")
         name = entry["name"]
-        where = f"{origin}: layer '{name}'"
+        require_printable_name(name, where)  # as the C++ reader (core/plan.cpp): names reach messages
+        where = f"{origin}: layer {quoted(name)}"
         unknown = sorted(set(entry) - LAYER_KEYS)
         if unknown:
-            raise PlanError(f"{where}: unknown field '{unknown[0]}'")
+            raise PlanError(f"{where}: unknown field {quoted(unknown[0])}")
         if name in seen:
             raise PlanError(f"{where}: listed twice")
         seen.add(name)
@@ -209,6 +212,9 @@ def parse_plan(document, origin):
             raise PlanError(f"{origin}: field 'buckets': expected {{\"alpha_s\", \"iterations\": {period} arrays of "
                             "buckets (non-empty arrays of layer names)}")
         buckets = buckets["iterations"]
+        for h, iteration in enumerate(buckets):
+            for name in (name for bucket in iteration for name in bucket):
+                require_printable_name(name, f"{origin}: field 'buckets': iterations[{h}]: a bucket's layer")
     return period, algorithm, layers, buckets
 
 
@@ -226,12 +232,12 @@ def plan_schedule(document, origin, layers):
     delay_of = {(name, h): d for name, iterations, delays in entries for h, d in zip(iterations, delays)}
     for name, iterations, delays in entries:
         if any(delays) and buckets is not None:
-            raise PlanError(f"{origin}: layer '{name}': field 'sync_delays': a plan with delayed syncs has no "
+            raise PlanError(f"{origin}: layer {quoted(name)}: field 'sync_delays': a plan with delayed syncs has no "
                             "'buckets' (docs/formats.md \"Plan\")")
         carrier = info[name].tied_to
         if carrier is not None and sorted(iterations_of.get(carrier, [])) != sorted(iterations):
-            raise PlanError(f"{origin}: layer '{name}': field 'sync_iterations': {json.dumps(iterations)}, but it shares "
-                            f"its parameters with '{carrier}', which syncs in {json.dumps(iterations_of.get(carrier))} "
+            raise PlanError(f"{origin}: layer {quoted(name)}: field 'sync_iterations': {json.dumps(iterations)}, but it "
+                            f"shares its parameters with {quoted(carrier)}, which syncs in {json.dumps(iterations_of.get(carrier))} "
                             "(a tied layer has its carrier's iterations)")
     backprop = [layer for layer in reversed(layers)]
     per_h = [[layer.name for layer in backprop if layer.synced and h in iterations_of[layer.name]]
@@ -247,8 +253,8 @@ def plan_schedule(document, origin, layers):
                 first = next((i for i, (a, b) in enumerate(zip(flat, per_h[h])) if a != b), min(len(flat), len(per_h[h])))
                 found = flat[first] if first < len(flat) else "(end)"
                 expected = per_h[h][first] if first < len(per_h[h]) else "(end)"
-                raise PlanError(f"{origin}: field 'buckets': iteration {h}: bucket entry {first} is '{found}', expected "
-                                f"'{expected}' (the buckets must hold iteration {h}'s synced layers with an all-reduce "
+                raise PlanError(f"{origin}: field 'buckets': iteration {h}: bucket entry {first} is {quoted(found)}, expected "
+                                f"{quoted(expected)} (the buckets must hold iteration {h}'s synced layers with an all-reduce "
                                 "of their own, each once, in backprop order)")
             iterations.append([Bucket(bucket, LAYER_DONE) for bucket in given])
     return Schedule(iterations, PARAMETERS, "plan", algorithm, origin)

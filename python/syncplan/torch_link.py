@@ -12,7 +12,7 @@ import sys
 import tempfile
 import time
 
-from ._cli import MAX_LOCAL_RANKS, GROUP_TIMEOUT_S, find_syncplan, write_outputs
+from ._cli import MAX_LOCAL_RANKS, GROUP_TIMEOUT_S, check_output_paths, find_syncplan, write_outputs
 from .errors import UsageError
 
 PROGRAM = "torch_profile.py"
@@ -46,11 +46,7 @@ def check_link_arguments(args):
     for name in ("iters", "warmup"):
         if getattr(args, name) < (1 if name == "iters" else 0):
             raise UsageError(f"--{name}: at least {1 if name == 'iters' else 0}, got {getattr(args, name)}")
-    folder = os.path.dirname(os.path.abspath(args.link))
-    if not os.path.isdir(folder):
-        raise UsageError(f"--link {args.link}: folder {folder} does not exist")
-    if os.path.isdir(args.link):
-        raise UsageError(f"--link {args.link}: is a folder")
+    check_output_paths([("--link", args.link)])
     args.syncplan = find_syncplan(args.syncplan)
 
 

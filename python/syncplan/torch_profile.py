@@ -84,11 +84,11 @@ import tempfile
 import time
 
 from . import torch_link
-from ._cli import (MILLISECONDS_PER_SECOND, NPROC_HELP, RANK_VARIABLES, Parser, entry_command,
-                   import_torch_or_reexec, spawn_ranks, write_outputs)
-from .errors import UsageError
+from ._cli import (MILLISECONDS_PER_SECOND, NPROC_HELP, RANK_VARIABLES, Parser, check_output_paths,
+                   entry_command, import_torch_or_reexec, spawn_ranks, write_outputs)
+from .errors import UsageError, printable
 from .layers import assign_owners, on_gradient_accumulated
-from .models import load_model_class
+from .models import check_model_argument, load_model_class
 
 PROGRAM = "torch_profile.py"
 MODULE = "syncplan.torch_profile"
@@ -160,23 +160,10 @@ def parse_arguments(argv):
         value = getattr(args, name)
         if value < minimum:
             raise UsageError(f"--{name.replace('_', '-')}: at least {minimum}, got {value}")
-    if args.model != "tiny-gpt":
-        location = args.model.rsplit(":", 1)[0] if ":" in args.model else ""
-        if not location or not args.model.rsplit(":", 1)[1]:
-            raise UsageError(f"--model {args.model}: expected tiny-gpt, MODULE:CLASS or FILE.py:CLASS")
-        if location.endswith(".py") and not os.path.isfile(location):
-            raise UsageError(f"--model {args.model}: no file {location}")
+    check_model_argument(args.model)
     if args.threads is not None and args.threads < 1:
         raise UsageError(f"--threads: at least 1, got {args.threads}")
-    outputs = [("-o", args.output)] + ([("--trace", args.trace)] if args.trace else [])
-    for option, path in outputs:
-        folder = os.path.dirname(os.path.abspath(path))
-        if not os.path.isdir(folder):
-            raise UsageError(f"{option} {path}: folder {folder} does not exist")
-        if os.path.isdir(path):
-            raise UsageError(f"{option} {path}: is a folder")
-    if args.trace and os.path.abspath(args.trace) == os.path.abspath(args.output):
-        raise UsageError(f"--trace {args.trace}: same file as -o")
+    check_output_paths([("-o", args.output), ("--trace", args.trace)])
     return args
 
 
@@ -563,7 +550,7 @@ def main(argv, script=None):
             files.append((args.trace, trace_text))
         write_outputs(files)
     except UsageError as error:
-        print(f"{PROGRAM}: {error}", file=sys.stderr)
+        print(f"{PROGRAM}: {printable(error)}", file=sys.stderr)
         return 2
     for line in summary:
         print(line)

@@ -18,19 +18,21 @@ tokens at its cursor, which advances B x S and wraps at the shard's end); withou
 example_inputs(B, S) drawn anew each iteration (torch's generator seeded by --seed and the rank).
 
 Exit codes: 0 success; 2 bad arguments, plan, profile or model (one line from rank 0, before any
-step, every rank having checked: docs/torch.md "Checks before training"); 1 any other failure, e.g.
-an all-reduce that failed or missed the --timeout-s deadline because a rank died or stopped (one
-line per surviving rank).
+step, every rank having checked: docs/torch.md "Checks before training"; the paths and flags before
+any rank starts: "The driver"), or a --log/--trace that cannot be written at the end (a FIFO that
+no process opened for reading within 5 s); 1 any other failure, e.g. an all-reduce that failed or
+missed the --timeout-s deadline because a rank died or stopped (one line per surviving rank).
 """
 
 import datetime
 import os
 import sys
 
-from ._cli import (MAX_LOCAL_RANKS, NPROC_HELP, RANK_VARIABLES, Parser, entry_command,
-                   import_torch_or_reexec, spawn_ranks)
-from .errors import PlanError, UsageError
-from .models import load_model_class
+from ._cli import (MAX_LOCAL_RANKS, NPROC_HELP, RANK_VARIABLES, Parser, check_input_paths, check_output_paths,
+                   entry_command, import_torch_or_reexec, open_regular, spawn_ranks, write_outputs)
+from .errors import PlanError, UsageError, printable
+from .models import TINY_GPT, TINY_GPT_CONTEXT, check_model_argument, load_model_class
+from .schedule import strategy_schedule
 
 PROGRAM = "torch_train.py"
 MODULE = "syncplan.torch_train"
@@ -64,9 +66,14 @@ def parse_arguments(argv):
     if args.plan is None and args.strategy is None:
         raise UsageError("give --plan PLAN.json or --strategy NAME --period H")
     if args.strategy is not None and args.period is None:
-        raise UsageError(f"--strategy {args.strategy}: give --period H")
+        raise UsageError(f"--strategy {printable(args.strategy)}: give --period H")
     if args.plan is not None and args.period is not None:
         raise UsageError("--period: only with --strategy (a plan has its own period)")
+    if args.strategy is not None:
+        try:
+            strategy_schedule([], args.strategy, args.period)
+        except PlanError as error:  # "period: ..." or "strategy: ...", the executor's argument names
+            raise UsageError(f"--{error}") from None
     for name, minimum in (("iterations", 1), ("batch", 1), ("seq", 2), ("threads", 1)):
         if getattr(args, name) < minimum:
             raise UsageError(f"--{name}: at least {minimum}, got {getattr(args, name)}")
@@ -74,11 +81,14 @@ def parse_arguments(argv):
         raise UsageError(f"--timeout-s: must be > 0, got {args.timeout_s}")
     if args.nproc is not None and not 1 <= args.nproc <= MAX_LOCAL_RANKS:
         raise UsageError(f"--nproc: 1 to {MAX_LOCAL_RANKS} ranks, got {args.nproc}")
-    if args.data is not None and not os.path.isfile(args.data):
-        raise UsageError(f"--data {args.data}: no such file")
-    for option, path in (("--log", args.log), ("--trace", args.trace)):
-        if path is not None and not os.path.isdir(os.path.dirname(os.path.abspath(path))):
-            raise UsageError(f"{option} {path}: folder {os.path.dirname(os.path.abspath(path))} does not exist")
+    check_model_argument(args.model)
+    if args.model == TINY_GPT and args.seq > TINY_GPT_CONTEXT:
+        raise UsageError(f"--seq: at most tiny-gpt's context {TINY_GPT_CONTEXT}, got {args.seq}")
+    # Only regular files are read (a FIFO would block every rank) and every output's place must take
+    # a new file, all before any rank starts (docs/torch.md "The driver").
+    inputs = [("--plan", args.plan), ("--profile", args.profile), ("--data", args.data)]
+    check_input_paths(inputs)
+    check_output_paths([("--log", args.log), ("--trace", args.trace)], inputs)
     return args
 
 
@@ -86,14 +96,17 @@ class ByteShard:
     """This rank's shard of a file's bytes and its cursor (syncplan run's data order, runtime/byte_data.hpp)."""
 
     def __init__(self, torch, path, rank, world, batch, seq):
-        with open(path, "rb") as data_file:
-            data = data_file.read()
+        try:
+            with open_regular(path, "rb") as data_file:
+                data = data_file.read()
+        except OSError as error:
+            raise UsageError(f"--data: {printable(path)}: cannot read file ({error.strerror or error})") from None
         begin, end = len(data) * rank // world, len(data) * (rank + 1) // world
         self.torch = torch
         self.tokens = torch.tensor(list(data[begin:end]), dtype=torch.int64)
         if self.tokens.numel() < batch * seq:
-            raise UsageError(f"--data {path}: rank {rank}'s shard has {self.tokens.numel()} bytes, fewer than one "
-                             f"batch ({batch} x {seq})")
+            raise UsageError(f"--data: {printable(path)}: rank {rank}'s shard has {self.tokens.numel()} bytes, fewer "
+                             f"than one batch ({batch} x {seq})")
         self.batch, self.seq, self.cursor = batch, seq, 0
 
     def next(self):
@@ -116,13 +129,13 @@ def train_rank(torch, args):
         dist.init_process_group(args.backend, rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=args.timeout_s))
     except RuntimeError as error:  # a rank that did not come, or came and stopped, within the timeout
-        print(f"{PROGRAM}: rank {rank}: the process group did not form: {' '.join(str(error).split())}",
+        print(f"{PROGRAM}: rank {rank}: the process group did not form: {printable(' '.join(str(error).split()))}",
               file=sys.stderr, flush=True)
         return 1
 
     def say(line, stream=sys.stderr):
         if rank == 0:
-            print(f"{PROGRAM}: {line}", file=stream, flush=True)
+            print(f"{PROGRAM}: {printable(line)}", file=stream, flush=True)
 
     try:
         model_class, _ = load_model_class(torch, args.model)
@@ -137,7 +150,7 @@ def train_rank(torch, args):
         say(str(error))
         return 2
     except RuntimeError as error:  # the ranks' agreement failed: another rank ended before it
-        print(f"{PROGRAM}: rank {rank}: before the first iteration: {' '.join(str(error).split())}",
+        print(f"{PROGRAM}: rank {rank}: before the first iteration: {printable(' '.join(str(error).split()))}",
               file=sys.stderr, flush=True)
         return 1
     torch.manual_seed(args.seed * MAX_LOCAL_RANKS + 1 + rank)  # each rank its own batches
@@ -153,20 +166,29 @@ def train_rank(torch, args):
             executor.step(optimizer, loss=loss)
             optimizer.zero_grad(set_to_none=True)
         executor.drain()  # delayed syncs still in flight at the end are dropped (docs/runtime.md section 11)
+        # Both files from rank 0 in one write, whole or neither (gathered by every rank first).
+        files = []
         if args.log:
-            executor.write_log(args.log)
+            files.append((args.log, executor.log_text(), f"--log: {printable(args.log)}"))
         if args.trace:
-            executor.write_trace(args.trace, {"model": args.model, "batch": args.batch, "seq": args.seq,
-                                              "device": device.type})
+            files.append((args.trace, executor.trace_text({"model": args.model, "batch": args.batch, "seq": args.seq,
+                                                           "device": device.type}), f"--trace: {printable(args.trace)}"))
+        if rank == 0:
+            write_outputs(files)
         losses = [record["loss"] for record in executor.records]
         say(f"rank 0: {len(losses)} iterations of {executor.schedule.strategy} (H = {executor.period}), loss "
             f"{losses[0]:.4f} -> {losses[-1]:.4f}" + (f"; log written to {args.log}" if args.log else ""), sys.stdout)
+    except (UsageError, PlanError) as error:
+        # Found only in the loop: a model's example_inputs refusing the arguments, a strategy's layers
+        # (known at the first forward) that one all-reduce cannot hold, an output that cannot be written.
+        say(str(error))
+        return 2
     except SyncError as error:
-        print(f"{PROGRAM}: {error}", file=sys.stderr, flush=True)
+        print(f"{PROGRAM}: {printable(error)}", file=sys.stderr, flush=True)
         return 1
     except RuntimeError as error:  # a collective of the driver's own (the log's gathering) that failed
         reason = " ".join(str(error).split())
-        print(f"{PROGRAM}: rank {rank}: {reason}", file=sys.stderr, flush=True)
+        print(f"{PROGRAM}: rank {rank}: {printable(reason)}", file=sys.stderr, flush=True)
         return 1
     dist.destroy_process_group()
     return 0
@@ -189,7 +211,7 @@ def main(argv, script=None):
             os._exit(code)
         return code
     except UsageError as error:
-        print(f"{PROGRAM}: {error}", file=sys.stderr)
+        print(f"{PROGRAM}: {printable(error)}", file=sys.stderr)
         return 2
 
 

@@ -1,6 +1,6 @@
 """Checks syncplan.torch.PlanExecutor on 2 gloo ranks on this machine (run by torch_case.sh with a Python that has torch).
 
-usage: check_executor.py semantics|semantics4|delayed|strategies|overlap|bad|faults|logs --syncplan BIN --workdir DIR
+usage: check_executor.py semantics|semantics4|delayed|strategies|overlap|bad|driver|faults|logs --syncplan BIN --workdir DIR
 
 Without RANK in the environment the script starts 2 ranks of itself (127.0.0.1, a free port) and
 checks their exit codes; each rank runs the mode's checks and prints FAIL lines. Every expected value
@@ -33,7 +33,13 @@ is computed here independently of the executor: the averages by hand from every 
               that is not the model's, a tied layer off its carrier's iterations, buckets out of
               order, an unknown strategy, ranks with different plans; through syncplan.torch_train
               (exit 2, one line from rank 0) an unknown layer on 2 ranks and a broken file on 1;
-              --allow-unplanned accepted; a profile of another world size is a warning (exit 0).
+              --allow-unplanned accepted; a profile of another world size is a warning (exit 0);
+              a FIFO as plan and as profile refused unopened, a layer name holding a newline.
+  driver      syncplan.torch_train's own refusals (docs/torch.md "The driver's errors"): FIFOs as
+              --plan, --profile and --data, unwritable or clashing --log/--trace, control
+              characters in a path, a strategy and layer names, --period, --model, --seq; FIFOs
+              that no process reads as --log and --trace after training: exit 2, exactly one
+              stderr line naming the flag, nothing written, within 60 s; a read FIFO gets the log.
   faults      two ranks of the driver (wfbp, --timeout-s 5): kill -9 of rank 1, then SIGSTOP of
               rank 1: rank 0 exits 1 within 5 + 10 s with one line naming it.
   logs        tiny-gpt on the GPL-3 text: `mpirun -np 2 syncplan run` and syncplan.torch_train of
@@ -505,6 +511,11 @@ def check_bad(workdir, checks):
     next(l for l in tied["layers"] if l["name"] == "lm_head")["sync_iterations"] = [1]  # wte: [0, 1]
     buckets = hand_plan(model, 2, fused=True)
     buckets["buckets"]["iterations"][1][0].reverse()  # out of backprop order
+    control = json.loads(json.dumps(good))
+    control["layers"][1]["name"] = "transformer.wpe\nlm_head"  # a newline: refused, as core/plan.cpp does
+    fifo = os.path.join(workdir, "nobody-writes.fifo")  # read, it would block forever: refused unopened
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
     cases = [  # (label, PlanExecutor's plan, period, profile, the line's text)
         ("no plan file", os.path.join(workdir, "absent.json"), None, None, "absent.json: cannot read the plan"),
         ("not JSON", write("broken.json", "{\"format\": "), None, None, "broken.json: not a JSON plan"),
@@ -520,6 +531,10 @@ def check_bad(workdir, checks):
         ("buckets", write("buckets.json", buckets), None, None, "field 'buckets': iteration 1: bucket entry 0"),
         ("unknown strategy", "dream", 2, None, "strategy: unknown 'dream'"),
         ("different plans", plan, None, None, "rank 1: its plan or strategy differs from rank 0's"),
+        ("plan FIFO", fifo, None, None, "nobody-writes.fifo: cannot read the plan (not a regular file)"),
+        ("profile FIFO", plan, None, fifo, "nobody-writes.fifo: cannot read the profile (not a regular file)"),
+        ("control character", write("control.json", control), None, None,
+         "control.json: layers[1]: field 'name': control character U+000A at byte 15"),
     ]
     write("cases.json", cases)
     write("other.json", hand_plan(model, 3, fused=False))  # rank 1's plan in "different plans"
@@ -565,6 +580,131 @@ def rank_bad(workdir):
         checks.check(message is not None and text in message and "\n" not in message,
                      f"{label}: expected one line with '{text}', got {message!r}")
     return checks
+
+
+# --------------------------------------------------------------------------------------------------
+# driver: syncplan.torch_train's own refusals (docs/torch.md "The driver")
+# --------------------------------------------------------------------------------------------------
+
+DRIVER_TIMEOUT_S = 60  # per run: a driver that hangs (a FIFO opened in blocking mode) fails here
+PROC_OUTPUT = "/proc/syncplan-driver-test.json"  # /proc takes no new file, not even from root
+
+
+def listing(folder):
+    """Every path under `folder` with its size and mtime: what a refused run must leave unchanged."""
+    found = {}
+    for root, folders, files in os.walk(folder):
+        for name in folders + files:
+            path = os.path.join(root, name)
+            status = os.lstat(path)
+            found[os.path.relpath(path, folder)] = (status.st_size, status.st_mtime_ns)
+    return found
+
+
+def check_driver(workdir, checks):
+    """Runs the driver on bad input in a folder of its own: exit 2, exactly one stderr line that
+    names the flag (or the file) with the expected text, nothing written, within DRIVER_TIMEOUT_S;
+    refused before training ("training" never printed) unless the case writes at the end."""
+    import shutil
+    import signal
+    import threading
+    from syncplan.models import tiny_gpt
+    folder = os.path.join(workdir, "driver")
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(os.path.join(folder, "a-folder"))
+    model = tiny_gpt(seed=0)
+    good = hand_plan(model, 2, fused=False)
+    control = json.loads(json.dumps(good))
+    control["layers"][1]["name"] = "transformer.wpe\nlm_head"
+    separator = json.loads(json.dumps(good))
+    separator["layers"][1]["name"] = "transformer.wpe\u2028"  # not a control character: shown escaped
+    for name, document in (("plan.json", good), ("control.json", control), ("separator.json", separator)):
+        with open(os.path.join(folder, name), "w") as out:
+            json.dump(document, out)
+    os.mkfifo(os.path.join(folder, "unread.fifo"))  # no process ever opens it
+    os.mkfifo(os.path.join(folder, "read.fifo"))    # the last case reads it
+    strategy = ["--strategy", "ssgd", "--period", "1"]
+
+    def run(label, args, ranks=1):
+        command = [sys.executable, "-m", "syncplan.torch_train", "--nproc", str(ranks), "--iterations", "2",
+                   "--seq", "16", *args]
+        print("$ " + " ".join(map(repr, command[1:])), flush=True)
+        start = time.monotonic()
+        # A session of its own: a hang is ended with every rank the driver spawned.
+        process = subprocess.Popen(command, cwd=folder, env=dict(os.environ, PYTHONPATH=PACKAGE), text=True,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+        try:
+            stdout, stderr = process.communicate(timeout=DRIVER_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.communicate()
+            checks.check(False, f"{label}: still running after {DRIVER_TIMEOUT_S} s (a hang)")
+            return None
+        print(f"  exit {process.returncode} after {time.monotonic() - start:.1f} s: {stderr.strip()!r}")
+        return subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+
+    # (label, arguments, ranks, texts the one line holds (the flag first), trains before the refusal)
+    cases = [
+        ("--plan FIFO", ["--plan", "unread.fifo"], 1, ["--plan: unread.fifo: not a regular file"], False),
+        ("--profile FIFO", ["--plan", "plan.json", "--profile", "unread.fifo"], 1,
+         ["--profile: unread.fifo: not a regular file"], False),
+        ("--data FIFO", [*strategy, "--data", "unread.fifo"], 1, ["--data: unread.fifo: not a regular file"], False),
+        ("--log missing folder", [*strategy, "--log", "absent/log.jsonl"], 1,
+         ["--log: absent/log.jsonl: folder ", "absent does not exist"], False),
+        ("--trace in /proc", [*strategy, "--trace", PROC_OUTPUT], 1,
+         [f"--trace: {PROC_OUTPUT}: cannot create a file in folder /proc"], False),
+        ("--log a folder", [*strategy, "--log", "a-folder"], 1, ["--log: a-folder: is a directory"], False),
+        ("--trace as --log", [*strategy, "--log", "out.jsonl", "--trace", "./out.jsonl"], 1,
+         ["--trace: ./out.jsonl: same file as --log"], False),
+        ("--log as --plan", ["--plan", "plan.json", "--log", "plan.json"], 1,
+         ["--log: plan.json: same file as --plan; it would be overwritten"], False),
+        ("newline in a path", ["--plan", "absent\nplan.json"], 1, ["--plan: absent\\nplan.json: no such file"], False),
+        ("--strategy unknown", ["--strategy", "dre\x1bam", "--period", "2"], 1,
+         ["--strategy: unknown 'dre\\x1bam'"], False),
+        ("--period 0", ["--strategy", "ssgd", "--period", "0"], 1, ["--period: expected a whole number >= 1"], False),
+        ("--model syntax", [*strategy, "--model", "tiny"], 1, ["--model tiny: expected tiny-gpt"], False),
+        ("--seq past tiny-gpt", [*strategy, "--seq", "65"], 1, ["--seq: at most tiny-gpt's context 64, got 65"], False),
+        # In the ranks (torch started), before training: names from the plan file, escaped.
+        ("newline in a layer name", ["--plan", "control.json"], 1,
+         ["control.json: layers[1]: field 'name': control character U+000A at byte 15"], False),
+        ("line separator in a layer name", ["--plan", "separator.json"], 1,
+         ["separator.json: layer 'transformer.wpe\\u2028' is not a module of the model"], False),
+        # At the end: a FIFO that no process reads is refused after 5 s (core/json_io.cpp), and the
+        # other output is not written either.
+        ("--log FIFO unread", [*strategy, "--log", "unread.fifo", "--trace", "trace.json"], 2,
+         ["--log: unread.fifo: cannot write file (a FIFO that no process opened for reading within 5 s)"], True),
+        ("--trace FIFO unread", [*strategy, "--log", "log.jsonl", "--trace", "unread.fifo"], 1,
+         ["--trace: unread.fifo: cannot write file (a FIFO that no process opened for reading within 5 s)"], True),
+    ]
+    for label, args, ranks, texts, trains in cases:
+        before = listing(folder)
+        result = run(label, args, ranks)
+        if result is None:
+            continue
+        lines = result.stderr.splitlines()
+        checks.check(result.returncode == 2, f"{label}: exit {result.returncode}, expected 2")
+        checks.check(len(lines) == 1 and lines[0].startswith("torch_train.py: ") and all(t in lines[0] for t in texts),
+                     f"{label}: expected one line with {texts}, got {lines}")
+        checks.check(listing(folder) == before and not os.path.exists(PROC_OUTPUT),
+                     f"{label}: files written or changed: {sorted(set(listing(folder).items()) ^ set(before.items()))}")
+        checks.check(("training" in result.stdout) == trains,
+                     f"{label}: {'expected' if trains else 'refused only after'} training: {result.stdout!r}")
+
+    # The control: a FIFO that a process reads gets the whole log (so the refusals above are not
+    # every FIFO's).
+    received = []
+    reader = threading.Thread(target=lambda: received.append(open(os.path.join(folder, "read.fifo")).read()),
+                              daemon=True)
+    reader.start()
+    result = run("--log FIFO read", [*strategy, "--log", "read.fifo"])
+    reader.join(timeout=DRIVER_TIMEOUT_S)
+    if result is not None:
+        checks.check(result.returncode == 0, f"--log FIFO read: exit {result.returncode}, expected 0")
+        lines = [json.loads(line) for text in received for line in text.splitlines()]
+        checks.check([(line["iteration"], line["rank"]) for line in lines] == [(0, 0), (1, 0)],
+                     f"--log FIFO read: the log read from the FIFO: {received}")
+    if reader.is_alive():  # the driver never opened it: release the reader
+        os.close(os.open(os.path.join(folder, "read.fifo"), os.O_WRONLY | os.O_NONBLOCK))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -689,7 +829,7 @@ RANK_MODES = {"semantics": rank_semantics, "delayed": rank_delayed, "strategies"
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("mode", choices=sorted(list(RANK_MODES) + ["semantics4", "faults", "logs"]))
+    parser.add_argument("mode", choices=sorted(list(RANK_MODES) + ["semantics4", "faults", "logs", "driver"]))
     parser.add_argument("--syncplan")
     parser.add_argument("--workdir", required=True)
     args = parser.parse_args()
@@ -710,6 +850,8 @@ def main():
         check_bad(args.workdir, checks)
     elif args.mode == "faults":
         check_faults(args.workdir, checks)
+    elif args.mode == "driver":
+        check_driver(args.workdir, checks)
     else:
         code = check_logs(args.workdir, checks, args.syncplan)
         if code == 77:
