@@ -18,10 +18,16 @@ buffer and one all-reduce; a parameter shared by several modules (tied weights) 
 by its owner. The averages are SUM then division by the world size on gloo (which has no AVG) and
 ReduceOp.AVG on NCCL; the executor makes no CUDA call of its own.
 
+Gradient accumulation: backward passes inside `with executor.no_sync():` launch nothing; the last
+micro-batch's backward outside it launches the iteration's syncs (docs/torch.md "Gradient
+accumulation"). With a GradScaler, step() makes every rank skip when any rank found inf or NaN
+gradients (docs/torch.md "GradScaler").
+
 Only `torch.distributed` calls on the given process group; hooks are registered in one place
 (`_hook_parameters`) and removed by `remove()`.
 """
 
+import contextlib
 import json
 import math
 import time
@@ -156,6 +162,7 @@ class PlanExecutor:
         self._iteration_start = None
         self._wait_s = 0.0
         self._pending_order = None  # call order being recorded in the first forward (strategy, no profile)
+        self._accumulating = False  # inside no_sync(): backward passes launch nothing
 
         error, fingerprint = None, None
         try:
@@ -328,6 +335,8 @@ class PlanExecutor:
                     for name in state.bucket.layers:
                         holders.setdefault(name, []).append(b)
             self._buckets_of.append(holders)
+        # Every parameter some bucket averages (GradScaler agreement: are the others' gradients local?).
+        self._averaged = {id(p) for states in self._states for state in states for p in state.params}
         self._hook_parameters()
         self._begin_iteration()
 
@@ -380,11 +389,15 @@ class PlanExecutor:
             tensor.register_hook(self._backward_starts)
 
     def _backward_starts(self, grad):
-        self._marks.setdefault("backward_start", self._clock())  # returns None: the gradient stays
+        if not self._accumulating:  # the backprop that launches the syncs: the last micro-batch's
+            self._marks.setdefault("backward_start", self._clock())  # returns None: the gradient stays
 
     def _parameter_ready(self, index):
         """A parameter's gradient is accumulated; when its layer's last one is, launches every
-        LAYER_DONE bucket of h whose layers are now all done."""
+        LAYER_DONE bucket of h whose layers are now all done. Inside no_sync() nothing: the gradient
+        just accumulates, and the last micro-batch's backward outside it counts."""
+        if self._accumulating:
+            return
         self._remaining[index] -= 1
         if self._remaining[index] != 0:
             return
@@ -461,6 +474,7 @@ class PlanExecutor:
         """Before optimizer.step(): launches the buckets of h not launched yet (S-SGD's, or any whose
         layers got no gradient) in issue order, then waits for every bucket of h in flight and writes
         the averages back. SyncError when one fails or times out."""
+        self._outside_no_sync("before_step")
         start = self._clock()
         self._ensure_ready()
         self._marks["before_step"] = start
@@ -487,6 +501,7 @@ class PlanExecutor:
         or a 0-d tensor) and advances the iteration counter by one. With stepped=False (a GradScaler
         skipped the step: inf or NaN gradients) nothing is recorded and the counter stays, so the
         retried iteration syncs the same layers again: no sync is lost."""
+        self._outside_no_sync("after_step")
         start = self._clock()
         self._ensure_ready()
         self._marks["after_step"] = start
@@ -526,23 +541,96 @@ class PlanExecutor:
             self._finish(state, apply=False)
         self._delayed = []
 
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Gradient accumulation, as DDP's no_sync(): the backward passes inside launch no all-reduce
+        (the gradients accumulate in .grad); the iteration's syncs start at the last micro-batch's
+        backward, outside it, over the accumulated gradients (ssgd, wfbp) or the parameters (local
+        SGD, partial sync, plans), exactly as without accumulation (docs/torch.md "Gradient
+        accumulation"). The counter still advances once per optimizer step. RuntimeError when
+        nested, and from before_step, after_step and step inside it."""
+        if self._accumulating:
+            raise RuntimeError("PlanExecutor.no_sync: already inside no_sync() (it does not nest)")
+        self._accumulating = True
+        try:
+            yield
+        finally:
+            self._accumulating = False
+
+    def _outside_no_sync(self, what):
+        if self._accumulating:
+            raise RuntimeError(f"PlanExecutor.{what}: called inside no_sync(); step after the with block, once the "
+                               "last micro-batch's backward ran outside it")
+
     def step(self, optimizer, scaler=None, loss=None):
         """before_step(), the step, after_step(): `optimizer.step()`, or with a GradScaler
-        `scaler.step(optimizer)` and `scaler.update()`, a step being skipped when the scaler lowered its
-        scale (it found inf or NaN gradients). With a scaler every rank must skip alike: true for
-        S-SGD and WFBP (the gradients are averaged first); under parameter averaging the gradients
-        are local (docs/torch.md "PlanExecutor")."""
+        `scaler.step(optimizer)` and `scaler.update()`, where every rank skips the step when any rank
+        found inf or NaN gradients (agree_skip). A skipped step keeps the counter. Returns whether
+        the step ran."""
+        self._outside_no_sync("step")
         self.before_step()
         stepped = True
         if scaler is None:
             optimizer.step()
         else:
-            scale = scaler.get_scale()
+            stepped = not self.agree_skip(optimizer, scaler)
             scaler.step(optimizer)
             scaler.update()
-            stepped = not scaler.is_enabled() or scaler.get_scale() >= scale
         self.after_step(loss=loss, stepped=stepped)
         return stepped
+
+    def agree_skip(self, optimizer, scaler):
+        """True when `scaler.step(optimizer)` is to skip this step, the same answer on every rank;
+        call it after before_step() and before scaler.step() (step() does). An enabled GradScaler's
+        gradients are unscaled (scaler.unscale_, unless the loop did it already) and this rank's
+        found_inf read from the scaler's per-optimizer state. Where the ranks' gradients may differ
+        (parameter averaging, or parameters whose gradients no bucket averages), one all-reduce of
+        a 1-element flag with MAX over the group makes the answer common, and a rank that found
+        nothing gets found_inf 1 so that its scaler skips and lowers its scale too (docs/torch.md
+        "GradScaler"). Under ssgd and wfbp averaging every gradient the ranks agree already: no
+        all-reduce. TypeError for a scaler without GradScaler's per-optimizer state; SyncError when
+        the all-reduce fails or times out."""
+        self._outside_no_sync("agree_skip")
+        if not scaler.is_enabled():
+            return False  # a disabled scaler steps always
+        states = getattr(scaler, "_per_optimizer_states", None)
+        if states is None:
+            raise TypeError(f"PlanExecutor.agree_skip: {type(scaler).__name__} has no per-optimizer found_inf state "
+                            "(torch's GradScaler._per_optimizer_states), so the ranks cannot agree on a skip")
+        state = states[id(optimizer)]
+        if getattr(state["stage"], "name", None) == "READY":
+            scaler.unscale_(optimizer)
+        found = list(state["found_inf_per_device"].values())
+        if found:
+            flag = found[0].detach().float().sum().reshape(1)  # a new tensor on found_inf's device
+            for tensor in found[1:]:
+                flag += tensor.to(flag.device)
+        else:  # no gradient on this rank: found nothing, still takes part in the all-reduce
+            device = next((p.device for group in optimizer.param_groups for p in group["params"]), None)
+            flag = self._torch.zeros(1, device=device)
+        if self._ranks_may_disagree(optimizer):
+            try:
+                self._dist.all_reduce(flag, op=self._dist.ReduceOp.MAX, group=self.group, async_op=True).wait()
+            except RuntimeError as error:
+                reason = " ".join(str(error).split())
+                raise SyncError(f"rank {self.rank}: iteration {self.iteration}: the all-reduce that agrees on a "
+                                f"GradScaler skip failed or missed the process group's timeout ({reason})") from None
+        skip = bool(flag.item() > 0)
+        if skip:
+            for tensor in found:
+                tensor.fill_(1.0)
+        return skip
+
+    def _ranks_may_disagree(self, optimizer):
+        """Whether the ranks' gradients may differ when the scaler looks at them: always under
+        parameter averaging; with averaged gradients only for trainable parameters of the optimizer
+        that no bucket averages (unplanned: allow_unplanned, or modules a strategy's first forward
+        did not call)."""
+        self._ensure_ready()
+        if self.schedule.kind != schedules.GRADIENTS:
+            return True
+        return any(p.requires_grad and id(p) not in self._averaged
+                   for group in optimizer.param_groups for p in group["params"])
 
     def _ensure_ready(self):
         if self.schedule is None or not hasattr(self, "_states"):
