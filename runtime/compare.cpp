@@ -304,6 +304,7 @@ Timeline read_trace(const Json& events, const Json* syncplan_object, const std::
 struct LogLine {
   int line = 0;
   double iteration_s = 0;
+  std::optional<double> loss;  // null in the log: not finite
 };
 
 // One log line's object: every SPEC section 8 key plus compute_s and wait_s, nothing else.
@@ -314,7 +315,8 @@ void read_log_line(const Json& object, const std::string& where, std::map<int, s
   const int rank = static_cast<int>(reader.required_integer("rank", 0, limits::kMaxWorkers - 1));
   const Json& loss = reader.required("loss");  // null: a loss that was not finite (JSON has no NaN)
   constexpr double kLargest = std::numeric_limits<double>::max();  // any finite loss (it is not compared)
-  if (!loss.is_null()) read_number_in(loss, where + ": field 'loss'", -kLargest, kLargest);
+  std::optional<double> loss_value;
+  if (!loss.is_null()) loss_value = read_number_in(loss, where + ": field 'loss'", -kLargest, kLargest);
   // A measured time is at most a day (limits::kLongestTime_s): the ranks' running sums stay finite.
   const double iteration_s = read_number_in(reader.required("iteration_s"), where + ": field 'iteration_s'", 0,
                                             limits::kLongestTime_s);
@@ -339,7 +341,7 @@ void read_log_line(const Json& object, const std::string& where, std::map<int, s
   if (const Json* applied = reader.optional("applied", Null::kRejected); applied != nullptr && !applied->is_array())
     throw InputError(where + ": field 'applied': expected an array, got " + json_type_name(*applied));
   reader.reject_unknown_keys();
-  auto [it, inserted] = by_iteration[iteration].try_emplace(rank, LogLine{line, iteration_s});
+  auto [it, inserted] = by_iteration[iteration].try_emplace(rank, LogLine{line, iteration_s, loss_value});
   if (!inserted)
     throw InputError(where + ": iteration " + std::to_string(iteration) + " of rank " + std::to_string(rank) +
                      " again (first on line " + std::to_string(it->second.line) + ")");
@@ -378,12 +380,15 @@ Timeline read_log(const std::string& text, const std::string& origin) {
   // iteration's time is the latest end over the ranks minus the latest end of the previous one.
   std::vector<double> rank_end_s(count, 0.0);
   double previous_end_s = 0;
+  timeline.loss.emplace();
   for (int iteration = first;; ++iteration) {
     const auto it = by_iteration.find(iteration);
     if (it == by_iteration.end())
       throw InputError(origin + ": no line for iteration " + std::to_string(iteration) + " (the log has iterations " +
                        std::to_string(first) + ".." + std::to_string(last) + ")");
     double latest_end_s = 0;
+    // The ranks' mean loss; unknown when any rank's is (a loss that was not finite).
+    std::optional<double> loss_sum = 0.0;
     for (int rank = 0; rank < count; ++rank) {
       const auto entry = it->second.find(rank);
       if (entry == it->second.end())
@@ -391,7 +396,11 @@ Timeline read_log(const std::string& text, const std::string& origin) {
                          " (every rank logs every iteration; " + std::to_string(count) + " ranks logged)");
       rank_end_s[rank] += entry->second.iteration_s;
       latest_end_s = std::max(latest_end_s, rank_end_s[rank]);
+      if (loss_sum && entry->second.loss) *loss_sum += *entry->second.loss / count;
+      else loss_sum.reset();
     }
+    // Divided rank by rank: a sum of losses near the largest double would overflow.
+    timeline.loss->push_back(loss_sum && std::isfinite(*loss_sum) ? loss_sum : std::nullopt);
     timeline.iteration_s.push_back(latest_end_s - previous_end_s);
     previous_end_s = latest_end_s;
     if (iteration == last) break;

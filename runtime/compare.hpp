@@ -53,6 +53,9 @@ struct Timeline {
   int ranks = 1;                    ///< ranks in a log, pids in a trace; a result's workers (1 for the period model)
   std::optional<int> period;        ///< H, when the file says it (results; a measured trace's syncplan.period)
   std::optional<std::vector<TimedAllreduce>> allreduces;  ///< traces only, in file order
+  /// Run logs only: per iteration (as iteration_s), the mean of the ranks' `loss`; std::nullopt
+  /// where any rank logged null (a loss that was not finite). For loss curves (`syncplan report --loss`).
+  std::optional<std::vector<std::optional<double>>> loss{};
 };
 
 /// Reads a compare input, telling its kind from the content: a JSON object with "format"

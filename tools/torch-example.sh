@@ -11,7 +11,8 @@
 #
 # usage: tools/torch-example.sh [OUT_DIR]   (default: out/torch-example; SYNCPLAN=path/to/syncplan,
 #        PYTHON=a python with torch, TORCH_EXAMPLE_ITERATIONS=K, default 24, TORCH_EXAMPLE_RATE)
-# Writes OUT_DIR/table.md (measured, predicted, error, speedups over ssgd, loss first -> last) and
+# Writes OUT_DIR/table.md (measured, predicted, error, speedups over ssgd, loss first -> last),
+# OUT_DIR/loss.svg (every schedule's loss against wall-clock time: syncplan report --loss) and
 # every profile, plan, log, trace and comparison beside it.
 set -euo pipefail
 
@@ -103,4 +104,9 @@ for name, (measured, predicted, first, last) in rows.items():
 open(f"{out}/table.md", "w").write("\n".join(lines) + "\n")
 print("\n".join(lines))
 EOF
+step "loss curves"
+# Every schedule's loss (mean over the ranks) against wall-clock time, one line each (docs/report.md).
+loss_args=()
+for name in "${names[@]}"; do loss_args+=(--loss "$name=$out/$name.jsonl"); done
+"$syncplan" report "${loss_args[@]}" --svg "$out/loss.svg"
 echo "torch-example.sh: written to $out ($link_text; $((SECONDS - start)) s)"

@@ -22,6 +22,8 @@
 #   exact_large                       gpt2-medium (147 layers to place): searched where the gap is above 1%
 #   compute_spread                    simulate --cluster with the "measured" jitter: draws, median and p90,
 #                                     reproducible; compare's distribution and noise floor
+#   loss_curves                       report --loss: run logs' mean loss against wall-clock time, one
+#                                     line per log, a gap where the loss is null; a trace is refused
 #   exact_llama                       the 8-layer Llama at 16 x 10 Gbit/s, batch 32: the exact method proves
 #                                     search's plan optimal within the default node limit, not within 100,000
 set -euo pipefail
@@ -582,7 +584,36 @@ print(f"ok: median {r['median_iteration_s']:.6g} s, p90 {r['p90_iteration_s']:.6
 PY
 }
 
+loss_curves() {
+  local logs="$here/../runtime/data/compare"
+  # log_2ranks.jsonl: iteration ends (latest rank) 50, 75, 85, 100 ms, mean losses 5.5, 5.4, 5.3, 5.2;
+  # loss_null.jsonl: ends 0.1, 0.2, 0.4, 0.5 s, losses 4, null, 3, 2.5 (a gap after the first point).
+  run report --loss two-ranks="$logs/log_2ranks.jsonl" --loss with-gap="$data/loss_null.jsonl" --svg loss.svg | tee report.txt
+  grep -q "two-ranks: 4 iterations in 0.100000 s, loss 5.5000 -> 5.2000" report.txt ||
+    { echo "FAIL: the two-rank log's summary"; exit 1; }
+  "$python" - <<'PY'
+import re
+svg = open("loss.svg").read()
+series = re.findall(r'<g class="series" data-series="([^"]+)">(.*?)</g>', svg, re.S)
+assert [name for name, _ in series] == ["two-ranks", "with-gap"], [name for name, _ in series]
+runs = {name: re.findall(r'<polyline points="([^"]+)"', body) for name, body in series}
+# two-ranks: one line of 4 points; with-gap: the null loss splits it into 1 point, then 2 points.
+assert [len(p.split()) for p in runs["two-ranks"]] == [4], runs["two-ranks"]
+assert [len(p.split()) for p in runs["with-gap"]] == [1, 2], runs["with-gap"]
+# x grows with time; SVG's y grows down the page, so a falling loss has growing y.
+points = [tuple(map(float, p.split(","))) for p in runs["two-ranks"][0].split()]
+assert all(a[0] < b[0] for a, b in zip(points, points[1:])), points
+assert all(a[1] < b[1] for a, b in zip(points, points[1:])), points  # falling loss: y grows down the page
+print("ok: two loss curves, a gap at the null loss, time left to right, falling loss drawn downwards")
+PY
+  # A trace has no loss; --loss without --svg, or with a plan, is refused.
+  if "$syncplan" report --loss t="$logs/trace_meas.json" --svg bad.svg 2>err.txt; then echo "FAIL: a trace was drawn"; exit 1; fi
+  grep -q "is not a run log" err.txt || { echo "FAIL: the trace's message"; cat err.txt; exit 1; }
+  [[ ! -e bad.svg ]] || { echo "FAIL: bad.svg was written"; exit 1; }
+  echo "ok: a trace is refused as a loss curve"
+}
+
 case "$case_name" in
-  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times | delayed_tiny | delayed_main_job | exact_llama | exact_large | compute_spread) "$case_name" "$@" ;;
+  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times | delayed_tiny | delayed_main_job | loss_curves | exact_llama | exact_large | compute_spread) "$case_name" "$@" ;;
   *) echo "cli_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac

@@ -9,6 +9,7 @@
 #include "report/gantt.hpp"
 #include "report/html.hpp"
 #include "report/plan_page.hpp"
+#include "report/loss_plot.hpp"
 #include "report/svg_plot.hpp"
 #include "report/svg_text.hpp"
 
@@ -155,6 +156,21 @@ TEST_CASE("line plot: every legend item fits inside the figure", "[report]") {
         items.emplace_back(x, y);
       }
     }
+}
+
+TEST_CASE("loss plot: one series per run, gaps at unknown losses, bad curves named", "[report]") {
+  const double nan = std::nan("");
+  const LinePlot plot = loss_plot({{"ssgd", {0.1, 0.2, 0.3}, {5, 4, 3}}, {"plan", {0.05, 0.1, 0.15}, {5, nan, 3.5}}}, "t");
+  REQUIRE(plot.panels.size() == 1);
+  CHECK_FALSE(plot.log_x);
+  CHECK_FALSE(plot.y_from_zero);  // losses near 3-5: the axis spans the data, not 0..5
+  const std::string svg = line_plot_svg(plot);
+  CHECK(count_of(svg, "class=\"series\"") == 2);
+  CHECK(count_of(svg, "<polyline") == 3);  // ssgd one line; plan split by its NaN: 2 runs of 1 point
+  CHECK(count_of(svg, "class=\"legend-item\"") == 2);
+  CHECK_THROWS_WITH(loss_plot({{"a", {0.1}, {1, 2}}}, "t"), Catch::Contains("curve 'a' has 1 times and 2 losses"));
+  CHECK_THROWS_WITH(loss_plot({{"a", {0.1}, {1}}, {"a", {0.1}, {2}}}, "t"), Catch::Contains("'a' is given twice"));
+  CHECK_THROWS_WITH(loss_plot({{"a", {0.1}, {nan}}}, "t"), Catch::Contains("no curve has a finite loss"));
 }
 
 TEST_CASE("plot points: grouped by panel and series, sorted by x, on log-log axes", "[report]") {

@@ -47,6 +47,13 @@ TEST_CASE("compare: a log's iteration ends are the latest of the ranks' running 
   CHECK(log.iteration_s[2] == Approx(0.010));
   CHECK(log.iteration_s[3] == Approx(0.015));
   CHECK_FALSE(log.allreduces);
+  // The loss per iteration, the mean of both ranks' (each logs 5.5, 5.4, 5.3, then its last line).
+  REQUIRE(log.loss);
+  REQUIRE(log.loss->size() == 4);
+  CHECK((*log.loss)[0] == Approx(5.5));
+  CHECK((*log.loss)[2] == Approx(5.3));
+  // Traces and results carry no loss.
+  CHECK_FALSE(timeline("pm_result_h2.json").loss);
 }
 
 TEST_CASE("compare: a period-model result repeats its H iterations over the run", "[compare]") {
