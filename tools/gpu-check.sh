@@ -4,7 +4,8 @@
 # the CPU reference, profile GPT-2 small at batch 8 x 1024 in bf16 with the GEMM-ceiling check,
 # sweep a one-rank NCCL all-reduce, test the NCCL communicator, plan and simulate the measured
 # profile, and train GPT-2 small on the GPU (run --device cuda, one rank, NCCL) against the DES
-# prediction from an fp32 profile of the same size (compare). Everything goes
+# prediction from an fp32 profile of the same size (compare), and, when a python3 has a CUDA torch,
+# the PyTorch executor with NCCL (syncplan.torch_train, step 6d). Everything goes
 # under one folder: $OUT when set, else out/gpu-check, in at most 8 files (summary.txt first).
 # A failing step is recorded and the steps that do not need it still run; the exit status is 1
 # when any step failed. About 3-4 minutes on an H200 machine with 16 cores, most of it the build.
@@ -389,6 +390,44 @@ print(f"delayed plan on the GPU: {applied} corrections applied over 8 steps, los
   status=$?
   ((dry_run)) || tee -a "$log" <"$more/train-delayed-check.txt"
   check train-delayed "$status" "$(tail -n 1 "$more/train-delayed-check.txt" 2>/dev/null)"
+fi
+
+# --- 6d. the PyTorch executor on the GPU -------------------------------------------------------------
+step 6d "the PyTorch example on the GPU: python -m syncplan.torch_train with NCCL (PlanExecutor on CUDA tensors)"
+# The first python3 whose torch is a CUDA build that sees the GPU; without one the step says so
+# plainly and is skipped (the C++ runtime's NCCL steps above do not need torch).
+torch_python=""
+for candidate in python3 /usr/bin/python3; do
+  ((dry_run)) && { torch_python=python3; break; }
+  if command -v "$candidate" >/dev/null &&
+     "$candidate" -c 'import sys, torch; sys.exit(0 if torch.cuda.is_available() else 1)' >/dev/null 2>&1; then
+    torch_python=$candidate
+    break
+  fi
+done
+if [[ -z $torch_python ]]; then
+  record torch-gpu skipped "(no python3 here has a CUDA build of torch that sees a GPU; the PyTorch example needs one)"
+elif needs torch-gpu build; then
+  # Two ranks when there are two GPUs, else one (NCCL needs a GPU per rank); plsgd-even H = 2 so
+  # that some iterations sync and some do not; the log must have every rank's lines, finite losses.
+  torch_ranks=1
+  ((dry_run)) || { (($(nvidia-smi -L 2>/dev/null | wc -l) >= 2)) && torch_ranks=2; }
+  ((dry_run)) || cat "$repo"/README.md "$repo"/docs/*.md >"$more/torch-text.txt"
+  run --to "$more/torch-gpu.txt" timeout -k 10 300 env PYTHONPATH="$repo/python" "$torch_python" -m syncplan.torch_train \
+    --backend nccl --nproc "$torch_ranks" --strategy plsgd-even --period 2 --iterations 8 --batch 4 --seq 32 \
+    --data "$more/torch-text.txt" --log "$more/torch-gpu.jsonl" --trace "$more/torch-gpu.trace.json" &&
+    run --to "$more/torch-gpu-loss.txt" timeout -k 10 60 "$syncplan" report --loss "nccl=$more/torch-gpu.jsonl" \
+      --svg "$more/torch-gpu-loss.svg" &&
+    { ((dry_run)) || "$torch_python" -c 'import json, math, sys
+lines = [json.loads(l) for l in open(sys.argv[1])]
+ranks = int(sys.argv[2])
+assert len(lines) == 8 * ranks and all(l["loss"] is not None and math.isfinite(l["loss"]) for l in lines), len(lines)
+first, last = lines[0]["loss"], lines[-1]["loss"]
+print(f"torch_train on the GPU (NCCL, {ranks} rank(s)): 8 steps, loss {first:.4f} -> {last:.4f}")' \
+      "$more/torch-gpu.jsonl" "$torch_ranks" >"$more/torch-gpu-check.txt" 2>&1; }
+  status=$?
+  ((dry_run)) || tee -a "$log" <"$more/torch-gpu-check.txt"
+  check torch-gpu "$status" "$(tail -n 1 "$more/torch-gpu-check.txt" 2>/dev/null)"
 fi
 
 # --- 7. the roofline, for comparison ----------------------------------------------------------------
