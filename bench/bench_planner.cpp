@@ -8,6 +8,7 @@
 // docs/time-model.md, "Planning time"). The same searches planning for the fused period
 // (--fuse-buckets, alpha 0.7 ms: data/clusters/8nodes-1gpu-10gbps.json's all-reduce start-up),
 // against dp's plan fused: each move costs a fusion DP, O(m^2) for m layers in an iteration.
+#include "model/model_spec.hpp"
 #include "planner/plan_job.hpp"
 #include "planner/strategy_table.hpp"
 #include "profiler/import_dreamddp.hpp"
@@ -253,6 +254,21 @@ void BM_plan_dp_lora392_H10(benchmark::State& state) { run_lora_plan_job(state, 
 
 }  // namespace
 
+// expand_model of a Llama spec of N blocks (7 layers each; the limit is 4,096 blocks): linear in
+// the layers. The tie-owner lookup once searched every layer for every layer, quadratic: 12 s
+// under the fuzzer's sanitizers at 4,048 blocks (docs/fuzzing.md, structure-aware campaign).
+// Complexity oN: the fit's exponent shows a quadratic return.
+void BM_expand_model_llama_blocks(benchmark::State& state) {
+  const Json document = {{"format", "syncplan.model/v1"}, {"name", "deep-llama"}, {"architecture", "llama"},
+                         {"vocab_size", 32000}, {"max_position_embeddings", 4096}, {"hidden_size", 4096},
+                         {"num_hidden_layers", state.range(0)}, {"num_attention_heads", 32},
+                         {"num_key_value_heads", 32}, {"intermediate_size", 11008}, {"tie_word_embeddings", true},
+                         {"norm_eps", 1e-5}, {"rope_theta", 10000}, {"source", "a deep Llama for the benchmark"}};
+  const ModelSpec spec = model_spec_from_json(document, "bench");
+  for (auto _ : state) benchmark::DoNotOptimize(expand_model(spec).layers.size());
+  state.SetComplexityN(state.range(0));
+}
+
 BENCHMARK(BM_plan_lora392_H10)->Unit(benchmark::kMillisecond)->UseRealTime()->DenseRange(0, 2);
 BENCHMARK(BM_plan_dp_lora392_H10)->Unit(benchmark::kMillisecond)->UseRealTime()->DenseRange(0, 2);
 BENCHMARK(BM_dp_gpt2_H10)->Unit(benchmark::kMillisecond);
@@ -264,5 +280,6 @@ BENCHMARK(BM_search_synthetic125_H10)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_search_synthetic1000_H64)->Unit(benchmark::kMillisecond)->Iterations(1);
 BENCHMARK(BM_search_fused_gpt2_H10)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_search_fused_synthetic1000_H64)->Unit(benchmark::kMillisecond)->Iterations(1);
+BENCHMARK(BM_expand_model_llama_blocks)->Arg(512)->Arg(1024)->Arg(2048)->Arg(4096)->Unit(benchmark::kMillisecond)->Complexity(benchmark::oN);
 
 BENCHMARK_MAIN();

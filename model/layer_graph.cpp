@@ -4,6 +4,7 @@
 
 #include "core/counter_random.hpp"
 #include "core/errors.hpp"
+#include "core/field_error.hpp"
 #include "model/op_tensors.hpp"
 
 #include <cmath>
@@ -473,6 +474,23 @@ double standard_normal(std::uint64_t stream, std::uint64_t index) {
 LayerGraph build_layer_graph(const Model& model, const Workload& workload) {
   check_workload(model, workload);
   SYNCPLAN_CHECK(workload.batch >= 1 && workload.seq >= 1);
+  // The graph counts its buffers in int64 elements (and total_bytes in bytes): sized first in
+  // double from the ops' work (docs/models.md section 3; every buffer is read or written by some
+  // pass, so the bytes moved bound the bytes held), and refused past 2^60 bytes (1 EiB), long
+  // before a product of batch, heads and seq^2 could wrap (issue 24's overflow audit: a spec with a
+  // 2^24 context at batch 32768 failed an internal check, at 4096 passed the memory check with a
+  // negative size and ended in std::bad_alloc).
+  double moved_bytes = 0;
+  for (const ModelLayer& layer : model.layers) {
+    const StepWork work = layer_work(layer, workload);
+    moved_bytes += work.forward.bytes + work.backward.bytes;
+  }
+  constexpr double kLargestGraph_bytes = 1152921504606846976.0;  // 2^60
+  if (!(moved_bytes <= kLargestGraph_bytes))
+    throw FieldError("batch", "batch " + std::to_string(workload.batch) + " x seq " + std::to_string(workload.seq) +
+                                  ": the layer graph of " + model.name + " would hold about " +
+                                  format_short(moved_bytes, 0) +
+                                  " bytes of buffers, beyond any host (more than 2^60); use a smaller batch or sequence");
   Builder builder(model, workload);
   if (model.architecture == Architecture::kGpt2) build_gpt2(builder, model.num_hidden_layers);
   else build_llama(builder, model.num_hidden_layers);

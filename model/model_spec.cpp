@@ -8,6 +8,7 @@
 #include <fnmatch.h>
 
 #include <algorithm>
+#include <unordered_map>
 #include <cmath>
 
 namespace syncplan {
@@ -283,9 +284,16 @@ Model expand_model(const ModelSpec& spec) {
   for (ModelLayer& layer : model.layers)
     layer.frozen = std::any_of(spec.frozen.begin(), spec.frozen.end(),
                                [&](const std::string& pattern) { return matches(pattern, layer.name); });
+  // The owner by name, through an index: a find over every layer for each layer was quadratic, 12 s
+  // under the fuzzer's sanitizers for a spec of 4,048 blocks (28,000 layers; structure-aware
+  // fuzzing, docs/fuzzing.md).
+  std::unordered_map<std::string, std::size_t> index_of;
+  for (std::size_t i = 0; i < model.layers.size(); ++i) index_of.emplace(model.layers[i].name, i);
   const auto owner_of = [&](const ModelLayer& layer) {
-    return std::find_if(model.layers.begin(), model.layers.end(),
-                        [&](const ModelLayer& other) { return layer.tied_to && other.name == *layer.tied_to; });
+    if (!layer.tied_to) return model.layers.end();
+    const auto found = index_of.find(*layer.tied_to);
+    return found == index_of.end() ? model.layers.end()
+                                   : model.layers.begin() + static_cast<std::ptrdiff_t>(found->second);
   };
   for (const ModelLayer& layer : model.layers)  // a frozen sharer freezes the owner ...
     if (const auto owner = owner_of(layer); owner != model.layers.end() && layer.frozen) owner->frozen = true;

@@ -476,6 +476,11 @@ void check_program(const std::string& where, const std::string& program) {
 
 void check_allreduce_row(const ResultRow& row, const std::string& path) {
   const std::string where = path + ": " + row.where;
+  // The link format's limit (docs/formats.md, Limits): a larger row would be written into a link
+  // file that `simulate --link` then refuses (issue 24's overflow audit: 2^60 bytes was imported).
+  if (row.size_bytes > limits::kMaxSizeBytes)
+    throw InputError(where + ": size " + std::to_string(row.size_bytes) + " bytes: at most " +
+                     std::to_string(limits::kMaxSizeBytes) + " (1 PiB; docs/formats.md, Limits)");
   if (row.redop == "none")
     throw InputError(where + ": redop 'none': a collective without reduction (all_gather, broadcast, alltoall, ...), "
                      "not an all-reduce");

@@ -201,7 +201,12 @@ TrainingState decode_rank_checkpoint(const std::string& bytes, const std::string
   state.data_cursor = reader.required_integer("data_cursor", 0);
   state.rng_seed = read_hex64(reader, "rng_seed");
   state.rng_counter = read_hex64(reader, "rng_counter");
+  // AdamW steps once per optimizer step: its t never passes the step (a forged 2^63 - 1 overflowed
+  // the counter on resume and was written back negative; issue 24's overflow audit).
   state.adam_step = reader.required_integer("adam_step", 0);
+  if (state.adam_step > state.step)
+    throw InputError(origin + ": field 'adam_step': " + std::to_string(state.adam_step) + " is more than the step " +
+                     std::to_string(state.step) + " (AdamW steps once per optimizer step)");
   reader.reject_unknown_keys();
   const char* arrays = bytes.data() + newline + 1;
   const std::size_t array_bytes = static_cast<std::size_t>(count) * sizeof(float);

@@ -314,9 +314,17 @@ void read_log_line(const Json& object, const std::string& where, std::map<int, s
   const int iteration = static_cast<int>(reader.required_integer("iteration", 0, INT_MAX));
   const int rank = static_cast<int>(reader.required_integer("rank", 0, limits::kMaxWorkers - 1));
   const Json& loss = reader.required("loss");  // null: a loss that was not finite (JSON has no NaN)
-  constexpr double kLargest = std::numeric_limits<double>::max();  // any finite loss (it is not compared)
+  // Not compared, only drawn (report --loss): any loss within +-1e15, negative ones too (a loss
+  // need not be a cross-entropy); a loss near the largest double drew "-nan" into an SVG (issue
+  // 24's overflow audit). The magnitude is checked with the reader's own number rules.
+  constexpr double kLargestLoss = 1e15;
   std::optional<double> loss_value;
-  if (!loss.is_null()) loss_value = read_number_in(loss, where + ": field 'loss'", -kLargest, kLargest);
+  if (!loss.is_null()) {
+    const bool negative = loss.is_number() && loss.get<double>() < 0;
+    const double magnitude = read_number_in(negative ? Json(-loss.get<double>()) : loss, where + ": field 'loss'", 0,
+                                            kLargestLoss);
+    loss_value = negative ? -magnitude : magnitude;
+  }
   // A measured time is at most a day (limits::kLongestTime_s): the ranks' running sums stay finite.
   const double iteration_s = read_number_in(reader.required("iteration_s"), where + ": field 'iteration_s'", 0,
                                             limits::kLongestTime_s);

@@ -256,8 +256,11 @@ void check_train_request(const TrainRequest& request) {
   if (request.seq < 1 || request.seq > kMaxTokensPerBatch / request.batch)
     throw FieldError("seq", "seq: must be >= 1 with batch x seq at most " + std::to_string(kMaxTokensPerBatch) +
                                 ", got " + std::to_string(request.seq));
-  if (!(request.timeout_s > 0 && std::isfinite(request.timeout_s)))
-    throw FieldError("timeout_s", "timeout_s: must be a finite number of seconds > 0, got " + number_text(request.timeout_s));
+  // At most a day (limits::kLongestTime_s): a deadline of 1e10 s overflows the nanosecond clocks
+  // of the NCCL waits (int64 ns end at 9.2e9 s) and would end every wait at once (overflow audit).
+  if (!(request.timeout_s > 0 && request.timeout_s <= limits::kLongestTime_s))
+    throw FieldError("timeout_s", "timeout_s: must be a number of seconds in (0, " + number_text(limits::kLongestTime_s) +
+                                      "], got " + number_text(request.timeout_s));
   if (!(request.adamw.learning_rate > 0 && request.adamw.learning_rate < kMaxLearningRate))
     throw FieldError("learning_rate", "learning_rate: must be a number > 0 and below " +
                                           number_text(kMaxLearningRate) + " (AdamW's steps would overflow), got " +

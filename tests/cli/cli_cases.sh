@@ -611,6 +611,9 @@ PY
   grep -q "is not a run log" err.txt || { echo "FAIL: the trace's message"; cat err.txt; exit 1; }
   [[ ! -e bad.svg ]] || { echo "FAIL: bad.svg was written"; exit 1; }
   echo "ok: a trace is refused as a loss curve"
+  # Negative losses are losses too (not every objective is a cross-entropy).
+  run report --loss negative="$data/loss_negative.jsonl" --svg negative.svg | grep -q "loss -1.5000 -> -2.5000" ||
+    { echo "FAIL: negative losses"; exit 1; }
 }
 
 case "$case_name" in

@@ -94,6 +94,12 @@ TEST_CASE("checkpoint: truncated, corrupt and foreign rank files are refused in 
   other_model.fingerprint.model = 0x9999;
   CHECK_THROWS_WITH(decode_rank_checkpoint(bytes, "f.ckpt", other_model, 40, 5), Catch::StartsWith("f.ckpt: from another model ("));
   CHECK_THROWS_WITH(decode_rank_checkpoint(bytes, "f.ckpt", me, 40, 6), "f.ckpt: 5 parameters, the model has 6");
+  // AdamW's t past the step (a forged 2^63 - 1 overflowed the counter on resume): refused; the
+  // writer's own file (t = step) is read above.
+  TrainingState ahead = sample_state(40);
+  ahead.adam_step = 41;
+  CHECK_THROWS_WITH(decode_rank_checkpoint(encode_rank_checkpoint(ahead, me), "f.ckpt", me, 40, 5),
+                    "f.ckpt: field 'adam_step': 41 is more than the step 40 (AdamW steps once per optimizer step)");
 }
 
 TEST_CASE("checkpoint folder: the latest step with a manifest is the one resumed", "[checkpoint]") {

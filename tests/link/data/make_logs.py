@@ -318,6 +318,10 @@ if __name__ == "__main__":
     # (2^62 + 2 floats: 2^64 + 8 bytes), and times of 1e-300 us (subnormal seconds).
     write("allreduce_count_overflow.log",
           good_8.replace(first_row, "           8  4611686018427387906  ", 1))
+    # A self-consistent row past the link format's 1 PiB limit (2^60 bytes = 2^58 floats): once
+    # imported into a link file that `simulate --link` refused.
+    write("allreduce_size_past_limit.log",
+          good_8.replace(first_row, "1152921504606846976  288230376151711744  ", 1))
     write("allreduce_tiny_time.log",
           good_8.replace("    30.00    0.00    0.00       0    30.00", "   1e-300    0.00    0.00       0   1e-300", 1))
     write("allreduce_two_runs.log", good_8 + good_8)  # two runs appended to one file
