@@ -2,13 +2,14 @@
 # Builds the libFuzzer harnesses (clang++, ASan + UBSan) in build-fuzz/ and runs each on its seed
 # corpus for a while; fails when any run finds a crash, a sanitizer report, a leak, a timeout or an
 # out-of-memory input (docs/fuzzing.md). Usage:
-#   tests/fuzz/run.sh [--seconds S] [--max-len BYTES] [--parallel N] [--build DIR] [CORPUS...]
+#   tests/fuzz/run.sh [--seconds S] [--max-len BYTES] [--parallel N] [--build DIR] [--structure] [CORPUS...]
 # CORPUS names a folder of tests/fuzz/corpus/ (default: all). Defaults: 20 s per corpus, inputs up
-# to 65536 bytes, 2 runs at a time, build folder build-fuzz.
+# to 65536 bytes, 2 runs at a time, build folder build-fuzz. --structure adds the structure-aware
+# mutator (harness/structure_mutator.hpp: JSON edits, extreme numbers) to libFuzzer's own.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
-seconds=20 max_len=65536 parallel=2 build=build-fuzz
+seconds=20 max_len=65536 parallel=2 build=build-fuzz structure=0
 corpora=()
 while [[ $# -gt 0 ]]; do
   case "$1" in
@@ -16,12 +17,14 @@ while [[ $# -gt 0 ]]; do
     --max-len) max_len=$2; shift 2 ;;
     --parallel) parallel=$2; shift 2 ;;
     --build) build=$2; shift 2 ;;
-    -h|--help) sed -n '2,7p' "$0"; exit 0 ;;
+    --structure) structure=1; shift ;;
+    -h|--help) sed -n '2,8p' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option '$1'" >&2; exit 2 ;;
     *) corpora+=("$1"); shift ;;
   esac
 done
 [[ ${#corpora[@]} -gt 0 ]] || mapfile -t corpora < <(ls tests/fuzz/corpus)
+if [[ $structure == 1 ]]; then export SYNCPLAN_FUZZ_STRUCTURE=1; else unset SYNCPLAN_FUZZ_STRUCTURE; fi
 
 launcher=()
 command -v ccache >/dev/null && launcher=(-DCMAKE_CXX_COMPILER_LAUNCHER=ccache)

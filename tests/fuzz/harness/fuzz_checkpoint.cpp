@@ -3,6 +3,7 @@
 // latest_complete_checkpoint from a temporary folder. Neither calls MPI.
 #include "runtime/checkpoint.hpp"
 #include "fuzz_support.hpp"
+#include "structure_mutator.hpp"
 
 #include <cstring>
 
@@ -97,6 +98,8 @@ void read_manifest(const std::string& text) {
 }
 
 }  // namespace
+
+SYNCPLAN_FUZZ_STRUCTURE_MUTATOR()
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text = fuzz::text_of(data, size);

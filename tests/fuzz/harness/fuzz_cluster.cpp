@@ -1,8 +1,11 @@
 // libFuzzer harness of the cluster reader (docs/cluster.md), with the round trip.
 #include "core/cluster.hpp"
 #include "fuzz_support.hpp"
+#include "structure_mutator.hpp"
 
 using namespace syncplan;
+
+SYNCPLAN_FUZZ_STRUCTURE_MUTATOR()
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return fuzz::refused_or_read([&] {

@@ -3,6 +3,7 @@
 // byte (PREDICTED, MEASURED) then compared and written as syncplan.compare/v1.
 #include "runtime/compare.hpp"
 #include "fuzz_support.hpp"
+#include "structure_mutator.hpp"
 
 #include <cmath>
 
@@ -22,6 +23,8 @@ void check_timeline(const Timeline& timeline) {
 }
 
 }  // namespace
+
+SYNCPLAN_FUZZ_STRUCTURE_MUTATOR()
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const auto [first, second] = fuzz::split_at_nul(fuzz::text_of(data, size));

@@ -2,8 +2,11 @@
 // a NUL byte and the comm file; the profile it gives must read back (round trip).
 #include "profiler/import_dreamddp.hpp"
 #include "fuzz_support.hpp"
+#include "structure_mutator.hpp"
 
 using namespace syncplan;
+
+SYNCPLAN_FUZZ_STRUCTURE_MUTATOR()
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // Not a structured binding: clang 14 cannot capture one in a lambda.

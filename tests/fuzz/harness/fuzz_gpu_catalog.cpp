@@ -2,8 +2,11 @@
 // roofline machine built from each of its GPUs.
 #include "profiler/roofline.hpp"
 #include "fuzz_support.hpp"
+#include "structure_mutator.hpp"
 
 using namespace syncplan;
+
+SYNCPLAN_FUZZ_STRUCTURE_MUTATOR()
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return fuzz::refused_or_read([&] {

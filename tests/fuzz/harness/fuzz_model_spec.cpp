@@ -2,8 +2,11 @@
 // `profile` does next with a spec: expanding it into layers and a profile skeleton.
 #include "model/model_spec.hpp"
 #include "fuzz_support.hpp"
+#include "structure_mutator.hpp"
 
 using namespace syncplan;
+
+SYNCPLAN_FUZZ_STRUCTURE_MUTATOR()
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   return fuzz::refused_or_read([&] {

@@ -2,8 +2,11 @@
 // one reader, one corpus per form): the link fit it gives must read back (round trip).
 #include "profiler/import_nccl_tests.hpp"
 #include "fuzz_support.hpp"
+#include "structure_mutator.hpp"
 
 using namespace syncplan;
+
+SYNCPLAN_FUZZ_STRUCTURE_MUTATOR()
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const fuzz::TemporaryFile log("nccl-tests.log", fuzz::text_of(data, size));

@@ -3,8 +3,11 @@
 #include "core/plan.hpp"
 #include "core/profile.hpp"
 #include "fuzz_support.hpp"
+#include "structure_mutator.hpp"
 
 using namespace syncplan;
+
+SYNCPLAN_FUZZ_STRUCTURE_MUTATOR()
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   // Not a structured binding: clang 14 cannot capture one in a lambda.
