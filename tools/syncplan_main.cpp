@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -173,6 +174,41 @@ std::string radix_value_message(const CLI::App& app) {
   return "";
 }
 
+// The first integer option value that does not fit the option's type, as "--iterations:
+// '99999999999999999999' is out of range (too large for an integer here)"; "" when none. CLI11
+// converts with strtoll, which saturates: the value would reach the option's own check as
+// 9223372036854775807, and its message would quote a number the user never wrote (issue 24 item 16).
+std::string saturated_value_message(const CLI::App& app) {
+  static const std::regex digits(R"([+-]?[0-9]+)");
+  for (const CLI::App* command = &app; command != nullptr;) {
+    for (const CLI::Option* option : command->get_options())
+      if (option->count() > 0) {
+        std::string type = option->get_type_name();
+        type = type.substr(0, type.find(':'));
+        if (type != "INT" && type != "UINT") continue;
+        for (const std::string& value : option->results()) {
+          if (value.size() > 4096 || !std::regex_match(value, digits)) continue;
+          const char* first = value.data() + (value[0] == '+' ? 1 : 0);
+          const char* last = value.data() + value.size();
+          std::errc error{};
+          if (type == "INT") {
+            long long parsed = 0;
+            error = std::from_chars(first, last, parsed).ec;
+          } else if (value[0] != '-') {
+            unsigned long long parsed = 0;
+            error = std::from_chars(first, last, parsed).ec;
+          }
+          if (error == std::errc::result_out_of_range)
+            return option->get_name(false, true) + ": '" + value + "' is out of range (too large for " +
+                   (type == "INT" ? "an integer" : "a whole number >= 0") + " here)";
+        }
+      }
+    const auto parsed = command->get_subcommands();
+    command = parsed.empty() ? nullptr : parsed.front();
+  }
+  return "";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -202,6 +238,8 @@ int main(int argc, char** argv) {
       throw CLI::ValidationError(empty, CLI::ExitCodes::ValidationError);
     if (const std::string radix = radix_value_message(app); !radix.empty())
       throw CLI::ValidationError(radix, CLI::ExitCodes::ValidationError);
+    if (const std::string saturated = saturated_value_message(app); !saturated.empty())
+      throw CLI::ValidationError(saturated, CLI::ExitCodes::ValidationError);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == static_cast<int>(CLI::ExitCodes::Success)) return app.exit(e);
     if (launcher_rank() != 0) {
