@@ -4,7 +4,8 @@
 # python3 or python3-torch skips these tests visibly instead of passing them.
 #
 # MODE ddp-compare runs tools/ddp-compare.sh into WORKDIR instead; MODE executor-X runs
-# check_executor.py X (the plan executor of python/syncplan).
+# check_executor.py X (the plan executor of python/syncplan); MODE example runs tools/torch-example.sh
+# (8 iterations, plain loopback) into WORKDIR, then check_example.py on what it wrote.
 #
 # usage: torch_case.sh MODE SYNCPLAN WORKDIR PYTHON...
 set -uo pipefail
@@ -20,6 +21,11 @@ for python in "$@"; do
      "$python" -c "import importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is None)" 2>/dev/null; then
     if [[ $mode == ddp-compare ]]; then  # the example script, with this Python and this syncplan
       SYNCPLAN=$syncplan PYTHON=$python exec bash "$(dirname "$0")/../../tools/ddp-compare.sh" "$workdir"
+    fi
+    if [[ $mode == example ]]; then  # tools/torch-example.sh, short and over plain loopback, then its checks
+      TORCH_EXAMPLE_RATE=none TORCH_EXAMPLE_ITERATIONS=8 SYNCPLAN=$syncplan PYTHON=$python \
+        bash "$(dirname "$0")/../../tools/torch-example.sh" "$workdir" || exit 1
+      exec "$python" "$(dirname "$0")/check_example.py" "$workdir"
     fi
     if [[ $mode == executor-* ]]; then  # syncplan.torch.PlanExecutor (check_executor.py)
       exec "$python" "$(dirname "$0")/check_executor.py" "${mode#executor-}" --syncplan "$syncplan" --workdir "$workdir"
