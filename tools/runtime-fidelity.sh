@@ -9,7 +9,8 @@
 #                 plan and a delayed plan (H = 4), each predicted from the shaped link's cluster file
 #                 and from profile-link run inside the namespace; --ranks P (default 2) ranks; then,
 #                 with 2 ranks, PyTorch on gloo over the same link (tools/ddp-compare.sh: DDP,
-#                 S-SGD, local SGD with PeriodicModelAverager) from the gloo sweep and the cluster file
+#                 S-SGD, local SGD with PeriodicModelAverager) from the gloo sweep and the cluster file,
+#                 and the plan executor's example (tools/torch-example.sh: its table and loss curves)
 # Every case runs even when one fails; the script then exits 1 naming them.
 #
 # usage: tools/runtime-fidelity.sh [--shaped RATES] [--ranks P] [OUT_DIR]   (default out/runtime-fidelity;
@@ -17,7 +18,7 @@
 #        FIDELITY_ROUNDS as in fidelity_cases.sh)
 # Needs mpirun and /usr/share/common-licenses/GPL-3; --shaped needs root (or user namespaces) and tc.
 # Run it on an otherwise idle machine: the tables measure time. The default takes about two minutes on
-# 2 cores; --shaped 200mbit,50mbit about eight.
+# 2 cores; --shaped 200mbit,50mbit about eight, and about 2.5 more per rate for the executor's example.
 set -euo pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -68,6 +69,12 @@ else
       DDP_COMPARE_CLUSTER="$dir.cluster.json" SYNCPLAN="$syncplan" \
         "$root/tools/shaped-link.sh" --ranks 2 "$rate" -- "$root/tools/ddp-compare.sh" "$dir-torch" \
         || failed+=("PyTorch $rate")
+      # The plan executor's example (tools/torch-example.sh) at the same rate: ssgd, flsgd,
+      # plsgd-even, the best plan and a delayed plan in a torch loop, against the DES; it shapes
+      # the link itself.
+      echo "== PyTorch PlanExecutor example over the shaped link $rate (files in $dir-torch-example)"
+      TORCH_EXAMPLE_RATE="$rate" SYNCPLAN="$syncplan" "$root/tools/torch-example.sh" "$dir-torch-example" \
+        || failed+=("PlanExecutor example $rate")
     fi
   done
 fi
