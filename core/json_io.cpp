@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -257,6 +258,21 @@ void write_fifo(const std::filesystem::path& path, const std::string& text, cons
 }
 }  // namespace
 
+void require_file_name_fits(const std::filesystem::path& target, const std::string& shown) {
+  namespace fs = std::filesystem;
+  const fs::path folder = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  const std::size_t name = target.filename().string().size();
+  const long name_max = ::pathconf(folder.c_str(), _PC_NAME_MAX);
+  if (name_max > 0 && name > static_cast<std::size_t>(name_max))
+    throw InputError(shown + ": cannot write file (its name has " + std::to_string(name) + " bytes, more than the " +
+                     std::to_string(name_max) + " a file name may have here)");
+  std::error_code ec;
+  const std::size_t whole = fs::absolute(target, ec).string().size();
+  if (!ec && whole >= PATH_MAX)
+    throw InputError(shown + ": cannot write file (its path has " + std::to_string(whole) + " bytes, more than the " +
+                     std::to_string(PATH_MAX - 1) + " a path may have)");
+}
+
 void OutputFiles::commit() {
   namespace fs = std::filesystem;
   struct Pending {
@@ -282,6 +298,9 @@ void OutputFiles::commit() {
     if (folder.empty()) folder = ".";
     if (!fs::is_directory(folder, ec))
       throw InputError(shown + ": cannot write file (folder " + folder.string() + " does not exist)");
+    // Before anything is written: a name too long for the file system failed only at the rename,
+    // after the other outputs were in place (the command-line fuzzer, docs/fuzzing.md).
+    require_file_name_fits(target, shown);
     // A short hidden name beside the target, so the rename stays on one file system.
     std::string name = ".syncplan-";
     name += std::to_string(::getpid());

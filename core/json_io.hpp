@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdint>
+#include <filesystem>
 #include <optional>
 #include <set>
 #include <string>
@@ -54,6 +55,12 @@ void require_printable_name(const std::string& name, const std::string& where);
 
 /// True when `name` holds a byte 0x00-0x1F or 0x7F (require_printable_name's rule).
 bool has_control_character(const std::string& name);
+
+/// Refuses a path whose file name is longer than its folder's file system allows (pathconf
+/// _PC_NAME_MAX, 255 bytes on ext4) or whose absolute path reaches PATH_MAX, before anything is
+/// written: "SHOWN: cannot write file (its name has N bytes, more than the 255 a file name may have
+/// here)". OutputFiles::commit and the commands' up-front output checks call it.
+void require_file_name_fits(const std::filesystem::path& target, const std::string& shown);
 
 /// Output files of one command, written whole or not at all: commit() writes every file to a
 /// temporary file beside its target first and renames them only when all were written. A target

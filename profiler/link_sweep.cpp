@@ -27,9 +27,14 @@ void check_sweep_options(const LinkSweepOptions& options, std::int64_t max_count
                      " bytes with this backend, got " + std::to_string(options.max_bytes));
   if (options.step_factor < 2)
     throw FieldError("step_factor", "step_factor: must be >= 2, got " + std::to_string(options.step_factor));
-  if (options.warmup_iters < 0)
-    throw FieldError("warmup_iters", "warmup_iters: must be >= 0, got " + std::to_string(options.warmup_iters));
-  if (options.iters < 1) throw FieldError("iters", "iters: must be >= 1, got " + std::to_string(options.iters));
+  // Bounded as profile's --warmup and --repeats are (nccl-tests' defaults are 5 and 20): 2^31 - 1
+  // all-reduces per size ran for hours (the command-line fuzzer, docs/fuzzing.md).
+  constexpr int kMostWarmup = 1000, kMostIters = 10000;
+  if (options.warmup_iters < 0 || options.warmup_iters > kMostWarmup)
+    throw FieldError("warmup_iters", "warmup_iters: must be in 0.." + std::to_string(kMostWarmup) + ", got " +
+                                         std::to_string(options.warmup_iters));
+  if (options.iters < 1 || options.iters > kMostIters)
+    throw FieldError("iters", "iters: must be in 1.." + std::to_string(kMostIters) + ", got " + std::to_string(options.iters));
 }
 
 std::vector<std::int64_t> sweep_sizes(const LinkSweepOptions& options) {

@@ -19,8 +19,8 @@ struct LinkSweepOptions {
   std::int64_t min_bytes = 8;          ///< first size, bytes (rounded down to whole float elements, >= 4)
   std::int64_t max_bytes = 16 << 20;   ///< last size at most this, bytes
   int step_factor = 2;                 ///< each size is the previous one times this, >= 2
-  int warmup_iters = 5;                ///< untimed all-reduces per size, >= 0
-  int iters = 20;                      ///< timed all-reduces per size, >= 1
+  int warmup_iters = 5;                ///< untimed all-reduces per size, 0 .. 1000
+  int iters = 20;                      ///< timed all-reduces per size, 1 .. 10000
 };
 
 /// One measured size.

@@ -45,6 +45,8 @@ constexpr double kQuiet_s = 1.0;
 constexpr double kNoteInterval_s = 0.5;
 // Complete checkpoints kept in --checkpoint DIR (older ones are removed).
 constexpr int kCheckpointsKept = 2;
+// The shortest --timeout-s (s): a deadline detects a dead or hung rank; far shorter ones fail healthy runs.
+constexpr double kShortestTimeout_s = 1.0;
 
 // ---- gathering to rank 0, with a deadline -------------------------------------------------------
 
@@ -258,9 +260,11 @@ void check_train_request(const TrainRequest& request) {
                                 ", got " + std::to_string(request.seq));
   // At most a day (limits::kLongestTime_s): a deadline of 1e10 s overflows the nanosecond clocks
   // of the NCCL waits (int64 ns end at 9.2e9 s) and would end every wait at once (overflow audit).
-  if (!(request.timeout_s > 0 && request.timeout_s <= limits::kLongestTime_s))
-    throw FieldError("timeout_s", "timeout_s: must be a number of seconds in (0, " + number_text(limits::kLongestTime_s) +
-                                      "], got " + number_text(request.timeout_s));
+  // At least 1 s: the deadline detects a dead or hung rank, and below a few ms even one rank's own
+  // all-reduces missed it (exit 1 for what was a bad option; the command-line fuzzer).
+  if (!(request.timeout_s >= kShortestTimeout_s && request.timeout_s <= limits::kLongestTime_s))
+    throw FieldError("timeout_s", "timeout_s: must be a number of seconds in " + number_text(kShortestTimeout_s) + ".." +
+                                      number_text(limits::kLongestTime_s) + ", got " + number_text(request.timeout_s));
   if (!(request.adamw.learning_rate > 0 && request.adamw.learning_rate < kMaxLearningRate))
     throw FieldError("learning_rate", "learning_rate: must be a number > 0 and below " +
                                           number_text(kMaxLearningRate) + " (AdamW's steps would overflow), got " +

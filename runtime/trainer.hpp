@@ -42,7 +42,7 @@ struct TrainRequest {
   std::uint64_t seed = 1;               ///< initial parameters (the same on every rank) and dropout masks
   std::string device = "cpu";           ///< cpu, or cuda: one CUDA device per rank (its local rank's), NCCL
   AdamWOptions adamw;                   ///< AdamW's hyperparameters (learning_rate: --lr)
-  double timeout_s = 60;                ///< deadline of each bucket's wait (s), > 0 (the --timeout-s default)
+  double timeout_s = 60;                ///< deadline of each bucket's wait (s), 1 .. 86400 (the --timeout-s default)
   std::optional<EmulatedLink> link;     ///< emulated slow link; none: off
   std::filesystem::path checkpoint_dir; ///< where to save checkpoints; empty: none
   std::int64_t checkpoint_every = 0;    ///< save after every K-th step (step mod K = 0), >= 1 with checkpoint_dir

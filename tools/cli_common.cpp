@@ -83,6 +83,7 @@ void check_output_paths(const std::vector<NamedPath>& outputs, const std::vector
     if (!fs::is_directory(folder, ec))
       throw InputError(option + ": " + path + ": folder " + folder.string() + " does not exist");
     if (fs::is_directory(path, ec)) throw InputError(option + ": " + path + ": is a directory");
+    require_file_name_fits(path, option + ": " + path);
     // A folder may exist and still refuse new files (/proc, a read-only mount, permissions):
     // probe it with a file of our own now, so that a long job does not fail at its very end.
     // An existing non-regular target (/dev/null, a FIFO) is written directly, with no new file.
@@ -194,13 +195,27 @@ SyncTimes read_sync_times(Profile profile, const std::string& origin, const Sync
   return choose_sync_times(std::move(profile), origin, std::move(inputs));
 }
 
+namespace {
+std::vector<std::string>& pending_warnings() {
+  static std::vector<std::string> warnings;
+  return warnings;
+}
+}  // namespace
+
+void warn(const std::string& line) { pending_warnings().push_back(line); }
+
+void flush_warnings() {
+  for (const std::string& line : pending_warnings()) std::cerr << "warning: " << one_line(line) << '\n';
+  pending_warnings().clear();
+}
+
 void warn_about_link(const SyncTimes& choice, double largest_allreduce_bytes) {
   if (!choice.link) return;
   if (const auto poor = poor_link_fit_warning(*choice.link, choice.link_origin))
-    std::cerr << "warning: " << *poor << '\n';
+    warn(*poor);
   if (!choice.link_used) return;
   if (const auto beyond = beyond_sweep_warning(LinkModel(*choice.link), largest_allreduce_bytes, choice.link_origin))
-    std::cerr << "warning: " << *beyond << '\n';
+    warn(*beyond);
 }
 
 }  // namespace syncplan::cli

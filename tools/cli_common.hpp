@@ -131,6 +131,15 @@ SyncTimes read_sync_times(Profile profile, const std::string& origin, const Sync
 /// are still the model.
 void warn_about_link(const SyncTimes& choice, double largest_allreduce_bytes);
 
+/// A warning for stderr ("warning: LINE"), held until the command has finished: main prints the
+/// held warnings (flush_warnings) when the command returns 0, and drops them when it ends in an error,
+/// so that bad input stays one line on stderr (a warning before a failed write made it two; the
+/// command-line fuzzer, docs/fuzzing.md).
+void warn(const std::string& line);
+
+/// Prints the held warnings to stderr, one "warning: ..." line each, and forgets them.
+void flush_warnings();
+
 /// The --sync-time help text shared by `plan` and `simulate`.
 inline constexpr const char* kSyncTimeHelp =
     "with --cluster or --link: all-reduce times from the profile's sync_s ('measured'), the link fit or the "

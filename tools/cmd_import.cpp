@@ -100,7 +100,7 @@ int run_import_nccl_tests(const NcclTestsOptions& options) {
   import_options.fit_errors = options.fit == "absolute" ? FitErrors::kAbsolute : FitErrors::kRelative;
   const NcclTestsImport imported =
       with_flags({{"workers", "--workers"}}, [&] { return import_nccl_tests(options.log_path, import_options); });
-  for (const std::string& warning : imported.warnings) std::cerr << "warning: " << warning << '\n';
+  for (const std::string& warning : imported.warnings) warn(warning);
   write_json_file_atomic(options.output_path, link_to_json(imported.link), "-o,--output");
   std::cout << "imported " << imported.link.samples.size() << " sizes of an all-reduce across "
             << imported.link.workers << " ranks (" << imported.format << ", "

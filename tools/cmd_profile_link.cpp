@@ -118,7 +118,7 @@ int profile_link(const MpiSession& mpi, const ProfileLinkOptions& options) {
   }
   if (!mpi.is_root()) return 0;
   std::printf("# alpha-beta fit: %s\n", describe_fit(*measured.fit, request.fit_errors).c_str());
-  if (measured.poor_fit) std::cerr << "warning: " << *measured.poor_fit << '\n';
+  if (measured.poor_fit) warn(*measured.poor_fit);
   if (mpi.size() == 1)
     std::printf("# note: 1 rank: the all-reduce is a local copy (busbw 0), not a link; run under mpirun -np N\n");
   write_json_file_atomic(options.output_path, link_to_json(*measured.link), "-o,--output");
@@ -150,8 +150,8 @@ void add_profile_link_command(CLI::App& app, Action& action) {
   command->add_option("-e,--max-bytes", options->max_bytes,
                       "last size in bytes at most, K/M/G suffixes (default: 128M with nccl, 16M with mpi)");
   command->add_option("-f,--step-factor", options->step_factor, "multiply the size by this each step (default: 2)");
-  command->add_option("-w,--warmup", options->warmup_iters, "untimed all-reduces per size (default: 5)");
-  command->add_option("-n,--iters", options->iters, "timed all-reduces per size (default: 20)");
+  command->add_option("-w,--warmup", options->warmup_iters, "untimed all-reduces per size, 0..1000 (default: 5)");
+  command->add_option("-n,--iters", options->iters, "timed all-reduces per size, 1..10000 (default: 20)");
   command->add_option("--fit", options->fit,
                       "least squares on relative or absolute time errors (docs/link.md; default: relative)")
       ->check(CLI::IsMember({"relative", "absolute"}));

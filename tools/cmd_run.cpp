@@ -103,7 +103,7 @@ int run(const MpiSession& mpi, FatalSignalLine& line, const RunOptions& options)
   // A bad --timeout-s is reported through this agreement, which then runs under the default deadline.
   try {
     agree_on_input(mpi, [&] { request = with_flags(kRunFlags, [&] { return make_request(options, mpi.is_root()); }); },
-                   options.timeout_s > 0 && options.timeout_s < 1e9 ? options.timeout_s : 60.0);
+                   options.timeout_s >= 1 && options.timeout_s <= 86400 ? options.timeout_s : 60.0);
   } catch (const CommTimeout& e) {
     throw RunTimeout("rank " + std::to_string(mpi.rank()) + ": before the first iteration: " + e.what());
   }
@@ -135,14 +135,13 @@ int run(const MpiSession& mpi, FatalSignalLine& line, const RunOptions& options)
   if (request.link)
     std::printf("emulated link: %g Gbit/s, %g us latency (each all-reduce ends no earlier than the ring model's time)\n",
                 request.link->bandwidth_Gbps, request.link->latency_us);
-  if (!options.log_path.empty()) {
-    write_text_file_atomic(options.log_path, result.log_text, "--log");
-    std::printf("log written to %s\n", options.log_path.c_str());
-  }
-  if (!options.trace_path.empty()) {
-    write_json_file_atomic(options.trace_path, result.trace, "--trace");
-    std::printf("trace written to %s\n", options.trace_path.c_str());
-  }
+  // Both outputs whole or neither (a --trace to /dev/full once left the log written).
+  OutputFiles outputs;
+  if (!options.log_path.empty()) outputs.add(options.log_path, result.log_text, "--log");
+  if (!options.trace_path.empty()) outputs.add_json(options.trace_path, result.trace, "--trace");
+  outputs.commit();
+  if (!options.log_path.empty()) std::printf("log written to %s\n", options.log_path.c_str());
+  if (!options.trace_path.empty()) std::printf("trace written to %s\n", options.trace_path.c_str());
   return 0;
 }
 

@@ -253,6 +253,9 @@ int main(int argc, char** argv) {
   }
   try {
     const int code = action ? action() : 2;
+    // Only once the command has succeeded (cli_common.hpp: warn): a command that reported its own
+    // error and returned non-zero (profile-link's agreed errors) keeps stderr to that one line.
+    if (code == 0) syncplan::cli::flush_warnings();
     std::cout.flush();
     if (!std::cout) {
       std::cerr << "syncplan: error: cannot write to standard output\n";
