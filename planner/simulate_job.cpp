@@ -110,6 +110,7 @@ DesOutcome simulate_des(const SimulateRequest& request) {
   options.sync_time = source;
   options.trace_workers = request.trace_workers;
   options.link_bytes = request.link_bytes;
+  options.result_document = request.result_document;
   if (outcome.buckets && source == SyncTimeSource::kMeasured) options.bucket_alpha_s = outcome.buckets->alpha_s;
   options.link = link;
   outcome.result = run_des(outcome.layers, cluster, topology, model, outcome.program, options);

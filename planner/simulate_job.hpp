@@ -33,6 +33,9 @@ struct SimulateRequest {
   /// the only part of a run of identical workers that grows with the worker count (about 45 MB
   /// at 100,000 workers, docs/des.md section 5). false: the result's link_bytes is empty.
   bool link_bytes = true;
+  /// The result will be written as JSON (simulate -o): the DES's memory estimate counts the
+  /// document (DesOptions::result_document).
+  bool result_document = false;
 };
 
 /// The period model's answer.

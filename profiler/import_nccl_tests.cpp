@@ -162,6 +162,16 @@ struct ColumnGroup {
   std::optional<std::size_t> wrong;  ///< "#wrong" (a count) only; the old "error" column is a deviation
 };
 
+/// A root column's value: a decimal integer within int64 (nccl-tests writes a rank, or -1 for an
+/// all-reduce); nullopt when it is not one. A value past int64 is refused as written, not
+/// saturated to 9223372036854775807 as strtoll would (issue 24's overflow audit).
+std::optional<std::int64_t> parse_root(const std::string& text) {
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || error != std::errc() || end != text.data() + text.size()) return std::nullopt;
+  return value;
+}
+
 /// The layout of data rows, read from the column header ("# size count type redop root time ...").
 struct Columns {
   std::string header_where;
@@ -234,11 +244,8 @@ ResultRow row_from_words(const std::vector<std::string>& words, const Columns& c
   if (columns.redop) row.redop = words[*columns.redop];
   if (columns.root) {
     const std::string& root = words[*columns.root];
-    char* end = nullptr;
-    const long long value = std::strtoll(root.c_str(), &end, 10);
-    if (root.empty() || end != root.c_str() + root.size())
-      throw InputError(where + ": column 'root': expected a rank or -1, got '" + root + "'");
-    row.root = value;
+    row.root = parse_root(root);
+    if (!row.root) throw InputError(where + ": column 'root': expected a rank or -1, got '" + root + "'");
   }
   row.out_of_place = measurement_from_words(words, columns.out_of_place, where);
   if (columns.in_place) row.in_place = measurement_from_words(words, *columns.in_place, where);
@@ -440,9 +447,8 @@ ParsedLog parse_json(const Json& document, const std::string& path) {
     row.redop = trim(reader.required_string("redop"));
     const Json& root = reader.required("root");
     const std::string root_text = root.is_string() ? trim(root.get<std::string>()) : root.dump();
-    char* end = nullptr;
-    row.root = std::strtoll(root_text.c_str(), &end, 10);
-    if (root_text.empty() || end != root_text.c_str() + root_text.size())
+    row.root = parse_root(root_text);
+    if (!row.root)
       throw InputError(where + ": field 'root': expected a rank or -1, got " + root.dump());
     row.out_of_place = json_measurement((*results)[i], "out_of_place", where);
     row.in_place = json_measurement((*results)[i], "in_place", where);

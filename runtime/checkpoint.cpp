@@ -91,8 +91,13 @@ std::vector<float> read_floats(const char* from, std::int64_t count) {
   return values;
 }
 
-// The step folders in `dir` (names step-<digits>), ascending.
-std::vector<std::int64_t> step_folders(const fs::path& dir) {
+[[noreturn]] void cannot_write(const fs::path& path, const std::string& reason) {
+  throw InputError(path.string() + ": cannot write file (" + reason + ")");
+}
+
+}  // namespace
+
+std::vector<std::int64_t> checkpoint_steps(const fs::path& dir) {
   std::vector<std::int64_t> steps;
   std::error_code error;
   for (const fs::directory_entry& entry : fs::directory_iterator(dir, error)) {
@@ -105,12 +110,6 @@ std::vector<std::int64_t> step_folders(const fs::path& dir) {
   std::sort(steps.begin(), steps.end());
   return steps;
 }
-
-[[noreturn]] void cannot_write(const fs::path& path, const std::string& reason) {
-  throw InputError(path.string() + ": cannot write file (" + reason + ")");
-}
-
-}  // namespace
 
 fs::path checkpoint_step_folder(const fs::path& dir, std::int64_t step) {
   char name[32];
@@ -279,7 +278,7 @@ void write_checkpoint_manifest(const fs::path& dir, std::int64_t step, const Che
 std::int64_t latest_complete_checkpoint(const fs::path& dir, const CheckpointIdentity& expected) {
   std::error_code error;
   if (!fs::is_directory(dir, error)) throw InputError(dir.string() + ": no such checkpoint folder");
-  const std::vector<std::int64_t> steps = step_folders(dir);
+  const std::vector<std::int64_t> steps = checkpoint_steps(dir);
   for (auto step = steps.rbegin(); step != steps.rend(); ++step) {
     const fs::path path = checkpoint_manifest_file(dir, *step);
     if (!fs::exists(path, error)) continue;  // a step some rank never finished: not complete
@@ -333,12 +332,12 @@ void save_checkpoint(const MpiSession& mpi, const fs::path& dir, const TrainingS
   if (mpi.is_root()) {
     std::vector<std::int64_t> complete;
     std::error_code error;
-    for (std::int64_t step : step_folders(dir))
+    for (std::int64_t step : checkpoint_steps(dir))
       if (fs::exists(checkpoint_manifest_file(dir, step), error)) complete.push_back(step);
     if (complete.size() > static_cast<std::size_t>(keep)) oldest_kept = complete[complete.size() - keep];
   }
   oldest_kept = broadcast_within(mpi, oldest_kept, 0, what, deadline_s, poll);
-  for (std::int64_t step : step_folders(dir)) {
+  for (std::int64_t step : checkpoint_steps(dir)) {
     if (step >= oldest_kept) break;
     std::error_code ignored;  // a file already gone, or another rank's folder: nothing to undo
     if (mpi.is_root()) fs::remove(checkpoint_manifest_file(dir, step), ignored);

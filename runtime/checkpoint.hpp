@@ -47,6 +47,10 @@ struct CheckpointIdentity {
   std::vector<std::pair<std::string, std::string>> settings{};
 };
 
+/// The steps of the step folders in `dir` (names `step-<digits>`, complete or not), ascending;
+/// empty when `dir` does not exist or holds none. Throws nothing.
+std::vector<std::int64_t> checkpoint_steps(const std::filesystem::path& dir);
+
 /// DIR/step-NNNNNNNN (the step zero-padded to 8 digits; longer when larger).
 std::filesystem::path checkpoint_step_folder(const std::filesystem::path& dir, std::int64_t step);
 /// DIR/step-NNNNNNNN/rank-R.ckpt

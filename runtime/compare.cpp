@@ -159,8 +159,16 @@ void read_run_description(const Json& about, const std::string& origin, Timeline
   const auto source = about.find("source");
   if (source != about.end() && source->is_string() && source->get<std::string>() == "measured")
     timeline.kind = TimelineKind::kMeasuredTrace;
-  if (const auto period = about.find("period"); period != about.end() && integer_value(*period) && *integer_value(*period) >= 1)
-    timeline.period = static_cast<int>(std::min<std::int64_t>(*integer_value(*period), INT_MAX));
+  if (const auto period = about.find("period"); period != about.end() && integer_value(*period) && *integer_value(*period) >= 1) {
+    // Bounded as a plan's period is (it was clamped to INT_MAX, a number the file never held).
+    if (*integer_value(*period) > limits::kMaxPeriod)
+      throw InputError(origin + ": field 'syncplan.period': at most " + std::to_string(limits::kMaxPeriod) + ", got " +
+                       std::to_string(*integer_value(*period)) + " (limits: docs/formats.md)");
+    timeline.period = static_cast<int>(*integer_value(*period));
+  } else if (period != about.end() && period->is_number_unsigned()) {  // past int64
+    throw InputError(origin + ": field 'syncplan.period': at most " + std::to_string(limits::kMaxPeriod) + ", got " +
+                     period->dump() + " (limits: docs/formats.md)");
+  }
 }
 
 // The microseconds of [from, to) covered by `pauses` (sorted by start, not overlapping).
@@ -320,10 +328,15 @@ void read_log_line(const Json& object, const std::string& where, std::map<int, s
   constexpr double kLargestLoss = 1e15;
   std::optional<double> loss_value;
   if (!loss.is_null()) {
-    const bool negative = loss.is_number() && loss.get<double>() < 0;
-    const double magnitude = read_number_in(negative ? Json(-loss.get<double>()) : loss, where + ": field 'loss'", 0,
-                                            kLargestLoss);
-    loss_value = negative ? -magnitude : magnitude;
+    if (loss.is_number() && loss.get<double>() < 0) {
+      // The reader's rules are for non-negative numbers; a negative loss keeps its sign in the message.
+      loss_value = loss.get<double>();
+      if (!(*loss_value >= -kLargestLoss))
+        throw InputError(where + ": field 'loss': at least -1e+15, got " + format_shortest(*loss_value) +
+                         " (limits: docs/formats.md)");
+    } else {
+      loss_value = read_number_in(loss, where + ": field 'loss'", 0, kLargestLoss);
+    }
   }
   // A measured time is at most a day (limits::kLongestTime_s): the ranks' running sums stay finite.
   const double iteration_s = read_number_in(reader.required("iteration_s"), where + ": field 'iteration_s'", 0,

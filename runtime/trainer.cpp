@@ -282,7 +282,21 @@ void check_train_request(const TrainRequest& request) {
   if (!request.checkpoint_dir.empty() && request.checkpoint_every < 1)
     throw FieldError("checkpoint_every", "checkpoint_every: must be >= 1 iterations, got " +
                                              std::to_string(request.checkpoint_every));
-  if (!request.checkpoint_dir.empty()) check_checkpoint_folder(request.checkpoint_dir);
+  if (!request.checkpoint_dir.empty()) {
+    check_checkpoint_folder(request.checkpoint_dir);
+    // A fresh run into a folder of saved steps would interleave its steps with another run's and
+    // prune them (the two newest are kept): refused unless this run continues that folder, as
+    // Hugging Face's Trainer refuses a non-empty output_dir without overwrite_output_dir.
+    const std::vector<std::int64_t> steps = checkpoint_steps(request.checkpoint_dir);
+    std::error_code ec;
+    const bool continues = !request.resume_dir.empty() &&
+                           std::filesystem::equivalent(request.resume_dir, request.checkpoint_dir, ec) && !ec;
+    if (!steps.empty() && !continues)
+      throw FieldError("checkpoint_dir", "checkpoint_dir: " + request.checkpoint_dir.string() +
+                                             ": holds checkpoints of a run already (step " + std::to_string(steps.back()) +
+                                             "); continue it with --resume " + request.checkpoint_dir.string() +
+                                             ", or give an empty folder (checked before training)");
+  }
 }
 
 void check_checkpoint_folder(const std::filesystem::path& dir) {

@@ -101,7 +101,7 @@ int profile_link(const MpiSession& mpi, const ProfileLinkOptions& options) {
   request.fit_errors = options.fit == "absolute" ? FitErrors::kAbsolute : FitErrors::kRelative;
   const LinkBackendChoice choice =
       with_flags({{"backend", "--backend"}, {"min_bytes", "--min-bytes"}, {"max_bytes", "--max-bytes"},
-                  {"step_factor", "--step-factor"}, {"warmup_iters", "--warmup"}, {"iters", "--iters"}},
+                  {"step_factor", "--step-factor"}, {"warmup_iters", "-w/--warmup"}, {"iters", "-n/--iters"}},
                  [&] { return choose_link_backend(mpi, request); });
   check_on_root(mpi, [&] { check_output_paths({{"-o", options.output_path}}, {}); });
 

@@ -75,6 +75,7 @@ int run_simulate(const SimulateOptions& options) {
   request.origin = options.profile_path;
   request.plan_origin = options.plan_path;
   request.strategy = options.strategy;
+  request.result_document = !options.output_path.empty();
   request.period = period;
   // ddp and mgwfbp run only in the DES: with --link alone, on the link fit's workers.
   const Strategy* strategy = options.plan_path.empty() ? find_strategy(options.strategy) : nullptr;

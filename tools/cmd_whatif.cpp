@@ -185,7 +185,7 @@ int whatif(const MpiSession& mpi, const WhatifOptions& options) {
   if (plots && metric == report::WhatifMetric::kThroughput && request.scaling == WhatifScaling::kWeak &&
       !request.model && !request.batch)
     throw InputError("--plot-metric throughput: samples/s needs the batch " + options.profile_path +
-                     " was made at, and it records none (no field 'workload'): give --batch B, or --plot-metric speedup");
+                     " was made at, and it records none (its field 'workload' is absent or null): give --batch B, or --plot-metric speedup");
   WhatifRun run;
   run.jobs = options.jobs > 0 ? static_cast<int>(options.jobs)
                               : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));

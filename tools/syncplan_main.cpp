@@ -10,8 +10,10 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <exception>
 #include <iostream>
+#include <map>
 #include <regex>
 #include <string>
 #include <thread>
@@ -24,7 +26,13 @@ namespace {
 // come before MPI starts, from every rank alike: rank 0 alone prints them.
 int launcher_rank() {
   for (const char* name : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK"})
-    if (const char* value = std::getenv(name); value != nullptr && *value != '\0') return std::atoi(value);
+    if (const char* value = std::getenv(name); value != nullptr && *value != '\0') {
+      // Not atoi: a value that is not a rank (or past int) is taken as rank 0, which prints.
+      int rank = 0;
+      const char* end = value + std::strlen(value);
+      const auto [last, error] = std::from_chars(value, end, rank);
+      return error == std::errc() && last == end && rank >= 0 ? rank : 0;
+    }
   return 0;
 }
 
@@ -78,15 +86,25 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
   return row[b.size()];
 }
 
+// The option "--NAME" of `command` or of a command above it; nullptr when none has it.
+const CLI::Option* find_option(const CLI::App* command, const std::string& name) {
+  for (; command != nullptr; command = command->get_parent())
+    if (const CLI::Option* option = command->get_option_no_throw("--" + name)) return option;
+  return nullptr;
+}
+
 // The first "--word" of the command line that names no option of the command it belongs to (nor
 // of a command above it), as "plan: unknown option --perod (did you mean --period?)": the
 // suggestion when an option is within 2 edits (and less than half the word's length) of it. Empty
 // when every option is known. Checked before CLI11 parses, which would first say that a required
-// option is missing ("--period is required") when it was only misspelt. Words after "--" are
-// positional and not looked at.
+// option is missing ("--period is required") when it was only misspelt. Also the first option
+// that takes a value but is followed by another option ("--loss --svg x.svg"), and the first
+// single-valued option given twice (CLI11 says "At Most 1 required but received 2"). Words after
+// "--" are positional and not looked at.
 std::string unknown_option_message(const CLI::App& app, int argc, char** argv) {
   const CLI::App* current = &app;
   std::string path;
+  std::map<const CLI::Option*, int> seen;  // how often each single-valued option was given
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
     if (word == "--") return "";
@@ -99,10 +117,22 @@ std::string unknown_option_message(const CLI::App& app, int argc, char** argv) {
       continue;
     }
     const std::string name = word.substr(2, word.find('=') == std::string::npos ? std::string::npos : word.find('=') - 2);
-    bool known = false;
-    for (const CLI::App* command = current; command != nullptr && !known; command = command->get_parent())
-      known = command->get_option_no_throw("--" + name) != nullptr;
-    if (known) continue;
+    const CLI::Option* option = find_option(current, name);
+    if (option != nullptr) {
+      // An option that takes a value, written without "=", followed by another option's name:
+      // CLI11 would take "--svg" as the value and then say --svg is missing (issue 24 item 16).
+      if (option->get_items_expected_min() > 0 && word.find('=') == std::string::npos && i + 1 < argc) {
+        const std::string next = argv[i + 1];
+        const std::string next_name = next.rfind("--", 0) == 0 && next.size() > 2 ? next.substr(2, next.find('=') - 2) : "";
+        if (!next_name.empty() && find_option(current, next_name) != nullptr)
+          return (path.empty() ? "" : path + ": ") + "--" + name + " needs a value, got the option --" + next_name +
+                 " (write --" + name + "=VALUE for a value that starts with --)";
+      }
+      // A single-valued option given twice: which one was meant is not guessed.
+      if (option->get_type_size_min() > 0 && option->get_expected_max() == 1 && ++seen[option] == 2)
+        return (path.empty() ? "" : path + ": ") + "--" + name + " is given more than once (give it once)";
+      continue;
+    }
     std::string best;
     std::size_t best_distance = 3;
     for (const CLI::App* command = current; command != nullptr; command = command->get_parent())

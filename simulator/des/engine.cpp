@@ -86,6 +86,14 @@ constexpr double kTraceJsonBytesPerEvent = 1600;
 // characters at 2^24 workers, in a 48-byte allocation with its header).
 constexpr double kLinkNameBytes = 48;
 
+// The result document's memory (simulate -o) per directed link and per worker: its JSON objects
+// ({"link", "bytes"}; the per-worker times, exposed communication and overlap) and their text.
+// Measured: 262,144 straggler workers for 2 iterations raised the peak resident memory by 516 MB
+// with -o at 1 worker per node (1,048,576 links) and by 348 MB at 8 per node (589,824 links);
+// solved for the two unknowns, 375 bytes per link and 518 per worker, rounded up.
+constexpr double kResultJsonBytesPerLink = 400;
+constexpr double kResultJsonBytesPerWorker = 550;
+
 // ---- state -------------------------------------------------------------------------------------
 struct Collective {
   int iteration = 0;
@@ -631,7 +639,9 @@ double des_memory_bytes(const DesLayers& layers, const Cluster& cluster, const A
     // are identical): a count per link while summing, then a name and a count per used link.
     const double links = 2.0 * cluster.workers + (cluster.nodes() > 1 ? 2.0 * cluster.nodes() : 0.0);
     bytes += links * (sizeof(double) + kGrowth * sizeof(std::pair<std::string, double>) + kLinkNameBytes);
+    if (options.result_document) bytes += links * kResultJsonBytesPerLink;
   }
+  if (options.result_document) bytes += static_cast<double>(cluster.workers) * kResultJsonBytesPerWorker;
   const double traced = std::min<double>(std::max(options.trace_workers, 0), simulated);
   if (traced > 0) {
     // Per traced worker and iteration: a forward and a backward event per layer, the update and

@@ -38,6 +38,10 @@ struct DesOptions {
   /// the one part of a run of identical workers that grows with the worker count; docs/des.md
   /// section 5). false: leave it empty (a sweep that reads no per-link bytes).
   bool link_bytes = true;
+  /// The caller writes the result as a syncplan.result/v1 JSON document (simulate -o): the
+  /// estimate counts the document's per-link and per-worker entries and their text, about 400
+  /// bytes per directed link and 550 per worker (docs/des.md section 5, measured).
+  bool result_document = false;
 };
 
 /// One recorded timeline event (Chrome trace "X" event), microseconds in the trace writer.

@@ -211,6 +211,12 @@ json.dump(plan, open("unfused.json", "w"))'
       --iterations 4 --checkpoint not-a-folder --checkpoint-every 2
     expect_refused "--checkpoint: /proc/syncplan-ck: " --strategy ssgd --period 1 "${common[@]}" \
       --iterations 4 --checkpoint /proc/syncplan-ck --checkpoint-every 2
+    # A fresh run into a folder of another run's steps would mix its steps in and prune them:
+    # refused without --resume of that folder (with it, the resume tests below continue it).
+    expect_refused "--checkpoint: ck: holds checkpoints of a run already (step 2); continue it with --resume ck" \
+      --strategy ssgd --period 1 "${common[@]}" --iterations 4 --checkpoint ck --checkpoint-every 2
+    expect_refused "--checkpoint: ck: holds checkpoints of a run already" --strategy ssgd --period 1 "${common[@]}" \
+      --iterations 4 --checkpoint ck --checkpoint-every 2 --resume empty
     [[ "$(find ck -type f | sort | xargs sha256sum)" == "$before" ]] || { echo "FAIL: a refused run changed ck/"; exit 1; }
     [[ ! -e absent ]] || { echo "FAIL: a refused run made absent/"; exit 1; }
     ;;
