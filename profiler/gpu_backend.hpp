@@ -152,7 +152,9 @@ class GpuBackend {
 GpuBackend require_gpu_backend(const std::string& field, const std::string& value);
 
 /// True when the GPU backend library loads and sees a CUDA device (`plan --model --device auto`
-/// then measures instead of estimating); false, quietly, otherwise.
+/// then measures instead of estimating); false, quietly, otherwise. Without $SYNCPLAN_GPU_BACKEND,
+/// false at once when the NVIDIA driver (libcuda.so.1) cannot be loaded: the backend is not
+/// loaded then (its cuBLAS libraries cost about 0.5 s to map).
 bool cuda_device_available();
 
 /// The path GpuBackend::load tries: $SYNCPLAN_GPU_BACKEND, else ../lib/libsyncplan_gpu.so
