@@ -6,6 +6,7 @@
 # 10 Gbit/s, two batch sizes each), the shared DreamDDP GPT-2 profile (8 x 10 Gbit/s; skipped with a
 # message when ../shared is absent), the four LoRA sets of tests/cli/data/lora, and 20 seeded random
 # profiles of 8-24 layers at H = 4 (backward 0.5-1.5 ms, all-reduce up to 1-4 ms by seed, every fifth layer frozen).
+# Then the hard family of issue 25 (below; SYNCPLAN_GAP_HARD=0 skips it).
 # usage: bench/gap_survey.sh [SYNCPLAN] (default build/bin/syncplan); writes into a temporary folder.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -77,8 +78,58 @@ PY
   survey "random seed $seed" --profile "random-$seed.json" --period 4
 done
 
-printf '%s\n' "profile	gap	bound	proven_optimal	exact_nodes	wall_s" "${rows[@]}" | column -t -s $'\t'
-printf '%s\n' "${rows[@]}" | "$python" -c '
+table() {  # table TITLE: the rows so far, then their mean and largest gap
+  echo "$1"
+  printf '%s\n' "profile	gap	bound	proven_optimal	exact_nodes	wall_s" "${rows[@]}" | column -t -s $'\t'
+  printf '%s\n' "${rows[@]}" | "$python" -c '
 import sys
 gaps = [float(line.split("\t")[1].rstrip("%")) for line in sys.stdin if line.strip()]
 print(f"{len(gaps)} profiles: mean gap {sum(gaps) / len(gaps):.3f}%, largest {max(gaps):.3f}%")'
+}
+table "The survey (default plan options)"
+[[ ${SYNCPLAN_GAP_HARD:-1} == 1 ]] || exit 0
+
+# The hard family (issue 25): the period's all-reduces 2-20 times one backprop, where DreamDDP's
+# partial sync matters most and the suffix bound is loosest. The shared GPT-2 profile with every
+# sync_s scaled by 2, 3, 5.3 (about 16 workers at 5 Gbit/s), 8, 12 and 20, at H = 5, 10 and 20;
+# GPT-2 and the 8-layer Llama estimated at 16 workers and 1 and 2 Gbit/s; and 10 random profiles
+# whose layer j syncs for about the backprop left behind it (c_j = (B_L - B_j) x U(0.5, 1.5)).
+rows=()
+if [[ -d $shared ]]; then
+  for factor in 2 3 5.3 8 12 20; do
+    "$python" - "$factor" shared.json >"shared-x$factor.json" <<'PY'
+import json, sys
+profile = json.load(open(sys.argv[2]))
+for layer in profile["layers"]:
+    if layer.get("sync_s") is not None:
+        layer["sync_s"] *= float(sys.argv[1])
+json.dump(profile, sys.stdout)
+PY
+    for period in 5 10 20; do survey "shared gpt2 sync x$factor H=$period" --profile "shared-x$factor.json" --period "$period"; done
+  done
+fi
+c16_1=$(cluster 16 1)
+c16_2=$(cluster 16 2)
+for model in gpt2 dreamddp-llama-8l; do
+  for c in "$c16_2" "$c16_1"; do survey "$model 16x${c#cluster-16-} batch 8" --model "$model" --batch 8 --cluster "$c" --period 10; done
+done
+for seed in $(seq 1 10); do
+  "$python" - "$seed" >"hard-$seed.json" <<'PY'
+import json, random, sys
+seed = int(sys.argv[1])
+rng = random.Random(1000 + seed)
+count = 12 + 4 * (seed % 5)
+backward = [0.0005 + 0.001 * rng.random() for _ in range(count)]  # backprop order
+total, ready = 0.0, []
+for b in backward:
+    total += b
+    ready.append(total)
+layers = [{"name": f"layer{j}", "param_count": 1000, "param_bytes": 4000, "forward_s": 0.0003, "backward_s": b,
+           "update_s": 0.00005, "sync_s": (total - r) * (0.5 + rng.random()) + 0.0001}
+          for j, (b, r) in enumerate(zip(backward, ready))]
+json.dump({"format": "syncplan.profile/v1", "model": f"hard-{seed}", "source": "estimated:gap survey",
+           "workers": 2, "layers": layers[::-1]}, sys.stdout)
+PY
+  survey "hard random seed $seed" --profile "hard-$seed.json" --period $((5 + 5 * (seed % 2)))
+done
+table "The hard family (default plan options)"

@@ -34,6 +34,14 @@ PlanPrediction prediction_from_json(const Json& value, const std::string& where,
       read_seconds_array(reader.required("iteration_s"), where + ": field 'iteration_s'", period);
   prediction.wait_s = read_seconds_array(reader.required("wait_s"), where + ": field 'wait_s'", period);
   prediction.lower_bound_period_s = reader.optional_nonnegative("lower_bound_period_s");
+  if (const std::optional<std::string> kind = reader.optional_string("lower_bound")) {
+    if (*kind != "exact" && *kind != "relaxed" && *kind != "suffix" && *kind != "fused" && *kind != "delayed")
+      throw InputError(where + ": field 'lower_bound': expected \"exact\", \"relaxed\", \"suffix\", \"fused\" or \"delayed\", got \"" +
+                       *kind + "\"");
+    if (!prediction.lower_bound_period_s)
+      throw InputError(where + ": field 'lower_bound': names a bound, but 'lower_bound_period_s' is absent or null");
+    prediction.lower_bound = *kind;
+  }
   reader.reject_unknown_keys();
   return prediction;
 }
@@ -233,6 +241,7 @@ Json plan_to_json(const Plan& plan) {
     predicted["lower_bound_period_s"] = plan.predicted->lower_bound_period_s
                                             ? Json(*plan.predicted->lower_bound_period_s)
                                             : Json(nullptr);
+    if (!plan.predicted->lower_bound.empty()) predicted["lower_bound"] = plan.predicted->lower_bound;
     document["predicted"] = std::move(predicted);
   }
   if (plan.buckets) document["buckets"] = Json{{"alpha_s", plan.buckets->alpha_s}, {"iterations", plan.buckets->iterations}};

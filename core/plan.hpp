@@ -36,6 +36,11 @@ struct PlanPrediction {
   std::vector<double> iteration_s;        ///< H entries: each iteration's time (s)
   std::vector<double> wait_s;             ///< H entries: each iteration's exposed sync time (s)
   std::optional<double> lower_bound_period_s; ///< lower bound on any plan's period (s)
+  /// How lower_bound_period_s was obtained (docs/formats.md "Plan"): "exact" (the exact method
+  /// proved the plan optimal, docs/time-model.md 14), "relaxed" (the proven optimum with the
+  /// smallest syncs removed, section 14), "suffix", "fused" or "delayed" (the bounds
+  /// of sections 6, 12 and 13); empty when the file does not say (files before issue 25).
+  std::string lower_bound;
 };
 
 /// A plan's bucket fusion (docs/formats.md "Plan"): per iteration, its all-reduces in issue

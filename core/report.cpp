@@ -35,6 +35,7 @@ Json report_to_json(const PlanReport& report) {
                                  {"suffix_s", report.suffix_lower_bound_s},
                                  {"link_limit_s", report.link_limit_s}};
   if (report.exact_lower_bound_s) document["lower_bounds"]["exact_s"] = *report.exact_lower_bound_s;
+  if (report.relaxed) document["lower_bounds"]["relaxed_s"] = report.relaxed->period_s;
   const ReportChosen& chosen = report.chosen;
   document["chosen"] = Json{{"algorithm", chosen.algorithm},
                             {"requested_algorithm", chosen.requested_algorithm},
@@ -59,6 +60,11 @@ Json report_to_json(const PlanReport& report) {
                              {"proven_optimal", report.exact->proven_optimal},
                              {"improved", report.exact->improved},
                              {"time_limited", report.exact->time_limited}};
+  if (report.relaxed)
+    document["relaxed"] = Json{{"fraction", report.relaxed->fraction},
+                               {"dropped_layers", report.relaxed->dropped_layers},
+                               {"nodes", report.relaxed->nodes},
+                               {"period_s", report.relaxed->period_s}};
   if (report.cluster) document["cluster"] = *report.cluster;
   if (report.link) document["link"] = *report.link;
   document["sync_times"] = report.sync_times;

@@ -57,6 +57,14 @@ struct ReportExact {
   bool time_limited = false;    ///< the job's search time limit cut it short
 };
 
+/// The relaxed bound's run (docs/time-model.md section 14, "Dropped syncs").
+struct ReportRelaxed {
+  double fraction = 0;     ///< syncs below this fraction of the largest were removed
+  int dropped_layers = 0;  ///< layers whose syncs that removed
+  long long nodes = 0;     ///< the exact method's nodes on the relaxed profile
+  double period_s = 0;     ///< the relaxed profile's proven optimum, the bound (s)
+};
+
 /// What the job's runs of `search` did (docs/time-model.md section 7).
 struct ReportSearch {
   double time_limit_s = 0;   ///< the limit on the whole job's search (s)
@@ -84,6 +92,7 @@ struct PlanReport {
   std::optional<double> exact_lower_bound_s;
   ReportChosen chosen;
   std::optional<ReportExact> exact;  ///< set when the exact method ran
+  std::optional<ReportRelaxed> relaxed;  ///< set when the relaxed bound was proven and is the bound
   std::optional<std::string> cluster;  ///< the cluster file, when one gave the sync times
   std::optional<std::string> link;     ///< the link fit file, when one was given
   std::string sync_times;              ///< where the all-reduce times came from, in words

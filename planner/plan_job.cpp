@@ -166,6 +166,22 @@ void prove_or_improve(PlanOutcome& outcome, const std::vector<bool>& pinned, con
   outcome.bound_name = "exact";
 }
 
+// The relaxed bound (docs/time-model.md section 14, "Dropped syncs") where the exact method did
+// not prove the plan: a proven relaxation above the current bound becomes the bound, and its
+// optimum, when shorter on the whole profile, the chosen plan.
+void apply_relaxed_bound(PlanOutcome& outcome, const std::vector<bool>& pinned, const ExactOptions& options) {
+  const BackpropTimes& times = outcome.times;
+  const RelaxedResult relaxed = relaxed_lower_bound(times, outcome.period, pinned, outcome.chosen, options);
+  if (relaxed.candidate && time_assignment(times, relaxed.candidate->assignment).period_s <
+                               time_assignment(times, outcome.chosen.assignment).period_s * (1 - kBestTieRelative))
+    outcome.chosen = *relaxed.candidate;
+  if (relaxed.bound && relaxed.bound->period_s > outcome.lower_bound_s) {
+    outcome.lower_bound_s = relaxed.bound->period_s;
+    outcome.bound_name = "relaxed";
+    outcome.relaxed = relaxed.bound;
+  }
+}
+
 }  // namespace
 
 const PeriodTiming& PlanOutcome::strategy(const std::string& name) const {
@@ -262,6 +278,9 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
     ExactOptions exact = request.exact;
     exact.deadline = search.deadline;
     prove_or_improve(outcome, search.every_iteration, exact);
+    if (!outcome.proven_optimal &&
+        gap_to_lower_bound(time_assignment(times, outcome.chosen.assignment).period_s, outcome.lower_bound_s) > 0)
+      apply_relaxed_bound(outcome, search.every_iteration, exact);
   }
   if (request.max_delay > 0) {
     plan_delayed_averaging(outcome, plans, request, unfused_search);
@@ -276,6 +295,7 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
   outcome.timing = outcome.buckets ? time_buckets(times, *outcome.buckets) : outcome.unfused_timing;
   outcome.plan = plan_from_assignment(outcome.chosen.assignment, request.profile, times, outcome.chosen.algorithm);
   outcome.plan.predicted = prediction_from_timing(outcome.timing, outcome.lower_bound_s);
+  outcome.plan.predicted->lower_bound = outcome.bound_name;
   if (outcome.buckets) outcome.plan.buckets = plan_buckets(*outcome.buckets, times);
   outcome.gap_to_lower_bound = gap_to_lower_bound(outcome.timing.period_s, outcome.lower_bound_s);
   // A plan that meets a lower bound is optimal whichever bound it meets.
@@ -307,6 +327,9 @@ PlanReport plan_report(const PlanOutcome& outcome, const PlanRequest& request) {
   report.chosen.bound = outcome.bound_name;
   report.chosen.proven_optimal = outcome.proven_optimal;
   if (outcome.bound_name == "exact") report.exact_lower_bound_s = outcome.lower_bound_s;
+  if (outcome.relaxed && outcome.bound_name == "relaxed")
+    report.relaxed = ReportRelaxed{outcome.relaxed->fraction, outcome.relaxed->dropped_layers, outcome.relaxed->nodes,
+                                   outcome.relaxed->period_s};
   if (outcome.exact_run)
     report.exact = ReportExact{outcome.exact_run->nodes, request.exact.node_limit, outcome.exact_run->proven_optimal,
                                outcome.exact_run->improved, outcome.exact_run->time_limited};

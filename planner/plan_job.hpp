@@ -82,11 +82,15 @@ struct PlanOutcome {
   /// The bound for the chosen plan: fused when buckets are set, delayed_lower_bound_s (at least
   /// link_limit_s) for a delayed plan (s)
   double lower_bound_s = 0;
-  /// The name of lower_bound_s: "exact" (the optimum the exact method proved), "suffix"
+  /// The name of lower_bound_s: "exact" (the optimum the exact method proved), "relaxed" (the
+  /// proven optimum with the smallest syncs removed, RelaxedBound), "suffix"
   /// (best_lower_bound_s, which is the suffix bound), "fused" (fused_lower_bound_s) or "delayed"
   /// (delayed_lower_bound_s).
   std::string bound_name = "suffix";
   std::optional<ExactRun> exact_run;     ///< set when the exact method ran
+  /// Set when the relaxed bound (docs/time-model.md section 14, "Dropped syncs") was proven: the
+  /// optimum of the profile with every sync below `fraction` of the largest removed.
+  std::optional<RelaxedBound> relaxed;
   /// The chosen plan is optimal: it meets lower_bound_s (gap 0, up to rounding), or the exact method
   /// proved it (among plans with the job's pinned layers) and lower_bound_s is its period.
   bool proven_optimal = false;

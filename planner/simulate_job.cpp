@@ -65,6 +65,16 @@ PeriodModelOutcome simulate_period_model(const SimulateRequest& request) {
       worst = std::max(worst, relative_difference(predicted.wait_s[h], outcome.timing.wait_s[h]));
     }
     outcome.prediction_difference = worst;
+    // One bound per plan (issue 25 item 5): where the plan's own figures are these (the same
+    // profile and sync times, within best's tie tolerance), the bound `plan` found for it, a proof
+    // by the exact method included, is the bound; a weaker one is not recomputed beside it. A
+    // bound above the plan's own period would be no bound of it and is not taken.
+    if (worst <= kBestTieRelative && predicted.lower_bound_period_s && !predicted.lower_bound.empty() &&
+        *predicted.lower_bound_period_s > outcome.lower_bound_s &&
+        *predicted.lower_bound_period_s <= outcome.timing.period_s * (1 + kBestTieRelative)) {
+      outcome.lower_bound_s = std::min(*predicted.lower_bound_period_s, outcome.timing.period_s);
+      outcome.lower_bound_from_plan = predicted.lower_bound;
+    }
   }
   outcome.document = {subject_of(request), h_count, outcome.timing.period_s, outcome.timing.total_wait_s(),
                       outcome.timing.iteration_s, outcome.timing.wait_s, outcome.lower_bound_s};

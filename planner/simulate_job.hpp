@@ -48,6 +48,9 @@ struct PeriodModelOutcome {
   /// With a plan that stores `predicted`: the largest relative difference between it and `timing`
   /// (period, each iteration and wait).
   std::optional<double> prediction_difference;
+  /// The kind of the plan's own bound ("exact", ...) when lower_bound_s is the one the plan file
+  /// carries (its prediction equals these figures); empty when the bound was computed here.
+  std::string lower_bound_from_plan;
   PeriodModelResult document;            ///< the syncplan.result/v1 document
 };
 

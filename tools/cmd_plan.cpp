@@ -185,8 +185,9 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
   print_table(std::cout, table);
   const std::optional<Buckets>& buckets = outcome.buckets;
   const bool proven_by_exact = outcome.bound_name == "exact";
+  const bool relaxed = outcome.bound_name == "relaxed" && outcome.relaxed;
   std::cout << "\nlower bound: "
-            << seconds_text(buckets || proven_by_exact ? outcome.lower_bound_s : outcome.unfused_lower_bound_s)
+            << seconds_text(buckets || proven_by_exact || relaxed ? outcome.lower_bound_s : outcome.unfused_lower_bound_s)
             << " s per period ("
             << (buckets ? std::string(outcome.times.link
                                           ? "for fused plans: suffix bound on the syncs' bytes at the link's least "
@@ -195,6 +196,10 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
                               seconds_text(outcome.unfused_lower_bound_s) + " s, "
                          : proven_by_exact ? "the optimum, proven by the exact method; suffix bound "
                                                         + seconds_text(outcome.suffix_lower_bound_s) + " s, "
+                         : relaxed ? "the proven optimum with the " + std::to_string(outcome.relaxed->dropped_layers) +
+                                         " syncs below " + format_shortest(100 * outcome.relaxed->fraction) +
+                                         "% of the largest removed, docs/time-model.md section 14; suffix bound " +
+                                         seconds_text(outcome.suffix_lower_bound_s) + " s, "
                                                   : "suffix bound; ")
             << "SPEC section 5's: " << seconds_text(outcome.spec_lower_bound_s) << " s)\n";
   const bool delayed = options.max_delay > 0;

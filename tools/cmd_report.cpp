@@ -98,7 +98,9 @@ int run_report(const ReportCliOptions& options) {
     std::cout << "all-reduce times: " << request.simulate.sync.text << '\n';
   std::cout << "plan " << options.plan_path << " (" << request.simulate.plan->algorithm << "), period H = "
             << model.document.period << ": period_s " << seconds_text(model.timing.period_s)
-            << "  lower_bound_period_s " << seconds_text(model.lower_bound_s) << "  total_wait_s "
+            << "  lower_bound_period_s " << seconds_text(model.lower_bound_s)
+            << (model.lower_bound_from_plan.empty() ? "" : " (the plan's " + model.lower_bound_from_plan + " bound)")
+            << "  total_wait_s "
             << seconds_text(model.timing.total_wait_s()) << '\n'
             << "gantt chart: " << page.chart.compute.size() << " compute blocks, " << page.chart.link.size()
             << " all-reduces\n";

@@ -117,7 +117,9 @@ int run_simulate(const SimulateOptions& options) {
             << "period_s " << seconds_text(timing.period_s) << "  mean_iteration_s "
             << seconds_text(timing.period_s / h_count) << "  total_wait_s "
             << seconds_text(timing.total_wait_s()) << "  lower_bound_period_s "
-            << seconds_text(outcome.lower_bound_s) << '\n';
+            << seconds_text(outcome.lower_bound_s)
+            << (outcome.lower_bound_from_plan.empty() ? "" : " (the plan's " + outcome.lower_bound_from_plan + " bound)")
+            << '\n';
   // Layers averaged per iteration, and the all-reduces that average them: a fused bucket is one
   // all-reduce; tied layers and layers whose sync time is 0 issue none (has_allreduce).
   std::vector<std::vector<std::string>> table = {{"iteration", "iteration_s", "wait_s", "layers_synced", "allreduces"}};

@@ -140,6 +140,33 @@ struct ExactOptions {
   double large_min_gap = 0.01;
 };
 
+/// The relaxed bound's run: the exact method on the profile with its smallest syncs removed.
+struct RelaxedBound {
+  double fraction = 0;     ///< syncs below this fraction of the largest were removed
+  int dropped_layers = 0;  ///< how many layers' syncs that removed
+  long long nodes = 0;     ///< the exact method's nodes on that profile
+  double period_s = 0;     ///< its proven optimum: a bound for every plan of the whole profile (s)
+};
+
+/// What relaxed_lower_bound found.
+struct RelaxedResult {
+  std::optional<RelaxedBound> bound;        ///< the first proven relaxation; unset: none proven
+  std::optional<PlanCandidate> candidate;   ///< the relaxation's optimum ("exact"), a plan of the whole profile too
+  bool time_limited = false;                ///< options.deadline cut a run short (then nothing more was tried)
+};
+
+/// The relaxed bound (docs/time-model.md section 14, "Dropped syncs"): for each fraction in
+/// order, the layers whose sync_s is above 0 and below fraction x the largest sync_s get sync 0,
+/// and plan_exact runs on that profile from `incumbent` within min(options.node_limit,
+/// relaxed_nodes) nodes; the first relaxation it proves optimal gives the bound (its optimum's
+/// period, s, on the relaxed profile): removing syncs never lengthens a plan, so it bounds every
+/// plan of `times` with these pinned layers. Fractions that remove nothing are skipped. Throws
+/// what plan_exact throws.
+RelaxedResult relaxed_lower_bound(const BackpropTimes& times, int period, const std::vector<bool>& every_iteration,
+                                  const PlanCandidate& incumbent, const ExactOptions& options,
+                                  const std::vector<double>& fractions = {0.002, 0.01, 0.03},
+                                  long long relaxed_nodes = 200000);
+
 /// The layers the exact method places (docs/time-model.md section 14): those with a sync of their
 /// own (sync_s > 0) that are not pinned (`every_iteration`, backprop index).
 int exact_placeable_layers(const BackpropTimes& times, const std::vector<bool>& every_iteration);

@@ -111,6 +111,17 @@ class PartitionSearch {
     const std::size_t n = times.size();
     // Unplaced link time from layer k on (pinned layers count once per block), overflows, and how
     // many layers with a sync are pinned or not.
+    // The ready times of the placeable layers (a sync, not pinned) in backprop order, the index of
+    // the first at or after each layer, and the ready time of the first pinned one at or after it.
+    first_placeable_.assign(n + 1, 0);
+    pinned_ready_.assign(n + 1, INFINITY);
+    for (std::size_t k = 0; k < n; ++k) {
+      first_placeable_[k] = placeable_ready_.size();
+      if (times.sync_s[k] > 0 && !is_pinned(k)) placeable_ready_.push_back(times.ready_s[k]);
+    }
+    first_placeable_[n] = placeable_ready_.size();
+    for (std::size_t k = n; k-- > 0;)
+      pinned_ready_[k] = times.sync_s[k] > 0 && is_pinned(k) ? times.ready_s[k] : pinned_ready_[k + 1];
     weighted_suffix_.assign(n + 1, 0.0);
     overflow_suffix_.assign(n + 1, 0.0);
     pinned_suffix_.assign(n + 1, 0);
@@ -147,9 +158,19 @@ class PartitionSearch {
     std::copy(link_free_.begin(), link_free_.end(), sorted_.begin());
     std::sort(sorted_.begin(), sorted_.end());
     placed = 0;
+    for (int h = 0; h < period_; ++h) placed += std::max(0.0, sorted_[h] - backprop_);
+    // Distinct first layers: the blocks that receive unplaced layers receive distinct first ones
+    // (a pinned layer goes to all), so the i-th smallest of max(f_h, B of the block's first
+    // unplaced layer) is at least max(f_(i), g_i), g_i the ready time of the i-th unplaced
+    // placeable layer (or of the first unplaced pinned one, if earlier); a block that receives none
+    // hides nothing (g = infinity). docs/time-model.md section 14.
+    const std::size_t first = first_placeable_[k];
+    const double pinned_ready = pinned_ready_[k];
     for (int h = 0; h < period_; ++h) {
-      placed += std::max(0.0, sorted_[h] - backprop_);
-      prefix_[h + 1] = prefix_[h] + sorted_[h];
+      const std::size_t i = first + static_cast<std::size_t>(h);
+      const double g = std::min(i < placeable_ready_.size() ? placeable_ready_[i] : INFINITY, pinned_ready);
+      sorted_[h] = std::max(sorted_[h], g);
+      prefix_[h + 1] = prefix_[h] + (std::isfinite(sorted_[h]) ? sorted_[h] : backprop_);
     }
     const int hiding = static_cast<int>(std::lower_bound(sorted_.begin(), sorted_.end(), backprop_) - sorted_.begin());
     double rest = overflow_suffix_[k];
@@ -162,7 +183,9 @@ class PartitionSearch {
       double hidden = std::min(idle, receiving) * std::max(0.0, backprop_ - threshold);
       if (const int last = std::min(receiving, hiding); last > idle)
         hidden += (last - idle) * backprop_ - (prefix_[last] - prefix_[idle]);
-      rest = std::max(rest, weighted_suffix_[t] - hidden);
+      // The layers ready before t add their overflows on top (a block's wait is at least its
+      // earlier layers' overflows plus what its later ones cannot hide; docs/time-model.md 14).
+      rest = std::max(rest, (overflow_suffix_[k] - overflow_suffix_[t]) + weighted_suffix_[t] - hidden);
     }
     return placed + rest;
   }
@@ -262,6 +285,9 @@ class PartitionSearch {
   std::vector<int> best_block_of_;
   std::vector<double> weighted_suffix_, overflow_suffix_;  // from layer k on (s)
   std::vector<int> pinned_suffix_, placeable_suffix_;      // from layer k on: layers with a sync, pinned or not
+  std::vector<double> placeable_ready_;                    // ready times of the placeable layers, backprop order
+  std::vector<std::size_t> first_placeable_;               // per layer k: index in placeable_ready_ of the first at or after k
+  std::vector<double> pinned_ready_;                       // per layer k: ready time of the first pinned layer at or after k
   std::vector<double> sorted_, prefix_;                    // scratch: the blocks' f_h ascending, prefix sums
   NodeTable table_;
   long long nodes_ = 0;
@@ -316,6 +342,34 @@ ExactResult plan_exact(const BackpropTimes& times, int period, const std::vector
                      return a.front() < b.front();
                    });
   result.candidate = PlanCandidate{"exact", std::move(assignment), incumbent.search_run};
+  return result;
+}
+
+RelaxedResult relaxed_lower_bound(const BackpropTimes& times, int period, const std::vector<bool>& every_iteration,
+                                  const PlanCandidate& incumbent, const ExactOptions& options,
+                                  const std::vector<double>& fractions, long long relaxed_nodes) {
+  RelaxedResult result;
+  const double largest = times.sync_s.empty() ? 0 : *std::max_element(times.sync_s.begin(), times.sync_s.end());
+  if (!(largest > 0)) return result;
+  for (const double fraction : fractions) {
+    BackpropTimes reduced = times;
+    int dropped = 0;
+    for (double& sync : reduced.sync_s)
+      if (sync > 0 && sync < fraction * largest) sync = 0, ++dropped;
+    if (dropped == 0) continue;
+    ExactOptions relaxed = options;
+    relaxed.node_limit = std::min(options.node_limit, relaxed_nodes);
+    const ExactResult run = plan_exact(reduced, period, every_iteration, incumbent, relaxed);
+    if (run.run.time_limited) {
+      result.time_limited = true;
+      return result;
+    }
+    if (!run.run.ran || !run.run.proven_optimal) continue;
+    const double bound = time_assignment(reduced, run.candidate.assignment).period_s;
+    result.bound = RelaxedBound{fraction, dropped, run.run.nodes, bound};
+    if (run.run.improved) result.candidate = run.candidate;
+    return result;
+  }
   return result;
 }
 

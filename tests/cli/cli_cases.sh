@@ -25,7 +25,7 @@
 #   loss_curves                       report --loss: run logs' mean loss against wall-clock time, one
 #                                     line per log, a gap where the loss is null; a trace is refused
 #   exact_llama                       the 8-layer Llama at 16 x 10 Gbit/s, batch 32: the exact method proves
-#                                     search's plan optimal within the default node limit, not within 100,000
+#                                     search's plan optimal within the default node limit, not within 1,000
 set -euo pipefail
 
 case_name="$1" syncplan="$2" python="$3" workdir="$4"
@@ -317,6 +317,22 @@ main_job() {
   run plan --model gpt2 --cluster "$cluster" --period 10 --fill-bubbles -o plan.json --profile-out profile.json \
     --report report.json
   run simulate --profile profile.json --cluster "$cluster" --plan plan.json -o des.json
+  # One bound per plan (issue 25 item 5): report draws the bound plan found (the exact method's
+  # proof here), not the weaker suffix bound it would compute on its own.
+  run report plan.json --profile profile.json --cluster "$cluster" --svg gantt.svg | tee report.txt
+  "$python" - <<'PY' || { echo "FAIL: report's bound is not the plan's"; exit 1; }
+import json, re
+plan, report = json.load(open("plan.json")), json.load(open("report.json"))
+predicted = plan["predicted"]
+assert predicted["lower_bound"] == report["chosen"]["bound"] == "exact", (predicted, report["chosen"])
+printed = re.search(r"lower_bound_period_s ([0-9.e+-]+) \(the plan's exact bound\)", open("report.txt").read())
+assert printed, open("report.txt").read()
+bound = predicted["lower_bound_period_s"]
+assert abs(float(printed.group(1)) - bound) <= 1e-6 * bound, (printed.group(1), bound)
+assert report["lower_bounds"]["suffix_s"] < bound * (1 - 1e-6), report["lower_bounds"]
+drawn = float(re.search(r'data-lower-bound-s="([0-9.e+-]+)"', open("gantt.svg").read()).group(1))
+assert abs(drawn - bound) <= 1e-12 * bound, (drawn, bound)
+PY
   "$python" - <<'PY' || { echo "FAIL: main job"; exit 1; }
 import json
 plan, report, des = json.load(open("plan.json")), json.load(open("report.json")), json.load(open("des.json"))
@@ -483,10 +499,10 @@ exact_llama() {
   run plan --model dreamddp-llama-8l --batch 32 --cluster cluster16.json --period 10 -o plan.json --report report.json |
     tee plan.txt
   grep -q "(proven optimal)$" plan.txt || { echo "FAIL: the Llama plan is not proven optimal"; exit 1; }
-  run plan --model dreamddp-llama-8l --batch 32 --cluster cluster16.json --period 10 --exact-nodes 100000 \
+  run plan --model dreamddp-llama-8l --batch 32 --cluster cluster16.json --period 10 --exact-nodes 1000 \
     -o plan_few.json --report report_few.json | tee plan_few.txt
-  grep -q "(exact method: not proven within 100000 nodes, --exact-nodes)$" plan_few.txt ||
-    { echo "FAIL: 100,000 nodes should not prove the Llama plan"; exit 1; }
+  grep -q "(exact method: not proven within 1000 nodes, --exact-nodes)$" plan_few.txt ||
+    { echo "FAIL: 1,000 nodes should not prove the Llama plan"; exit 1; }
   "$python" - <<'PY' || { echo "FAIL: exact llama"; exit 1; }
 import json
 report, few = json.load(open("report.json")), json.load(open("report_few.json"))
@@ -497,7 +513,7 @@ search = report["strategies"]["search"]["period_s"]
 assert abs(chosen["period_s"] - search) <= 1e-9 * search, (chosen["period_s"], search)
 assert abs(bounds["exact_s"] - chosen["period_s"]) <= 1e-12 * search, bounds
 assert bounds["suffix_s"] < bounds["exact_s"] and chosen["period_s"] / bounds["suffix_s"] - 1 > 0.04, bounds
-assert few["chosen"]["proven_optimal"] is False and few["exact"]["nodes"] == 100000, few["exact"]
+assert few["chosen"]["proven_optimal"] is False and few["exact"]["nodes"] == 1000, few["exact"]
 assert few["chosen"]["period_s"] == chosen["period_s"] and few["chosen"]["gap_to_lower_bound"] > 0.04, few["chosen"]
 print(f"ok: Llama-8L proven optimal in {exact['nodes']} nodes; suffix bound {bounds['suffix_s']:.6f} s, "
       f"optimum {bounds['exact_s']:.6f} s")

@@ -144,4 +144,50 @@ TEST_CASE("strategy table: every entry through plan, the period model and the DE
   REQUIRE(timed < simulated);  // the DES-only entries ran too
 }
 
+TEST_CASE("period model: a plan's own bound is the bound where its figures are these, else not", "[des][bound]") {
+  // One bound per plan (issue 25 item 5). The plan's bound is taken when the plan's predicted
+  // figures equal the period model's and the bound lies between the computed one and the plan's
+  // period; a bound above the plan's own period, or a plan timed on other sync times, is not.
+  const Profile profile = table_profile();
+  PlanRequest request;
+  request.profile = profile;
+  request.origin = "table.json";
+  request.period = 2;
+  request.algorithm = "wfbp";  // a plan above the computed bound, so that a bound between them exists
+  PlanOutcome outcome = run_plan_job(request);
+  SimulateRequest replay;
+  replay.sync = choose_sync_times(profile, "table.json", {});
+  replay.origin = "table.json";
+  replay.plan_origin = "plan.json";
+  PlanPrediction& predicted = *outcome.plan.predicted;
+  const double period_s = predicted.period_s;
+  replay.plan = outcome.plan;
+  const double computed = simulate_period_model(replay).lower_bound_s;
+  REQUIRE(computed < period_s * (1 - 1e-6));
+  // A bound halfway between the computed one and the period, named "exact": taken, and said.
+  predicted.lower_bound = "exact";
+  predicted.lower_bound_period_s = (computed + period_s) / 2;
+  replay.plan = outcome.plan;
+  PeriodModelOutcome taken = simulate_period_model(replay);
+  CHECK(taken.lower_bound_s == *predicted.lower_bound_period_s);
+  CHECK(taken.lower_bound_from_plan == "exact");
+  CHECK(taken.document.lower_bound_period_s == *predicted.lower_bound_period_s);
+  // Above the plan's own period: no bound of this plan, the computed one stays.
+  predicted.lower_bound_period_s = 2 * period_s;
+  replay.plan = outcome.plan;
+  PeriodModelOutcome refused = simulate_period_model(replay);
+  CHECK(refused.lower_bound_s == computed);
+  CHECK(refused.lower_bound_from_plan.empty());
+  // Figures that are not these (another prediction): the computed bound.
+  predicted.lower_bound_period_s = (computed + period_s) / 2;
+  predicted.period_s = 1.5 * period_s;
+  replay.plan = outcome.plan;
+  CHECK(simulate_period_model(replay).lower_bound_s == computed);
+  // Without a kind (a file from before issue 25): the computed bound.
+  predicted.period_s = period_s;
+  predicted.lower_bound.clear();
+  replay.plan = outcome.plan;
+  CHECK(simulate_period_model(replay).lower_bound_s == computed);
+}
+
 }  // namespace syncplan

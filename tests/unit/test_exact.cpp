@@ -114,6 +114,79 @@ TEST_CASE("exact: the optimum of random profiles with pinned layers, against enu
   REQUIRE(improved > 0);
 }
 
+// The hard regime of issue 25: layer j syncs for about the backprop left behind it, so the
+// period's syncs are several backprops and the blocks' first layers decide what is hidden (the
+// node bound's distinct first layers and its overflows before a threshold, docs/time-model.md
+// section 14). A bound that overstates would prune the optimum: the search would then "prove" a
+// longer plan than enumeration finds.
+TEST_CASE("exact: hard random profiles (syncs as long as the backprop left), against enumeration", "[planner][exact]") {
+  std::mt19937 rng(25);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  int improved = 0;
+  for (int round = 0; round < 240; ++round) {
+    const int layers = 3 + round % 5, period = 2 + round % 3;
+    std::vector<double> backward, sync;
+    std::vector<bool> pinned;
+    for (int j = 0; j < layers; ++j) backward.push_back(unit(rng) < 0.1 ? 0.0 : 0.5 + unit(rng));
+    double backprop = 0;
+    for (const double b : backward) backprop += b;
+    double ready = 0;
+    for (int j = 0; j < layers; ++j) {
+      ready += backward[j];
+      sync.push_back(unit(rng) < 0.1 ? 0.0 : (backprop - ready) * (0.5 + unit(rng)) + 0.05);
+      pinned.push_back(unit(rng) < 0.1);
+    }
+    INFO("round " << round << ", L = " << layers << ", H = " << period);
+    const BackpropTimes times = test::backprop_times_of(backward, sync);
+    // From the worst incumbent: every layer in iteration 0, the pinned ones in every iteration.
+    std::vector<std::vector<int>> worst(period);
+    for (int j = 0; j < layers; ++j)
+      for (int h = 0; h < period; ++h)
+        if (h == 0 || pinned[j]) worst[h].push_back(j);
+    const ExactResult result = plan_exact(times, period, pinned, plan_of(worst));
+    REQUIRE(result.run.proven_optimal);
+    const double optimum = enumerated_optimum_s(times, period, pinned);
+    REQUIRE(time_assignment(times, result.candidate.assignment).period_s == Approx(optimum).epsilon(1e-12));
+    improved += result.run.improved ? 1 : 0;
+  }
+  REQUIRE(improved > 0);
+}
+
+// The relaxed bound (docs/time-model.md section 14, "Dropped syncs"): removing the smallest syncs
+// never lengthens a plan, so the relaxed profile's proven optimum is at most the whole profile's
+// enumerated optimum; it is above 0 and, where the fraction removes nothing, no bound is made.
+TEST_CASE("exact: the relaxed bound never exceeds the enumerated optimum", "[planner][exact]") {
+  std::mt19937 rng(2512);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  int bounded = 0;
+  for (int round = 0; round < 200; ++round) {
+    const int layers = 3 + round % 5, period = 2 + round % 3;
+    std::vector<double> backward, sync;
+    for (int j = 0; j < layers; ++j) backward.push_back(0.5 + unit(rng));
+    for (int j = 0; j < layers; ++j) sync.push_back(unit(rng) < 0.4 ? 0.01 * unit(rng) + 0.001 : 3 * unit(rng) + 0.1);
+    INFO("round " << round << ", L = " << layers << ", H = " << period);
+    const BackpropTimes times = test::backprop_times_of(backward, sync);
+    const std::vector<bool> pinned(layers, false);
+    const PlanCandidate dp = plan_dp(times, period, pinned);
+    const RelaxedResult relaxed = relaxed_lower_bound(times, period, pinned, dp, {}, {0.02});
+    const double optimum = enumerated_optimum_s(times, period, pinned);
+    double largest = 0;
+    for (const double c : sync) largest = std::max(largest, c);
+    int small = 0;
+    for (const double c : sync) small += c < 0.02 * largest ? 1 : 0;
+    if (small == 0) {
+      REQUIRE_FALSE(relaxed.bound);
+      continue;
+    }
+    REQUIRE(relaxed.bound);  // a handful of layers: always proven
+    REQUIRE(relaxed.bound->dropped_layers == small);
+    REQUIRE(relaxed.bound->period_s <= optimum * (1 + 1e-9));
+    REQUIRE(relaxed.bound->period_s > 0);
+    ++bounded;
+  }
+  REQUIRE(bounded > 20);
+}
+
 TEST_CASE("exact: the node limit and the layer limit leave the incumbent, not proven", "[planner][exact]") {
   const BackpropTimes times = test::backprop_times_of(kBackward, three_syncs(0));
   const PlanCandidate worst = plan_of({{0, 1, 2, 3}, {}});
