@@ -109,8 +109,6 @@ class PartitionSearch {
         link_free_(period, 0.0), block_of_(times.size(), -1), sorted_(period, 0.0), prefix_(period + 1, 0.0),
         table_(kMaxTableEntries) {
     const std::size_t n = times.size();
-    // Unplaced link time from layer k on (pinned layers count once per block), overflows, and how
-    // many layers with a sync are pinned or not.
     // The ready times of the placeable layers (a sync, not pinned) in backprop order, the index of
     // the first at or after each layer, and the ready time of the first pinned one at or after it.
     first_placeable_.assign(n + 1, 0);
@@ -122,6 +120,8 @@ class PartitionSearch {
     first_placeable_[n] = placeable_ready_.size();
     for (std::size_t k = n; k-- > 0;)
       pinned_ready_[k] = times.sync_s[k] > 0 && is_pinned(k) ? times.ready_s[k] : pinned_ready_[k + 1];
+    // Unplaced link time from layer k on (pinned layers count once per block), overflows, and how
+    // many layers with a sync are pinned or not.
     weighted_suffix_.assign(n + 1, 0.0);
     overflow_suffix_.assign(n + 1, 0.0);
     pinned_suffix_.assign(n + 1, 0);
