@@ -42,6 +42,12 @@ PlanPrediction prediction_from_json(const Json& value, const std::string& where,
       throw InputError(where + ": field 'lower_bound': names a bound, but 'lower_bound_period_s' is absent or null");
     prediction.lower_bound = *kind;
   }
+  // A lower bound above the period it bounds contradicts itself (both are written by `plan` from
+  // the same run; 1e-9 relative slack for the decimal round trip).
+  if (prediction.lower_bound_period_s && *prediction.lower_bound_period_s > prediction.period_s * (1 + 1e-9))
+    throw InputError(where + ": field 'lower_bound_period_s': " + format_shortest(*prediction.lower_bound_period_s) +
+                     " s is above the predicted 'period_s' " + format_shortest(prediction.period_s) +
+                     " s that it bounds (a lower bound cannot exceed the plan's own period)");
   reader.reject_unknown_keys();
   return prediction;
 }

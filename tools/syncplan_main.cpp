@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -93,6 +94,42 @@ const CLI::Option* find_option(const CLI::App* command, const std::string& name)
   return nullptr;
 }
 
+// The option "-X" (a dash and one letter, as one word) of `command` or of a command above it;
+// nullptr when `word` is not that or no command has it. "-1" and "-0.5" are values, not options.
+const CLI::Option* find_short_option(const CLI::App* command, const std::string& word) {
+  if (word.size() != 2 || word[0] != '-' || std::isalpha(static_cast<unsigned char>(word[1])) == 0) return nullptr;
+  for (; command != nullptr; command = command->get_parent())
+    if (const CLI::Option* option = command->get_option_no_throw(word)) return option;
+  return nullptr;
+}
+
+// What is wrong with the use of `option`, written as `shown` ("--loss" or "-o") at argv[i]; empty
+// when nothing. An option that takes a value, written without "=" (`separate_value`), followed by
+// another option's name: CLI11 would take "--svg" as the value and then say --svg is missing
+// (issue 24 item 16). A single-valued option given twice: which one was meant is not guessed.
+std::string option_use_message(const CLI::App* current, const CLI::Option* option, const std::string& shown,
+                               bool separate_value, int argc, char** argv, int i,
+                               std::map<const CLI::Option*, int>& seen) {
+  if (option->get_items_expected_min() > 0 && separate_value && i + 1 < argc) {
+    const std::string next = argv[i + 1];
+    std::string next_shown;
+    if (next.rfind("--", 0) == 0 && next.size() > 2) {
+      const std::string next_name = next.substr(2, next.find('=') - 2);
+      if (find_option(current, next_name) != nullptr) next_shown = "--" + next_name;
+    } else if (find_short_option(current, next) != nullptr) {
+      next_shown = next;
+    }
+    // The "=" form is the way to give a value that starts with "-" (short options have none).
+    const std::string long_form = option->get_lnames().empty() ? shown : "--" + option->get_lnames().front();
+    if (!next_shown.empty())
+      return shown + " needs a value, got the option " + next_shown + " (write " + long_form +
+             "=VALUE for a value that starts with -)";
+  }
+  if (option->get_type_size_min() > 0 && option->get_expected_max() == 1 && ++seen[option] == 2)
+    return shown + " is given more than once (give it once)";
+  return "";
+}
+
 // The first "--word" of the command line that names no option of the command it belongs to (nor
 // of a command above it), as "plan: unknown option --perod (did you mean --period?)": the
 // suggestion when an option is within 2 edits (and less than half the word's length) of it. Empty
@@ -108,6 +145,11 @@ std::string unknown_option_message(const CLI::App& app, int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string word = argv[i];
     if (word == "--") return "";
+    if (const CLI::Option* option = find_short_option(current, word)) {
+      const std::string problem = option_use_message(current, option, word, true, argc, argv, i, seen);
+      if (!problem.empty()) return (path.empty() ? "" : path + ": ") + problem;
+      continue;
+    }
     if (word.rfind("--", 0) != 0) {
       for (const CLI::App* command : current->get_subcommands([](const CLI::App*) { return true; }))
         if (command->get_name() == word) {
@@ -119,18 +161,8 @@ std::string unknown_option_message(const CLI::App& app, int argc, char** argv) {
     const std::string name = word.substr(2, word.find('=') == std::string::npos ? std::string::npos : word.find('=') - 2);
     const CLI::Option* option = find_option(current, name);
     if (option != nullptr) {
-      // An option that takes a value, written without "=", followed by another option's name:
-      // CLI11 would take "--svg" as the value and then say --svg is missing (issue 24 item 16).
-      if (option->get_items_expected_min() > 0 && word.find('=') == std::string::npos && i + 1 < argc) {
-        const std::string next = argv[i + 1];
-        const std::string next_name = next.rfind("--", 0) == 0 && next.size() > 2 ? next.substr(2, next.find('=') - 2) : "";
-        if (!next_name.empty() && find_option(current, next_name) != nullptr)
-          return (path.empty() ? "" : path + ": ") + "--" + name + " needs a value, got the option --" + next_name +
-                 " (write --" + name + "=VALUE for a value that starts with --)";
-      }
-      // A single-valued option given twice: which one was meant is not guessed.
-      if (option->get_type_size_min() > 0 && option->get_expected_max() == 1 && ++seen[option] == 2)
-        return (path.empty() ? "" : path + ": ") + "--" + name + " is given more than once (give it once)";
+      const std::string problem = option_use_message(current, option, "--" + name, word.find('=') == std::string::npos, argc, argv, i, seen);
+      if (!problem.empty()) return (path.empty() ? "" : path + ": ") + problem;
       continue;
     }
     std::string best;

@@ -92,6 +92,22 @@ TEST_CASE("readers: a plan's buckets and predicted may be absent but not null", 
   CHECK_FALSE(plan.predicted->lower_bound_period_s.has_value());
 }
 
+TEST_CASE("readers: a plan's predicted lower bound may not exceed its predicted period", "[json]") {
+  const Profile profile = one_layer_profile();
+  const auto with_bound = [&](const char* bound) {
+    return plan_from_json(plan_document(std::string(R"(, "predicted": {"period_s": 2, "iteration_s": [2], "wait_s": [0], )") +
+                                        R"("lower_bound_period_s": )" + bound + R"(, "lower_bound": "exact"})"),
+                          "plan.json", profile);
+  };
+  // Equal is the proven optimum; 2 * (1 + 1e-10) is decimal rounding of the same number.
+  CHECK(*with_bound("2").predicted->lower_bound_period_s == 2);
+  CHECK(with_bound("2.0000000002").predicted.has_value());
+  // 2.5 s cannot bound a 2 s period (the helper's hand-edited plan was read and the bound silently
+  // recomputed, exit 0).
+  CHECK_THAT(error_of([&] { with_bound("2.5"); }),
+             Contains("plan.json: field 'predicted': field 'lower_bound_period_s': 2.5 s is above the predicted 'period_s' 2 s"));
+}
+
 TEST_CASE("readers: a profile layer's tied_to may be absent but not null, its times null", "[json]") {
   const std::string head = R"({"format": "syncplan.profile/v1", "model": null, "source": "estimated:hand",
     "workers": null, "layers": [{"name": "fc", "param_count": null, "param_bytes": null, "forward_s": null,
