@@ -8,21 +8,33 @@
 // docs/time-model.md, "Planning time"). The same searches planning for the fused period
 // (--fuse-buckets, alpha 0.7 ms: data/clusters/8nodes-1gpu-10gbps.json's all-reduce start-up),
 // against dp's plan fused: each move costs a fusion DP, O(m^2) for m layers in an iteration.
+// Issue 25 item 3: the whole `plan` job at its defaults on the hard family (BM_plan_hard: the
+// shared GPT-2 with every sync scaled 2-20x at H = 5, 10, 20, and seeded random profiles whose
+// layers sync about as long as the backprop left behind them) and on the model specs (BM_plan_spec:
+// each spec estimated for H100-SXM at batch 8, 16 workers x 5 Gbit/s, H = 5, 10, 20): target at
+// most 50 ms each, within 1% of its bound (counter gap), and never longer than the plan of a
+// 1,000,000-node proof budget (counter minus_reference_s <= 0: the plan printed must not get worse
+// for the speed). Figures in docs/time-model.md section 14, "Proof budget".
+#include "core/cluster.hpp"
 #include "model/model_spec.hpp"
 #include "planner/plan_job.hpp"
 #include "planner/strategy_table.hpp"
 #include "profiler/import_dreamddp.hpp"
+#include "profiler/model_profile.hpp"
 #include "simulator/bucket_fusion.hpp"
+#include "simulator/sync_times.hpp"
 
 #include <benchmark/benchmark.h>
 
 #include <array>
 #include <chrono>
+#include <map>
 #include <cstdlib>
 #include <filesystem>
 #include <limits>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <string>
 
 namespace {
@@ -252,6 +264,143 @@ void run_lora_plan_job(benchmark::State& state, const char* algorithm) {
 void BM_plan_lora392_H10(benchmark::State& state) { run_lora_plan_job(state, "best"); }
 void BM_plan_dp_lora392_H10(benchmark::State& state) { run_lora_plan_job(state, "dp"); }
 
+// One instance of a hard family: a profile, the times to plan on and H.
+struct HardInstance {
+  std::string label;
+  Profile profile;
+  std::optional<BackpropTimes> times;  // unset: the profile's own sync_s
+  int period = 10;
+};
+
+// The sync-time scales and periods of the shared GPT-2 part (bench/gap_survey.sh's hard family).
+constexpr std::array<double, 6> kHardSyncScales = {2, 3, 5.3, 8, 12, 20};
+constexpr std::array<int, 3> kHardPeriods = {5, 10, 20};
+constexpr int kHardRandom = 10;
+
+// A random profile of the hard regime: 12-28 layers, backward 0.5-1.5 ms, each layer's sync about
+// the backprop left behind it, x U(0.5, 1.5), plus 0.1 ms (gap_survey.sh's generator, with C++'s
+// mt19937 instead of Python's random: the same distribution, other draws).
+Profile hard_random_profile(int seed) {
+  std::mt19937 generator(1000 + seed);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  const int count = 12 + 4 * (seed % 5);
+  std::vector<double> backward(count);
+  for (double& b : backward) b = 0.0005 + 0.001 * unit(generator);
+  double total = 0;
+  for (const double b : backward) total += b;
+  Profile profile;
+  profile.model = "hard-" + std::to_string(seed);
+  profile.source = "estimated:synthetic";
+  double ready = 0;
+  for (int j = 0; j < count; ++j) {  // backprop order; the profile lists layers input first
+    ready += backward[j];
+    LayerProfile layer;
+    layer.name = "layer" + std::to_string(j);
+    layer.forward_s = 0.0003;
+    layer.backward_s = backward[j];
+    layer.update_s = 0.00005;
+    layer.sync_s = (total - ready) * (0.5 + unit(generator)) + 0.0001;
+    profile.layers.insert(profile.layers.begin(), layer);
+  }
+  return profile;
+}
+
+// The hard family, built once: 18 shared GPT-2 instances (when ../shared is present), then the
+// random ones.
+const std::vector<HardInstance>& hard_family() {
+  static const std::vector<HardInstance> family = [] {
+    std::vector<HardInstance> out;
+    const char* override_dir = std::getenv("SYNCPLAN_SHARED_DATA");
+    const std::string folder =
+        std::string(override_dir ? override_dir : SYNCPLAN_SHARED_DATA_DIR) + "/dreamddp/gpt2-8workers-10gbit";
+    if (std::filesystem::exists(folder + "/bp.json")) {
+      const Profile shared = import_dreamddp(folder + "/bp.json", folder + "/comm.json", {});
+      for (const double scale : kHardSyncScales)
+        for (const int period : kHardPeriods) {
+          Profile scaled = shared;
+          for (LayerProfile& layer : scaled.layers)
+            if (layer.sync_s) *layer.sync_s *= scale;
+          std::ostringstream label;
+          label << "shared gpt2 sync x" << scale << " H=" << period;
+          out.push_back({label.str(), scaled, std::nullopt, period});
+        }
+    }
+    for (int seed = 1; seed <= kHardRandom; ++seed)
+      out.push_back({"hard random " + std::to_string(seed), hard_random_profile(seed), std::nullopt, 5 + 5 * (seed % 2)});
+    return out;
+  }();
+  return family;
+}
+
+// The model specs of data/models, each estimated for H100-SXM at batch 8 (bf16) with the all-reduce
+// times of 16 workers on a 5 Gbit/s ring (data/clusters/8nodes-1gpu-10gbps.json at 16 x 5), at H
+// = 5, 10 and 20.
+const std::vector<HardInstance>& spec_family() {
+  static const std::vector<HardInstance> family = [] {
+    std::vector<HardInstance> out;
+    const std::string data = SYNCPLAN_DATA_DIR;
+    Cluster cluster = read_cluster_file(data + "/clusters/8nodes-1gpu-10gbps.json");
+    cluster.workers = 16;
+    cluster.inter_node.bandwidth_Gbps = 5;
+    for (const char* model : {"tiny-gpt", "gpt2", "gpt2-medium", "gpt2-large", "gpt2-xl", "dreamddp-llama-8l", "llama-2-7b"}) {
+      ModelProfileRequest request;
+      request.spec_path = data + "/models/" + model + ".json";
+      request.gpu_catalog_path = data + "/gpus.json";
+      request.device = "estimate";
+      request.dtype = "bf16";
+      request.gpu = "H100-SXM";
+      request.batch = 8;
+      const Profile profile = make_model_profile(request).profile;
+      SyncTimeInputs inputs;
+      inputs.cluster = cluster;
+      inputs.cluster_origin = "16 x 5 Gbit/s";
+      const SyncTimes choice = choose_sync_times(profile, model, inputs);
+      const BackpropTimes times = sync_backprop_times(choice, model);
+      for (const int period : kHardPeriods)
+        out.push_back({std::string(model) + " H=" + std::to_string(period), choice.profile, times, period});
+    }
+    return out;
+  }();
+  return family;
+}
+
+// The plan job at its defaults on instance state.range(0) of `family`; the counters compare it
+// with the same job under a 1,000,000-node budget (computed once per instance, outside the loop).
+void run_family_plan_job(benchmark::State& state, const std::vector<HardInstance>& family, const char* name) {
+  const std::size_t index = static_cast<std::size_t>(state.range(0));
+  if (index >= family.size()) return state.SkipWithError("no such instance (../shared absent?)");
+  const HardInstance& instance = family[index];
+  PlanRequest request;
+  request.profile = instance.profile;
+  request.origin = instance.label;
+  request.times = instance.times;
+  request.period = instance.period;
+  PlanOutcome outcome;
+  for (auto _ : state) {
+    outcome = run_plan_job(request);
+    benchmark::DoNotOptimize(outcome);
+  }
+  static std::map<std::string, double> reference;
+  const std::string key = std::string(name) + "/" + instance.label;
+  if (!reference.count(key)) {
+    PlanRequest deep = request;
+    deep.exact.node_limit = 1000000;
+    deep.search.time_limit_s = 60;
+    reference[key] = run_plan_job(deep).timing.period_s;
+  }
+  state.SetLabel(instance.label);
+  state.counters["layers"] = static_cast<double>(outcome.times.size());
+  state.counters["period_s"] = outcome.timing.period_s;
+  state.counters["gap"] = outcome.gap_to_lower_bound;
+  state.counters["proven"] = outcome.proven_optimal ? 1 : 0;
+  state.counters["exact_nodes"] = outcome.exact_run ? static_cast<double>(outcome.exact_run->nodes) : 0;
+  state.counters["relaxed"] = outcome.bound_name == "relaxed" ? 1 : 0;
+  state.counters["minus_reference_s"] = outcome.timing.period_s - reference[key];
+}
+
+void BM_plan_hard(benchmark::State& state) { run_family_plan_job(state, hard_family(), "hard"); }
+void BM_plan_spec(benchmark::State& state) { run_family_plan_job(state, spec_family(), "spec"); }
+
 }  // namespace
 
 // expand_model of a Llama spec of N blocks (7 layers each; the limit is 4,096 blocks): linear in
@@ -269,6 +418,8 @@ void BM_expand_model_llama_blocks(benchmark::State& state) {
   state.SetComplexityN(state.range(0));
 }
 
+BENCHMARK(BM_plan_hard)->Unit(benchmark::kMillisecond)->UseRealTime()->DenseRange(0, 27);
+BENCHMARK(BM_plan_spec)->Unit(benchmark::kMillisecond)->UseRealTime()->DenseRange(0, 20);
 BENCHMARK(BM_plan_lora392_H10)->Unit(benchmark::kMillisecond)->UseRealTime()->DenseRange(0, 2);
 BENCHMARK(BM_plan_dp_lora392_H10)->Unit(benchmark::kMillisecond)->UseRealTime()->DenseRange(0, 2);
 BENCHMARK(BM_dp_gpt2_H10)->Unit(benchmark::kMillisecond);

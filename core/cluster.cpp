@@ -58,6 +58,7 @@ Cluster cluster_from_json(const Json& document, const std::string& origin) {
   top.require_format(kClusterFormat);
   Cluster cluster;
   cluster.name = top.optional_string("name", Null::kRejected);
+  if (cluster.name) require_printable(*cluster.name, origin, "name");
   cluster.workers = static_cast<int>(top.required_integer("workers", 1, limits::kMaxWorkers));
   const std::int64_t per_node = top.optional_integer("workers_per_node", 1, Null::kRejected).value_or(cluster.workers);
   if (per_node > cluster.workers || cluster.workers % per_node != 0)

@@ -6,12 +6,21 @@
 
 namespace syncplan {
 
+namespace detail {
+/// `message` with C0 controls (0x00-0x1F) and DEL as \xNN and C1 controls (UTF-8 0xC2 0x80-0x9F)
+/// as \u00NN; everything else as it was.
+std::string escaped_message(const std::string& message);
+}  // namespace detail
+
 /// Bad user input: a file, field, layer or option value that cannot be used.
 /// The message is one line that names where the problem is (file, field, layer) and what was wrong;
 /// the command line maps it to exit code 2 (SPEC section 2).
+/// Control characters in the message (a quoted name, value or path) are written as \xNN (C1
+/// controls as \u00NN): a NUL cut the message where `what()` is read as a C string, and the
+/// others reached terminals raw (issue 24; escaped_message).
 class InputError : public std::invalid_argument {
  public:
-  explicit InputError(const std::string& message) : std::invalid_argument(message) {}
+  explicit InputError(const std::string& message) : std::invalid_argument(detail::escaped_message(message)) {}
 };
 
 /// Broken internal invariant (a bug in syncplan, not in the input); exit code 1.

@@ -171,24 +171,35 @@ bool is_nonfinite_token(const Json& value) {
   return value.is_string() && value.get_ref<const std::string&>().rfind(kNonfinitePrefix, 0) == 0;
 }
 
-bool has_control_character(const std::string& name) {
-  return std::any_of(name.begin(), name.end(), [](char c) {
-    const auto byte = static_cast<unsigned char>(c);
-    return byte < 0x20 || byte == 0x7F;
-  });
-}
-
-void require_printable_name(const std::string& name, const std::string& where) {
-  for (std::size_t i = 0; i < name.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(name[i]);
-    if (byte < 0x20 || byte == 0x7F) {
-      char code[8];
-      std::snprintf(code, sizeof code, "U+%04X", static_cast<unsigned>(byte));
-      throw InputError(where + ": field 'name': control character " + code + " at byte " + std::to_string(i) +
-                       " (names are printed in messages and tables)");
+namespace {
+// The byte offset of the first control character of `text` (C0 0x00-0x1F, DEL 0x7F, or a C1
+// control U+0080-U+009F encoded as 0xC2 0x80-0x9F, which terminals also act on) and its code
+// point; npos when none.
+std::pair<std::size_t, unsigned> first_control(const std::string& text) {
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte < 0x20 || byte == 0x7F) return {i, byte};
+    if (byte == 0xC2 && i + 1 < text.size()) {
+      const auto next = static_cast<unsigned char>(text[i + 1]);
+      if (next >= 0x80 && next <= 0x9F) return {i, next};
     }
   }
+  return {std::string::npos, 0};
 }
+}  // namespace
+
+bool has_control_character(const std::string& name) { return first_control(name).first != std::string::npos; }
+
+void require_printable(const std::string& text, const std::string& where, const std::string& field) {
+  const auto [at, code_point] = first_control(text);
+  if (at == std::string::npos) return;
+  char code[8];
+  std::snprintf(code, sizeof code, "U+%04X", code_point);
+  throw InputError(where + ": field '" + field + "': control character " + code + " at byte " + std::to_string(at) +
+                   (field == "name" ? " (names are" : " (it is") + " printed in messages and tables)");
+}
+
+void require_printable_name(const std::string& name, const std::string& where) { require_printable(name, where, "name"); }
 
 void write_text_file_atomic(const std::string& path, const std::string& text, const std::string& flag) {
   OutputFiles files;
@@ -287,13 +298,18 @@ void OutputFiles::commit() {
     const auto& [path, text, shown] = files_[i];
     fs::path target(path);
     std::error_code ec;
-    if (fs::is_symlink(fs::symlink_status(target, ec))) target = fs::weakly_canonical(target, ec);
+    // What the path names, links followed: /dev/stdout is a link to /proc/self/fd/1, which the
+    // kernel resolves to a pipe or terminal that has no path of its own ("pipe:[N]"), so it is
+    // written through the path as given (the helper's new-user check: canonicalized, it became a
+    // file to create in /proc/self/fd and failed after the other outputs were in place).
     const fs::file_status status = fs::status(target, ec);
     if (fs::exists(status) && fs::is_directory(status)) throw InputError(shown + ": cannot write file (it is a directory)");
     if (fs::exists(status) && !fs::is_regular_file(status)) {
       direct.push_back({target, {}, &text, &shown, fs::is_fifo(status)});
       continue;
     }
+    // A link to a regular file (or to nothing yet): the file it names is replaced, not the link.
+    if (fs::is_symlink(fs::symlink_status(target, ec))) target = fs::weakly_canonical(target, ec);
     fs::path folder = target.parent_path();
     if (folder.empty()) folder = ".";
     if (!fs::is_directory(folder, ec))

@@ -47,13 +47,19 @@ void write_text_file_atomic(const std::string& path, const std::string& text, co
 /// Writes `value` as indented JSON with write_text_file_atomic.
 void write_json_file_atomic(const std::string& path, const Json& value, const std::string& flag = "");
 
-/// Refuses a name (a layer's) holding a control character (bytes 0x00-0x1F and 0x7F): a NUL cut
-/// every message that quoted it (messages pass through `what()` as C strings), and the others
-/// reached terminals raw (issue 24). Throws InputError "WHERE: field 'name': control character
-/// U+00XX at byte N (names are printed in messages and tables)"; `where` must not quote the name.
+/// Refuses a text that is printed (a layer's name, a profile's model or source, a plan's algorithm,
+/// a cluster's name, a link's source) holding a control character: C0 (bytes 0x00-0x1F), DEL
+/// (0x7F) or C1 (U+0080-U+009F, UTF-8 0xC2 0x80-0x9F). A NUL cut every message that quoted it
+/// (messages pass through `what()` as C strings), and the others reached terminals raw (issue 24;
+/// the helper's new-user check found ESC and U+009B in profile sources printed as they were).
+/// Throws InputError "WHERE: field 'FIELD': control character U+00XX at byte N (it is printed in
+/// messages and tables)" ("names are" for FIELD "name"); `where` must not quote the text.
+void require_printable(const std::string& text, const std::string& where, const std::string& field);
+
+/// require_printable(name, where, "name").
 void require_printable_name(const std::string& name, const std::string& where);
 
-/// True when `name` holds a byte 0x00-0x1F or 0x7F (require_printable_name's rule).
+/// True when `name` holds a control character (require_printable's rule).
 bool has_control_character(const std::string& name);
 
 /// Refuses a path whose file name is longer than its folder's file system allows (pathconf

@@ -69,6 +69,12 @@ inline constexpr std::size_t kLongestLayerName = 1024;
 inline constexpr std::size_t kLongestPattern = 4096;
 /// ... compiled by RE2 within 8 MiB (RE2's default budget; a larger program is refused).
 inline constexpr std::int64_t kPatternMemoryBytes = std::int64_t{8} << 20;
+/// ... and matched against the layer names within this much work: RE2's program size
+/// (instructions) times the bytes of all names. Matching costs about that many steps when RE2's
+/// DFA gives up and it simulates the automaton (counted repetitions such as '.{1000}'; the helper's
+/// new-user check: 36 ms per 1,004-character name, more than 30 s on 2,000 layers); 5e8 is about a
+/// second on this project's 2-core machine. A pattern past it is refused, not run.
+inline constexpr double kPatternMatchWork = 5e8;
 
 // ---- times and sizes -----------------------------------------------------------------------------
 

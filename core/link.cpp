@@ -164,6 +164,7 @@ LinkFit link_from_json(const Json& document, const std::string& origin) {
                      link.collective + "\"");
   link.workers = static_cast<int>(top.required_integer("workers", 1, limits::kMaxWorkers));
   link.source = top.required_string("source");
+  require_printable(link.source, origin, "source");
   link.alpha_s = required_time(top, "alpha_s");
   link.beta_s_per_byte = required_time(top, "beta_s_per_byte");
   link.r_squared = required_nonnegative(top, "r_squared");

@@ -156,6 +156,8 @@ Plan plan_from_json(const Json& document, const std::string& origin, const Profi
   const std::int64_t period = top.required_integer("period", 1, kMaxPeriod);
   plan.period = static_cast<int>(period);
   plan.algorithm = top.required_string("algorithm");
+  if (plan.model) require_printable(*plan.model, origin, "model");
+  require_printable(plan.algorithm, origin, "algorithm");
   const Json& layers = top.required("layers");
   if (!layers.is_array())
     throw InputError(origin + ": field 'layers': expected an array, got " + json_type_name(layers));

@@ -173,6 +173,8 @@ Profile profile_from_json(const Json& document, const std::string& origin) {
   Profile profile;
   profile.model = top.optional_string("model");
   profile.source = top.required_string("source");
+  if (profile.model) require_printable(*profile.model, origin, "model");
+  require_printable(profile.source, origin, "source");
   profile.workers = top.optional_integer("workers", 1, limits::kMaxWorkers);
   const Json& layers = top.required("layers");
   if (!layers.is_array())

@@ -59,7 +59,9 @@ Json report_to_json(const PlanReport& report) {
                              {"node_limit", report.exact->node_limit},
                              {"proven_optimal", report.exact->proven_optimal},
                              {"improved", report.exact->improved},
-                             {"time_limited", report.exact->time_limited}};
+                             {"time_limited", report.exact->time_limited},
+                             {"budget", report.exact->prove_s ? "prove_s" : "nodes"}};
+  if (report.exact && report.exact->prove_s) document["exact"]["prove_s"] = *report.exact->prove_s;
   if (report.relaxed)
     document["relaxed"] = Json{{"fraction", report.relaxed->fraction},
                                {"dropped_layers", report.relaxed->dropped_layers},

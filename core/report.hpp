@@ -54,7 +54,10 @@ struct ReportExact {
   long long node_limit = 0;     ///< the most it could visit
   bool proven_optimal = false;  ///< the tree was searched to its end
   bool improved = false;        ///< it found a plan shorter than the other algorithms' (then chosen)
-  bool time_limited = false;    ///< the job's search time limit cut it short
+  bool time_limited = false;    ///< the job's search time limit (or prove_s) cut it short
+  /// Set when the opt-in proof ran (`plan --prove-s S`): S (s); unset, the node budget alone
+  /// (node_limit: planner/plan_job.hpp kDefaultProofNodes unless --exact-nodes) limited it.
+  std::optional<double> prove_s;
 };
 
 /// The relaxed bound's run (docs/time-model.md section 14, "Dropped syncs").

@@ -82,6 +82,7 @@ ModelSpec model_spec_from_json(const Json& document, const std::string& origin) 
   reader.require_format(kModelSpecFormat);
   ModelSpec spec;
   spec.name = reader.required_string("name");
+  require_printable(spec.name, origin, "name");
   if (spec.name.empty()) throw InputError(origin + ": field 'name': empty model name");
   const std::string architecture = reader.required_string("architecture");
   if (architecture == "gpt2") spec.architecture = Architecture::kGpt2;
@@ -90,6 +91,7 @@ ModelSpec model_spec_from_json(const Json& document, const std::string& origin) 
     throw InputError(origin + ": field 'architecture': unknown architecture '" + architecture +
                      "' (known: gpt2, llama)");
   spec.source = reader.optional_string("source");
+  if (spec.source) require_printable(*spec.source, origin, "source");
   spec.vocab_size = reader.required_integer("vocab_size", 1, kMaxVocab);
   spec.max_position_embeddings = reader.required_integer("max_position_embeddings", 1, kMaxPositions);
   spec.hidden_size = reader.required_integer("hidden_size", 1, kMaxHidden);

@@ -111,6 +111,14 @@ std::vector<bool> pinned_layers(const BackpropTimes& times, const std::string& p
   options.set_max_mem(limits::kPatternMemoryBytes);
   const RE2 expression(pattern, options);
   if (!expression.ok()) refuse(expression.error() + "; RE2 syntax: no backreferences or lookaround");
+  double name_bytes = 0;
+  for (const std::string& name : times.names) name_bytes += static_cast<double>(name.size());
+  if (const double work = expression.ProgramSize() * name_bytes; work > limits::kPatternMatchWork)
+    throw FieldError("every_iteration", "every_iteration: '" + shown + "' is too costly to match against this profile's " +
+                                            "names (an automaton of " + std::to_string(expression.ProgramSize()) +
+                                            " steps over " + format_shortest(name_bytes) + " bytes of names; at most " +
+                                            format_shortest(limits::kPatternMatchWork) +
+                                            " together): simplify it, e.g. fewer counted repetitions such as .{1000}");
   std::vector<bool> pinned(times.size(), false);
   bool any = false;
   for (std::size_t j = 0; j < times.size(); ++j) any |= pinned[j] = RE2::PartialMatch(times.names[j], expression);
@@ -146,16 +154,19 @@ void plan_delayed_averaging(PlanOutcome& outcome, JobPlans& plans, const PlanReq
 
 // The exact method on best's plan (docs/time-model.md 14), when the plan is not already at the
 // suffix bound: a shorter plan it finds is chosen; a proof makes the chosen period the bound.
-void prove_or_improve(PlanOutcome& outcome, const std::vector<bool>& pinned, const ExactOptions& options) {
+// `always` (the opt-in proof, --prove-s) runs it whatever the profile's size and gap.
+void prove_or_improve(PlanOutcome& outcome, const std::vector<bool>& pinned, const ExactOptions& options,
+                      bool always = false) {
   const BackpropTimes& times = outcome.times;
   const double period_s = time_assignment(times, outcome.chosen.assignment).period_s;
   const double gap = gap_to_lower_bound(period_s, outcome.lower_bound_s);
   if (gap == 0) return;
   // Larger profiles cost more per node: searched only where the gap is worth it.
   const int placeable = exact_placeable_layers(times, pinned);
-  if (placeable > options.always_layers && gap <= options.large_min_gap) return;
+  if (!always && placeable > options.always_layers && gap <= options.large_min_gap) return;
   ExactResult exact = plan_exact(times, outcome.period, pinned, outcome.chosen, options);
   if (!exact.run.ran) return;
+  if (outcome.exact_run) exact.run.nodes += outcome.exact_run->nodes;  // the opt-in proof's run adds to the first
   outcome.exact_run = exact.run;
   if (exact.run.improved) outcome.chosen = std::move(exact.candidate);
   if (!exact.run.proven_optimal) return;
@@ -164,21 +175,59 @@ void prove_or_improve(PlanOutcome& outcome, const std::vector<bool>& pinned, con
   // the optimum meets or exceeds, up to rounding).
   outcome.lower_bound_s = std::max(outcome.lower_bound_s, time_assignment(times, outcome.chosen.assignment).period_s);
   outcome.bound_name = "exact";
+  outcome.relaxed.reset();
 }
 
-// The relaxed bound (docs/time-model.md section 14, "Dropped syncs") where the exact method did
-// not prove the plan: a proven relaxation above the current bound becomes the bound, and its
-// optimum, when shorter on the whole profile, the chosen plan.
-void apply_relaxed_bound(PlanOutcome& outcome, const std::vector<bool>& pinned, const ExactOptions& options) {
+// The relaxed bound (docs/time-model.md section 14, "Dropped syncs", and "Proof budget") where
+// the exact method did not prove the plan. The relaxations (kRelaxedFractions) are tried from the
+// tightest (fewest syncs removed) to the loosest, each within half of options.node_limit nodes,
+// until one is proven: its optimum bounds every plan of the whole profile. Every relaxation run's
+// best plan that is better than its start, with the removed layers back in, is polished by
+// search's descent on the whole profile (`search`'s deadline; no perturbation rounds) and
+// becomes the chosen plan when shorter. A better chosen plan prunes sooner, so once one is proven,
+// the tighter relaxations that were not are tried again from the improved plan, within what is
+// left of 3/2 options.node_limit nodes for all runs together.
+void apply_relaxed_bound(PlanOutcome& outcome, const std::vector<bool>& pinned, const ExactOptions& options,
+                         const SearchOptions& search) {
   const BackpropTimes& times = outcome.times;
-  const RelaxedResult relaxed = relaxed_lower_bound(times, outcome.period, pinned, outcome.chosen, options);
-  if (relaxed.candidate && time_assignment(times, relaxed.candidate->assignment).period_s <
-                               time_assignment(times, outcome.chosen.assignment).period_s * (1 - kBestTieRelative))
-    outcome.chosen = *relaxed.candidate;
-  if (relaxed.bound && relaxed.bound->period_s > outcome.lower_bound_s) {
-    outcome.lower_bound_s = relaxed.bound->period_s;
-    outcome.bound_name = "relaxed";
-    outcome.relaxed = relaxed.bound;
+  const long long per_run = std::max(1LL, options.node_limit / 2);
+  long long left = 3 * per_run;
+  const auto period_of = [&](const Assignment& plan) { return time_assignment(times, plan).period_s; };
+  // One relaxation run from the chosen plan; true when proven. Polishes what it found.
+  const auto relax = [&](double fraction) {
+    const RelaxedResult relaxed =
+        relaxed_lower_bound(times, outcome.period, pinned, outcome.chosen, options, {fraction}, std::min(per_run, left));
+    left -= relaxed.nodes;
+    if (relaxed.candidate) {
+      SearchOptions from = search;
+      from.dp_plan = relaxed.candidate->assignment;
+      from.rounds = 0;  // the descent alone: the perturbation rounds cost 10 ms here and gained nothing on the hard family
+      PlanCandidate polished = plan_search(times, outcome.period, from);
+      if (period_of(polished.assignment) < period_of(outcome.chosen.assignment) * (1 - kBestTieRelative)) {
+        polished.algorithm = "exact";  // the exact optimum of a relaxation, then search's descent
+        outcome.chosen = std::move(polished);
+      }
+    }
+    if (!relaxed.bound) return false;
+    if (relaxed.bound->period_s > outcome.lower_bound_s) {
+      outcome.lower_bound_s = relaxed.bound->period_s;
+      outcome.bound_name = "relaxed";
+      outcome.relaxed = relaxed.bound;
+    }
+    return true;
+  };
+  // The chosen period when each relaxation was last tried: one tried from a longer plan than
+  // today's may prove now.
+  std::array<double, kRelaxedFractions.size()> tried_from;
+  tried_from.fill(0);
+  for (std::size_t k = 0; k < kRelaxedFractions.size() && left > 0; ++k) {
+    tried_from[k] = period_of(outcome.chosen.assignment);
+    if (!relax(kRelaxedFractions[k])) continue;
+    for (std::size_t tighter = 0; tighter < k && left > 0; ++tighter)
+      if (period_of(outcome.chosen.assignment) < tried_from[tighter] * (1 - kBestTieRelative) &&
+          relax(kRelaxedFractions[tighter]))
+        break;
+    break;
   }
 }
 
@@ -205,6 +254,8 @@ void validate_plan_request(const PlanRequest& request) {
   if (request.exact.node_limit < 1 || request.exact.node_limit > limits::kMaxExactNodes)
     throw FieldError("exact.node_limit", "exact.node_limit: must be in 1.." + std::to_string(limits::kMaxExactNodes) +
                                              ", got " + std::to_string(request.exact.node_limit));
+  if (request.prove_s && !(*request.prove_s > 0 && *request.prove_s <= kLongestTimeLimit_s))
+    throw FieldError("prove_s", "prove_s: must be in (0, 86400] seconds, got " + format_shortest(*request.prove_s));
   if (request.exact.max_layers < 0)
     throw FieldError("exact.max_layers", "exact.max_layers: must be >= 0, got " + std::to_string(request.exact.max_layers));
   if (request.max_overhead && !(*request.max_overhead > 0 && *request.max_overhead <= 100))
@@ -275,12 +326,27 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
   outcome.link_limit_s = link_limit_s(times, period);
   outcome.bound_name = alpha_s ? "fused" : "suffix";  // the suffix bound is never below SPEC's (time-model 6)
   if (!alpha_s && request.max_delay == 0 && algorithm.name == std::string_view("best")) {
+    // The default proof budget: nodes, not seconds (docs/time-model.md section 14, "Proof budget").
     ExactOptions exact = request.exact;
     exact.deadline = search.deadline;
+    const auto unproven = [&] {
+      return !outcome.proven_optimal &&
+             gap_to_lower_bound(time_assignment(times, outcome.chosen.assignment).period_s, outcome.lower_bound_s) > 0;
+    };
+    // The whole profile first (docs/time-model.md section 14, "Proof budget"); unproven, the
+    // relaxations, whose polished optima may also shorten the plan.
     prove_or_improve(outcome, search.every_iteration, exact);
-    if (!outcome.proven_optimal &&
-        gap_to_lower_bound(time_assignment(times, outcome.chosen.assignment).period_s, outcome.lower_bound_s) > 0)
-      apply_relaxed_bound(outcome, search.every_iteration, exact);
+    if (unproven()) apply_relaxed_bound(outcome, search.every_iteration, exact, unfused_search);
+    // The opt-in proof: the exact method again from the plan so far, for up to prove_s seconds.
+    if (request.prove_s && unproven()) {
+      ExactOptions longer = request.exact;
+      longer.node_limit = limits::kMaxExactNodes;  // the seconds limit it
+      longer.deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                            std::chrono::duration<double>(*request.prove_s));
+      outcome.proof_extended = true;
+      prove_or_improve(outcome, search.every_iteration, longer, true);
+    }
   }
   if (request.max_delay > 0) {
     plan_delayed_averaging(outcome, plans, request, unfused_search);
@@ -332,7 +398,8 @@ PlanReport plan_report(const PlanOutcome& outcome, const PlanRequest& request) {
                                    outcome.relaxed->period_s};
   if (outcome.exact_run)
     report.exact = ReportExact{outcome.exact_run->nodes, request.exact.node_limit, outcome.exact_run->proven_optimal,
-                               outcome.exact_run->improved, outcome.exact_run->time_limited};
+                               outcome.exact_run->improved, outcome.exact_run->time_limited,
+                               outcome.proof_extended ? request.prove_s : std::nullopt};
   if (outcome.buckets)
     report.chosen.buckets = ReportBuckets{outcome.buckets->alpha_s, allreduce_count(*outcome.buckets),
                                           outcome.unfused_allreduces, outcome.unfused_timing.period_s,

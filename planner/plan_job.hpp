@@ -9,6 +9,7 @@
 #include "planner/strategy_table.hpp"
 #include "simulator/bucket_fusion.hpp"
 
+#include <array>
 #include <optional>
 #include <string>
 #include <vector>
@@ -18,12 +19,23 @@ namespace syncplan {
 /// Under an automatic period, the most each H's search may take (s), within the job's time limit.
 inline constexpr double kAutoSearchLimit_s = 0.05;
 
+/// The plan job's default proof budget (issue 25 item 3; docs/time-model.md section 14, "Proof
+/// budget"): the most branch-and-bound nodes of the exact method on the whole profile, and again
+/// on each relaxation of the relaxed bound (kRelaxedFractions), so that default `plan` takes tens
+/// of milliseconds on the hard family (bench_planner). Nodes, not seconds: the same plan and
+/// bound on any machine.
+inline constexpr long long kDefaultProofNodes = 20000;
+
+/// The relaxed bound's relaxations in the order the plan job tries them: syncs below these
+/// fractions of the largest removed, tightest (the highest bound) first (docs/time-model.md 14).
+inline constexpr std::array<double, 3> kRelaxedFractions = {0.002, 0.01, 0.03};
+
 /// The largest --max-delay: a delay never exceeds H - 1 <= kMaxPeriod - 1 (docs/time-model.md 13).
 inline constexpr int kMaxDelay = kMaxPeriod - 1;
 
 /// What to plan. Errors name these fields (FieldError: "period", "max_overhead", "algorithm",
 /// "every_iteration", "search.time_limit_s", "search.rounds", "search.patience", "bucket_alpha_s",
-/// "max_delay", "exact.node_limit", "exact.max_layers").
+/// "max_delay", "exact.node_limit", "exact.max_layers", "prove_s").
 struct PlanRequest {
   Profile profile;      ///< gives the plan its model name and layer order (after the sync-time choice)
   std::string origin;   ///< names the profile in messages and the report (a path, or "--model NAME")
@@ -50,9 +62,15 @@ struct PlanRequest {
   /// With algorithm "best" and no bucket fusion: the exact method's limits (docs/time-model.md 14).
   /// It runs after best when the plan's gap to the suffix bound is not 0 and the profile has at
   /// most exact.always_layers layers to place, or at most exact.max_layers and a gap above
-  /// exact.large_min_gap; a shorter plan it finds replaces best's. It also stops at the job's
-  /// search deadline (search.time_limit_s). node_limit >= 1, max_layers >= 0.
-  ExactOptions exact;
+  /// exact.large_min_gap; a shorter plan it finds replaces best's. Unproven, the relaxed bound
+  /// follows (kRelaxedFractions, exact.node_limit nodes each). Both also stop at the job's search
+  /// deadline (search.time_limit_s). node_limit in 1..limits::kMaxExactNodes (default
+  /// kDefaultProofNodes), max_layers >= 0.
+  ExactOptions exact{.node_limit = kDefaultProofNodes};
+  /// The opt-in proof (`plan --prove-s S`), in (0, 86400] s: when the budget of exact.node_limit
+  /// leaves the plan unproven, the exact method runs again on the whole profile from the plan so
+  /// far, limited by prove_s seconds only (and limits::kMaxExactNodes). Unset: no such run.
+  std::optional<double> prove_s;
 };
 
 /// How the automatic period was chosen.
@@ -87,7 +105,8 @@ struct PlanOutcome {
   /// (best_lower_bound_s, which is the suffix bound), "fused" (fused_lower_bound_s) or "delayed"
   /// (delayed_lower_bound_s).
   std::string bound_name = "suffix";
-  std::optional<ExactRun> exact_run;     ///< set when the exact method ran
+  std::optional<ExactRun> exact_run;     ///< set when the exact method ran (nodes: of its runs together)
+  bool proof_extended = false;           ///< the opt-in proof (PlanRequest::prove_s) ran
   /// Set when the relaxed bound (docs/time-model.md section 14, "Dropped syncs") was proven: the
   /// optimum of the profile with every sync below `fraction` of the largest removed.
   std::optional<RelaxedBound> relaxed;

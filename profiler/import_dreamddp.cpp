@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <iostream>
 #include <map>
 
 namespace syncplan {
@@ -18,8 +17,9 @@ std::string list_names(const std::vector<std::string>& names);
 // One time file: layer names in file order with their seconds. Non-finite values are collected
 // first, so that a file with many of them (DreamDDP's LoRA backward files: empty adapters, NaN)
 // is named in one message with their count.
-std::vector<std::pair<std::string, double>> read_time_file(const std::string& path,
-                                                           NonfinitePolicy nonfinite) {
+// Under kZero the zeroed layers are added to `zeroed` as "PATH: N non-finite times read as 0 ...".
+std::vector<std::pair<std::string, double>> read_time_file(const std::string& path, NonfinitePolicy nonfinite,
+                                                           std::vector<std::string>& zeroed) {
   const Json document = read_json_file(path);
   if (!document.is_object())
     throw InputError(path + ": expected a JSON object {layer name: seconds}, got " +
@@ -35,7 +35,7 @@ std::vector<std::pair<std::string, double>> read_time_file(const std::string& pa
     double seconds = 0;
     if (is_nonfinite_token(item.value())) {
       if (nonfinite == NonfinitePolicy::kZero) {
-        std::cerr << "warning: " << where << ": non-finite time replaced by 0 (--nonfinite zero)\n";
+        nonfinite_layers.push_back(item.key());  // read as 0, said once below
       } else {
         if (!first_nonfinite) {
           first_nonfinite = &item.value();
@@ -47,6 +47,13 @@ std::vector<std::pair<std::string, double>> read_time_file(const std::string& pa
       seconds = read_nonnegative_number(item.value(), where);
     }
     times.emplace_back(item.key(), seconds);
+  }
+  if (nonfinite == NonfinitePolicy::kZero) {
+    if (!nonfinite_layers.empty())
+      zeroed.push_back(path + ": " + std::to_string(nonfinite_layers.size()) + " non-finite time" +
+                       (nonfinite_layers.size() == 1 ? "" : "s") + " read as 0 (--nonfinite zero): " +
+                       list_names(nonfinite_layers));
+    return times;
   }
   if (nonfinite_layers.size() == 1) read_nonnegative_number(*first_nonfinite, first_nonfinite_where);  // throws
   if (!nonfinite_layers.empty())
@@ -68,8 +75,9 @@ std::string list_names(const std::vector<std::string>& names) {
 
 DreamddpImport import_dreamddp_files(const std::string& bp_path, const std::string& comm_path,
                                      const DreamddpImportOptions& options) {
-  const auto backward = read_time_file(bp_path, options.nonfinite);
-  const auto sync = read_time_file(comm_path, options.nonfinite);
+  std::vector<std::string> zeroed;
+  const auto backward = read_time_file(bp_path, options.nonfinite, zeroed);
+  const auto sync = read_time_file(comm_path, options.nonfinite, zeroed);
   std::map<std::string, double> sync_by_name(sync.begin(), sync.end());
   std::map<std::string, double> backward_by_name(backward.begin(), backward.end());
 
@@ -125,6 +133,7 @@ DreamddpImport import_dreamddp_files(const std::string& bp_path, const std::stri
   // Read back with the profile reader, so that an import never yields a profile the tool then
   // refuses (a time past a day: core/limits.hpp); the error names the bp file.
   profile_from_json(profile_to_json(imported.profile), bp_path + " (as imported)");
+  imported.zeroed = std::move(zeroed);
   return imported;
 }
 

@@ -41,6 +41,10 @@ struct DreamddpImport {
   Profile profile;
   std::vector<std::string> without_comm;  ///< backward-file layers missing from the all-reduce file,
                                           ///< file order: dropped (kDrop) or frozen (kFrozen)
+  /// Under NonfinitePolicy::kZero, one line per file that had non-finite times read as 0 ("PATH:
+  /// N non-finite times read as 0 (--nonfinite zero): 'a', 'b', ..."), for the caller to warn
+  /// with once the import has succeeded (never printed here: bad input stays one line on stderr).
+  std::vector<std::string> zeroed;
 };
 
 /// Reads DreamDDP's backward-time file `bp_path` and all-reduce-time file `comm_path` (flat JSON

@@ -108,6 +108,24 @@ void add_range(RangesByName& ranges, const std::string& name, std::string_view p
   ranges[layer].push_back(read_span(event, where));
 }
 
+// `spans` (one name's ranges) without those inside another of them on the same thread (a module
+// reentered, or an annotation inside an nn.Module event of the same name): the time is the outer
+// range's, counted once (the helper's new-user check: 20 us holding 5 us of the same name read as
+// 25 us). Which names are containers is decided on all ranges (container_names), before this.
+std::vector<Span> outermost_spans(std::vector<Span> spans) {
+  std::stable_sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) {
+    if (a.thread != b.thread) return a.thread < b.thread;
+    if (a.start_us != b.start_us) return a.start_us < b.start_us;
+    return a.end_us > b.end_us;
+  });
+  std::vector<Span> kept;
+  for (const Span& span : spans) {
+    if (!kept.empty() && kept.back().thread == span.thread && span.end_us <= kept.back().end_us) continue;
+    kept.push_back(span);
+  }
+  return kept;
+}
+
 Events collect_events(const Json& events, const std::string& origin) {
   Events out;
   for (std::size_t i = 0; i < events.size(); ++i) {
@@ -140,8 +158,10 @@ Events collect_events(const Json& events, const std::string& origin) {
 }
 
 // Names with a range that encloses another name's range on the same thread: containers (a block,
-// a whole model), not layers. Layers are the leaf modules.
-std::set<std::string> container_names(const RangesByName& ranges) {
+// a whole model), not layers. Layers are the leaf modules. Two names with the same range on one
+// thread are refused (`origin` names the trace): which is the leaf cannot be told (the helper's
+// check: the alphabetically first became the container and the other the layer, silently).
+std::set<std::string> container_names(const RangesByName& ranges, const std::string& origin) {
   struct Item {
     const Span* span;
     const std::string* name;
@@ -160,8 +180,15 @@ std::set<std::string> container_names(const RangesByName& ranges) {
     const Item& item = items[i];
     if (i > 0 && item.span->thread != items[i - 1].span->thread) open.clear();
     while (!open.empty() && open.back().span->end_us <= item.span->start_us) open.pop_back();
-    if (!open.empty() && item.span->end_us <= open.back().span->end_us && *open.back().name != *item.name)
+    if (!open.empty() && item.span->end_us <= open.back().span->end_us && *open.back().name != *item.name) {
+      if (open.back().span->start_us == item.span->start_us && open.back().span->end_us == item.span->end_us)
+        throw InputError(origin + ": '" + *open.back().name + "' and '" + *item.name + "' have the same range on one " +
+                         "thread (" + format_shortest(item.span->start_us) + " us, " +
+                         format_shortest(item.span->end_us - item.span->start_us) +
+                         " us long): which of them is the layer and which encloses it cannot be told; annotate "
+                         "only the leaf module");
       containers.insert(*open.back().name);
+    }
     open.push_back(item);
   }
   return containers;
@@ -190,7 +217,7 @@ class Importer {
     choose_layers(result);
     split_iterations();
     for (std::size_t layer = 0; layer < layers_.size(); ++layer)
-      for (const Span& span : (*ranges_).at(layers_[layer])) add(sums_[layer], span, /*backward=*/false);
+      for (const Span& span : outermost_spans((*ranges_).at(layers_[layer]))) add(sums_[layer], span, /*backward=*/false);
     result.backward = link_backward(result.convention);
     return finish(result, options);
   }
@@ -213,7 +240,7 @@ class Importer {
                        "forward, or with torch.profiler.profile(with_stack=True) for nn.Module events "
                        "(docs/torch.md)");
     }
-    containers_ = container_names(*ranges_);
+    containers_ = container_names(*ranges_, origin_);
     if (containers_.size() == ranges_->size()) {
       // Every name encloses another's range somewhere: no leaf is left to be a layer. Happens when
       // names nest inside each other both ways (A holds B and B holds A, e.g. a module reentered).
@@ -260,7 +287,7 @@ class Importer {
           throw InputError(origin_ + ": layer '" + name + "': '" + std::string(kBackwardPrefix) +
                            "' annotations but no '" + std::string(kForwardPrefix) + "' ones");
         }
-        for (const Span& span : spans) add(sums_[layer->second], span, /*backward=*/true);
+        for (const Span& span : outermost_spans(spans)) add(sums_[layer->second], span, /*backward=*/true);
       }
       return TorchTraceBackward::kAnnotations;
     }

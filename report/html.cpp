@@ -44,6 +44,20 @@ std::string svg_markup(const std::string& svg) {
       }
       if (i >= svg.size()) break;
     }
+    // A data-* attribute's value is data for scripts, never fetched or styled: a name there (the
+    // Gantt's data-label) is left out as text is (the helper's new-user check: a layer named
+    // "url(http" in a bar's data-label made report --html refuse a valid plan).
+    if (in_tag && svg.compare(i, 6, " data-") == 0) {
+      const std::size_t open = svg.find("=\"", i);
+      const std::size_t tag_end = svg.find('>', i);
+      if (open != std::string::npos && open < tag_end) {
+        const std::size_t close = svg.find('"', open + 2);
+        if (close != std::string::npos) {
+          markup.append(svg, i, open + 2 - i);
+          i = close;  // the closing quote is copied below
+        }
+      }
+    }
     if (in_tag) markup.push_back(svg[i]);
     if (in_tag && svg[i] == '>') in_tag = false;
     ++i;

@@ -55,12 +55,24 @@ LinePlot whatif_plot(const WhatifOutcome& outcome, WhatifMetric metric) {
                       static_cast<double>(row.workers), *value});
   }
   if (points.empty()) {
-    const bool any_ok = static_cast<std::size_t>(outcome.failed()) < outcome.rows.size();
-    throw InputError(std::string("whatif --plot: no point of the sweep has a value to draw (") +
-                     (any_ok ? metric == WhatifMetric::kThroughput ? "no samples/s: the batch is not known; give --batch"
-                                                                   : "no speedup over ssgd: ssgd failed at every point"
-                             : "every point failed") +
-                     ")");
+    bool any_ok = false, any_zero = false, any_batch = false, ssgd_ok = false;
+    for (const WhatifRow& row : outcome.rows) {
+      if (row.status != "ok") continue;
+      any_ok = true;
+      any_zero |= row.period_s && *row.period_s == 0;
+      any_batch |= row.batch_per_worker.has_value();
+      ssgd_ok |= row.strategy == "ssgd";
+    }
+    // The cause a user can act on (the helper's new-user check: an all-zero profile was told to
+    // give --batch when it had, and that ssgd failed when every ssgd row was ok).
+    const std::string cause =
+        !any_ok    ? "every point failed"
+        : any_zero ? "the periods are 0 s: the profile's times are all 0, so neither samples/s nor a speedup is finite"
+        : metric == WhatifMetric::kThroughput
+            ? (any_batch ? "no point has a finite samples/s" : "no samples/s: the batch is not known; give --batch")
+            : (ssgd_ok ? "no point has a finite speedup over ssgd"
+                       : "no speedup over ssgd: ssgd is not among the strategies or failed at every point");
+    throw InputError("whatif --plot: no point of the sweep has a value to draw (" + cause + ")");
   }
   set_plot_points(plot, points);
   return plot;

@@ -541,7 +541,17 @@ Timeline parse_timeline(const std::string& text, const std::string& origin) {
       first_is_object = parse_json_text(first, origin).is_object();
     } catch (const InputError&) {
     }
-    if (!first_is_object) throw;  // the whole file's error: where the document breaks
+    // A first line that is itself broken (a duplicate key, a missing '}') but starts an object, as
+    // the next line does: a log whose line 1 is at fault (the whole file's error named line 2).
+    std::string second;
+    while (std::getline(lines, second) && second.find_first_not_of(" \t\r") == std::string::npos) {
+    }
+    const auto starts_object = [](const std::string& line) {
+      const std::size_t at = line.find_first_not_of(" \t\r");
+      return at != std::string::npos && line[at] == '{' && line.find_first_not_of(" \t\r{", at) != std::string::npos;
+    };
+    if (!first_is_object && !(starts_object(first) && starts_object(second)))
+      throw;  // the whole file's error: where the document breaks
     return read_log(text, origin);
   }
   if (document.is_array()) return read_trace(document, nullptr, origin);  // Chrome's JSON array format

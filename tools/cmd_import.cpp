@@ -59,6 +59,7 @@ int run_import_dreamddp(const DreamddpOptions& options) {
   const DreamddpImport imported = with_flags(
       {{"tied", "--tied"}}, [&] { return import_dreamddp_files(options.bp_path, options.comm_path, import_options); });
   write_json_file_atomic(options.output_path, profile_to_json(imported.profile), "-o,--output");
+  for (const std::string& line : imported.zeroed) warn(line);  // held: printed only when the command succeeds
   std::cout << "imported " << imported.profile.layers.size() << " layers into " << options.output_path;
   if (!imported.without_comm.empty())
     std::cout << "; " << imported.without_comm.size() << " layers without an all-reduce time "

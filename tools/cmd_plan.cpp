@@ -22,7 +22,9 @@ struct PlanOptions {
   std::string profile_out_path;  // --profile-out: the profile --model made
   std::string period;
   SearchOptions search;
-  ExactOptions exact;  // --exact-nodes
+  ExactOptions exact{.node_limit = kDefaultProofNodes};  // --exact-nodes
+  double prove_s = 0;  // --prove-s: the opt-in proof's seconds
+  bool prove_s_given = false;
   bool fill_bubbles = false;
   std::string every_iteration;  // regular expression on layer names; empty: none pinned
   std::string seed_text = "1";
@@ -50,6 +52,7 @@ constexpr std::initializer_list<FieldFlag> kPlanFlags = {
     {"search.rounds", "--search-rounds"},
     {"search.patience", "--patience"},
     {"exact.node_limit", "--exact-nodes"},
+    {"prove_s", "--prove-s"},
     {"bucket_alpha_s", "--alpha-s"},
     {"max_delay", "--max-delay"},
 };
@@ -142,6 +145,7 @@ PlanRequest plan_request(const PlanOptions& options) {
   PlanRequest request;
   request.search = options.search;
   request.exact = options.exact;
+  if (options.prove_s_given) request.prove_s = options.prove_s;
   request.search.seed = std::stoull(options.seed_text);
   const bool automatic = options.period == "auto";
   if (options.max_overhead_given) request.max_overhead = options.max_overhead;
@@ -165,6 +169,9 @@ PlanRequest plan_request(const PlanOptions& options) {
   // The exact method runs only for best's unfused plans without delays (docs/time-model.md 14).
   if (options.exact_nodes_given && (options.algorithm != "best" || options.fuse_buckets || options.max_delay > 0))
     throw InputError("--exact-nodes: only with --algorithm best, without --fuse-buckets and --max-delay (the exact "
+                     "method runs for nothing else)");
+  if (options.prove_s_given && (options.algorithm != "best" || options.fuse_buckets || options.max_delay > 0))
+    throw InputError("--prove-s: only with --algorithm best, without --fuse-buckets and --max-delay (the exact "
                      "method runs for nothing else)");
   return request;
 }
@@ -225,8 +232,10 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
             << (outcome.proven_optimal ? " (proven optimal)"
                 : outcome.exact_run    ? " (exact method: not proven within " +
                                           count_text(outcome.exact_run->nodes, "node") +
-                                          (outcome.exact_run->time_limited ? ", stopped by --time-limit-s)"
-                                                                           : ", --exact-nodes)")
+                                          (outcome.proof_extended              ? ", then --prove-s " + format_shortest(options.prove_s) + ")"
+                                           : outcome.exact_run->time_limited ? ", stopped by --time-limit-s)"
+                                           : options.exact_nodes_given       ? ", --exact-nodes)"
+                                                                             : ", the default budget; --prove-s S searches longer)")
                                        : "")
             << '\n';
   if (!outcome.chosen_search)
@@ -367,7 +376,12 @@ void add_plan_command(CLI::App& app, Action& action) {
   CLI::Option* exact_nodes = plan->add_option("--exact-nodes", options->exact.node_limit,
                    "with --algorithm best: the exact method's most branch-and-bound nodes, >= 1; it proves the plan "
                    "optimal or finds a shorter one on profiles of at most 96 layers to place, or 1024 where the "
-                   "gap is above 1% (default: 1000000)");
+                   "gap is above 1%; the relaxed bound's relaxations get half as many each (default: " +
+                       std::to_string(kDefaultProofNodes) + ", tens of milliseconds; --prove-s adds a run limited by seconds only)");
+  CLI::Option* prove_s = plan->add_option("--prove-s", options->prove_s,
+                   "with --algorithm best: when the default budget leaves the plan unproven, run the exact method "
+                   "again from the plan so far for up to this many seconds, in (0, 86400]: it proves the plan "
+                   "optimal, finds a shorter one, or stops (default: off; the report's exact.budget says which ran)");
   plan->add_option("--cluster", options->sync.cluster_path,
                    "syncplan.cluster/v1 file: plan for its all-reduce times (see --sync-time) and take bucket "
                    "fusion's alpha from it (default: the profile's sync_s)");
@@ -388,10 +402,11 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_option("-o,--output", options->output_path, "plan to write (syncplan.plan/v1 JSON)")->required();
   plan->add_option("--report", options->report_path,
                    "also write a JSON report: strategies' period_s, lower_bound_period_s, chosen plan");
-  plan->callback([&action, options, sync_time, max_overhead, alpha, exact_nodes] {
+  plan->callback([&action, options, sync_time, max_overhead, alpha, exact_nodes, prove_s] {
     options->max_overhead_given = max_overhead->count() > 0;
     options->alpha_given = alpha->count() > 0;
     options->exact_nodes_given = exact_nodes->count() > 0;
+    options->prove_s_given = prove_s->count() > 0;
     options->sync.sync_time_given = sync_time->count() > 0;
     action = [options] { return run_plan(*options); };
   });

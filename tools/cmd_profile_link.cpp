@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <limits>
 #include <exception>
+#include <charconv>
 #include <functional>
 #include <iostream>
 #include <memory>
@@ -39,11 +40,14 @@ std::int64_t parse_size_bytes(const std::string& text, const std::string& option
   else if (suffix == "K" || suffix == "k") shift = 10;
   else if (suffix == "M" || suffix == "m") shift = 20;
   else if (suffix == "G" || suffix == "g") shift = 30;
-  if (digits == 0 || digits > 12 || shift < 0)
+  if (digits == 0 || shift < 0)
     throw InputError(option + ": expected bytes as a whole number with an optional K, M or G (x1024), got '" + text +
                      "'");
-  const std::int64_t value = std::stoll(text.substr(0, digits));
-  if (value > (std::numeric_limits<std::int64_t>::max() >> shift))
+  // Any number of digits is a number (13 or more were called "not a whole number"); past int64
+  // it is too many bytes, as a value that overflows with its suffix is.
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + digits, value);
+  if (error != std::errc() || end != text.data() + digits || value > (std::numeric_limits<std::int64_t>::max() >> shift))
     throw InputError(option + ": '" + text + "' is more bytes than a 64-bit count holds");
   const std::int64_t bytes = value << shift;
   if (bytes > limits::kMaxSizeBytes)

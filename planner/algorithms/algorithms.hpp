@@ -151,8 +151,12 @@ struct RelaxedBound {
 /// What relaxed_lower_bound found.
 struct RelaxedResult {
   std::optional<RelaxedBound> bound;        ///< the first proven relaxation; unset: none proven
-  std::optional<PlanCandidate> candidate;   ///< the relaxation's optimum ("exact"), a plan of the whole profile too
+  /// The best plan the last run that improved on `incumbent` found (algorithm "exact"; the
+  /// relaxation's optimum when proven): a plan of the whole profile too, with the removed layers
+  /// where the exact method puts layers without a sync (block 0). Unset: no run improved.
+  std::optional<PlanCandidate> candidate;
   bool time_limited = false;                ///< options.deadline cut a run short (then nothing more was tried)
+  long long nodes = 0;                      ///< the nodes of all its runs together
 };
 
 /// The relaxed bound (docs/time-model.md section 14, "Dropped syncs"): for each fraction in

@@ -360,6 +360,8 @@ RelaxedResult relaxed_lower_bound(const BackpropTimes& times, int period, const 
     ExactOptions relaxed = options;
     relaxed.node_limit = std::min(options.node_limit, relaxed_nodes);
     const ExactResult run = plan_exact(reduced, period, every_iteration, incumbent, relaxed);
+    result.nodes += run.run.nodes;
+    if (run.run.improved) result.candidate = run.candidate;
     if (run.run.time_limited) {
       result.time_limited = true;
       return result;
@@ -367,7 +369,6 @@ RelaxedResult relaxed_lower_bound(const BackpropTimes& times, int period, const 
     if (!run.run.ran || !run.run.proven_optimal) continue;
     const double bound = time_assignment(reduced, run.candidate.assignment).period_s;
     result.bound = RelaxedBound{fraction, dropped, run.run.nodes, bound};
-    if (run.run.improved) result.candidate = run.candidate;
     return result;
   }
   return result;

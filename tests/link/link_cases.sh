@@ -82,6 +82,12 @@ case "$case_name" in
     [[ $(wc -l <err.txt) -eq 1 ]] || { echo "FAIL: more than one line"; exit 1; }
     expect_refused "--max-bytes: '999999999999G' is more bytes than a 64-bit count holds" \
       "$syncplan" profile-link --backend mpi -e 999999999999G -o link.json
+    # A plain number of 13 or more digits is a size too (it was "expected bytes as a whole number"):
+    # 2^50 + 1 bytes is past the limit, 2^64 past a 64-bit count.
+    expect_refused "--max-bytes: '1125899906842625' is 1125899906842625 bytes, more than the limit" \
+      "$syncplan" profile-link --backend mpi -e 1125899906842625 -o link.json
+    expect_refused "--max-bytes: '18446744073709551616' is more bytes than a 64-bit count holds" \
+      "$syncplan" profile-link --backend mpi -e 18446744073709551616 -o link.json
     ;;
   mismatched_np2)
     # MPMD launch: rank 1 gets other --iters and --min-bytes than rank 0. Each would sweep its own

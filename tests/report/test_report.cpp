@@ -12,6 +12,7 @@
 #include "report/loss_plot.hpp"
 #include "report/svg_plot.hpp"
 #include "report/svg_text.hpp"
+#include "report/whatif_page.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -325,6 +326,12 @@ TEST_CASE("html page: escaped text, inline figures, checks", "[report]") {
   HtmlPage named = page;
   named.sections[0].figures[0].svg = "<svg><text>url(http://x) href=\"http layer</text></svg>";
   CHECK(html_page(named).find("<text>url(http://x)") != std::string::npos);
+  // Nor in a data-* attribute's value (the Gantt bars' data-label holds the layer's name), while
+  // the same text in a style attribute is still refused.
+  named.sections[0].figures[0].svg = "<svg><rect data-label=\"url(http://x) layer\" width=\"2\"/></svg>";
+  CHECK(html_page(named).find("data-label=\"url(http://x) layer\"") != std::string::npos);
+  named.sections[0].figures[0].svg = "<svg><rect data-label=\"a\" style=\"fill:url(http://x)\"/></svg>";
+  CHECK_THROWS_WITH(html_page(named), Catch::Contains("holds 'url(http' in its markup"));
 }
 
 TEST_CASE("xml escaping and exact numbers", "[report]") {
@@ -364,4 +371,30 @@ TEST_CASE("report strategies: read back as plan_report wrote them, and checked a
   write_json_file_atomic(path, tampered);
   CHECK_THROWS_WITH(read_report_strategies(path, outcome.plan), Catch::Contains("strategy 'ssgd'") && Catch::Contains("bogus"));
   std::remove(path.c_str());
+}
+
+// whatif --plot with nothing to draw names the cause a user can act on (the helper's new-user
+// check: an all-zero profile with --batch 1 was told "give --batch", and "ssgd failed at every
+// point" when every ssgd row was ok).
+TEST_CASE("whatif plot: with no point to draw, the message names the real cause", "[report]") {
+  using namespace syncplan;
+  WhatifOutcome outcome;
+  outcome.model = "zeros";
+  WhatifRow row;
+  row.workers = 2;
+  row.strategy = "ssgd";
+  row.batch_per_worker = 1;
+  row.period_s = 0.0;  // an all-zero profile: samples/s and the speedup are not finite, so unset
+  outcome.rows = {row};
+  row.strategy = "best";
+  outcome.rows.push_back(row);
+  for (const WhatifMetric metric : {WhatifMetric::kThroughput, WhatifMetric::kSpeedup})
+    CHECK_THROWS_WITH(whatif_plot(outcome, metric), Catch::Contains("the periods are 0 s") &&
+                                                        !Catch::Contains("give --batch") && !Catch::Contains("ssgd failed"));
+  // Without a batch (and a period above 0): the batch is what is missing.
+  for (WhatifRow& each : outcome.rows) each.period_s = 1.0, each.batch_per_worker.reset();
+  CHECK_THROWS_WITH(whatif_plot(outcome, WhatifMetric::kThroughput), Catch::Contains("give --batch"));
+  // Every point failed.
+  for (WhatifRow& each : outcome.rows) each.status = "error";
+  CHECK_THROWS_WITH(whatif_plot(outcome, WhatifMetric::kSpeedup), Catch::Contains("every point failed"));
 }

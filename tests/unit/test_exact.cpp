@@ -222,7 +222,9 @@ TEST_CASE("plan job: the report names the bound and says when the plan is proven
     REQUIRE(report["chosen"]["bound"] == "exact");
     REQUIRE(report["chosen"]["proven_optimal"] == true);
     REQUIRE(report["exact"]["proven_optimal"] == true);
-    REQUIRE(report["exact"]["node_limit"] == 1000000);  // the default node limit (ExactOptions)
+    REQUIRE(report["exact"]["node_limit"] == kDefaultProofNodes);  // the plan job's default budget
+    REQUIRE(report["exact"]["budget"] == "nodes");
+    REQUIRE_FALSE(report["exact"].contains("prove_s"));
   }
   SECTION("dp: no exact method; the gap is to the suffix bound, 4.8 / 4.7 - 1") {
     request.algorithm = "dp";
@@ -264,12 +266,100 @@ TEST_CASE("plan job: the report names the bound and says when the plan is proven
     request.exact.node_limit = limits::kMaxExactNodes + 1;  // 10^12 + 1: past the largest
     REQUIRE_THROWS_WITH(run_plan_job(request), "exact.node_limit: must be in 1..1000000000000, got 1000000000001");
   }
+  SECTION("bad opt-in proof times are refused naming the field") {
+    for (const double seconds : {0.0, -1.0, 86401.0, std::numeric_limits<double>::quiet_NaN()}) {
+      request.prove_s = seconds;
+      REQUIRE_THROWS_WITH(run_plan_job(request), Catch::Matchers::StartsWith("prove_s: must be in (0, 86400] seconds"));
+    }
+  }
+  SECTION("the opt-in proof (prove_s) proves what one node could not, and the report says it ran") {
+    // One node proves nothing (the tree has 2^3 leaves), and no sync is small enough for a
+    // relaxation: the default budget leaves 4.8 s unproven against the suffix bound's 4.7 s.
+    request.exact.node_limit = 1;
+    const PlanOutcome budget = run_plan_job(request);
+    REQUIRE_FALSE(budget.proven_optimal);
+    REQUIRE_FALSE(budget.proof_extended);
+    REQUIRE(budget.bound_name == "suffix");
+    REQUIRE(budget.exact_run->nodes == 1);
+    // As `plan --exact-nodes 1 --prove-s 600` asks: the same, then no node limit but the seconds.
+    request.prove_s = 600;
+    const PlanOutcome proof = run_plan_job(request);
+    REQUIRE(proof.proof_extended);
+    REQUIRE(proof.proven_optimal);
+    REQUIRE(proof.bound_name == "exact");
+    REQUIRE(proof.timing.period_s == Approx(4.8).epsilon(1e-12));
+    REQUIRE(proof.exact_run->nodes > 1);  // the default run's node and the opt-in run's together
+    const Json report = report_to_json(plan_report(proof, request));
+    REQUIRE(report["exact"]["budget"] == "prove_s");
+    REQUIRE(report["exact"]["prove_s"] == 600);
+    REQUIRE(report["chosen"]["bound"] == "exact");
+    // A plan the default budget proves runs no opt-in proof.
+    request.exact.node_limit = kDefaultProofNodes;
+    REQUIRE_FALSE(run_plan_job(request).proof_extended);
+  }
+  SECTION("a pattern too costly to match against the names is refused before matching") {
+    // 400 layers named by 1,000 characters each (400,000 bytes): '.{1000}' compiles to an
+    // automaton of more than 1,250 steps (RE2 counts at least one per repetition), so matching is
+    // past limits::kPatternMatchWork = 5e8 (the helper's check: 36 ms a name); 'x0' is not.
+    std::vector<double> backward(400, 0.001), sync(400, 0.001);
+    request.profile = test::backprop_profile(backward, sync);
+    for (std::size_t j = 0; j < request.profile.layers.size(); ++j)
+      request.profile.layers[j].name = std::string(996, 'x') + std::to_string(1000 + j);
+    request.period = 2;
+    request.every_iteration = ".{1000}";
+    REQUIRE_THROWS_WITH(run_plan_job(request), Catch::Matchers::StartsWith("every_iteration: '.{1000}' is too costly"));
+    request.every_iteration = "x1000$";
+    REQUIRE(run_plan_job(request).pinned_layers.size() == 1);
+  }
   SECTION("fused plans keep the fused bound") {
     request.bucket_alpha_s = 0.0;
     const PlanOutcome outcome = run_plan_job(request);
     REQUIRE_FALSE(outcome.exact_run);
     REQUIRE(outcome.bound_name == "fused");
   }
+}
+
+// The plan job's default proof budget (docs/time-model.md section 14, "Proof budget") on hard
+// random profiles with a few small syncs: with so few nodes that the whole-profile method rarely
+// proves, the relaxations (their optimum polished by search's descent) bound and improve the plan.
+// Against enumeration: the bound is never above the optimum, the plan never below it, a plan
+// called proven is the optimum, and the plan is never longer than any of best's candidates' (the
+// plan printed must not get worse for the budget).
+TEST_CASE("plan job: the default proof budget on hard random profiles, against enumeration", "[planner][exact][plan_job]") {
+  std::mt19937 rng(3025);
+  std::uniform_real_distribution<double> unit(0.0, 1.0);
+  int relaxed = 0;
+  for (int round = 0; round < 120; ++round) {
+    const int layers = 7 + round % 4, period = 3;
+    std::vector<double> backward, sync;
+    for (int j = 0; j < layers; ++j) backward.push_back(0.5 + unit(rng));
+    double backprop = 0;
+    for (const double b : backward) backprop += b;
+    double ready = 0;
+    for (int j = 0; j < layers; ++j) {
+      ready += backward[j];
+      // About a third of the syncs are below 0.2% of the largest: kRelaxedFractions' first removes them.
+      sync.push_back(unit(rng) < 0.35 ? 0.001 * unit(rng) + 1e-5 : (backprop - ready) * (0.5 + unit(rng)) + 0.5);
+    }
+    INFO("round " << round << ", L = " << layers << ", H = " << period);
+    PlanRequest request;
+    request.profile = test::backprop_profile(backward, sync);
+    request.origin = "hard.json";
+    request.period = period;
+    request.search.time_limit_s = 600;
+    request.exact.node_limit = 2 + round % 4;  // whole profile: 2-5 nodes; each relaxation half of it
+    const PlanOutcome outcome = run_plan_job(request);
+    const double optimum = enumerated_optimum_s(outcome.times, period, std::vector<bool>(layers, false));
+    REQUIRE(outcome.lower_bound_s <= optimum * (1 + 1e-9));
+    REQUIRE(outcome.timing.period_s >= optimum * (1 - 1e-9));
+    if (outcome.proven_optimal) REQUIRE(outcome.timing.period_s == Approx(optimum).epsilon(1e-9));
+    for (const StrategyTiming& row : outcome.strategies)
+      if (std::find(kBestCandidates.begin(), kBestCandidates.end(), row.name) != kBestCandidates.end())
+        REQUIRE(outcome.timing.period_s <= row.timing.period_s * (1 + 1e-9));
+    relaxed += outcome.bound_name == "relaxed" ? 1 : 0;
+  }
+  // The relaxations must have bounded some plans, or this test could not fail on them.
+  REQUIRE(relaxed > 10);
 }
 
 }  // namespace syncplan

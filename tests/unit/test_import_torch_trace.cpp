@@ -271,3 +271,25 @@ TEST_CASE("torch-trace: a duration over a day or not finite is an error naming t
                                    "day.json");
   CHECK(*torch_trace_to_profile(day, "day.json", {}).profile.layers[0].forward_s == Approx(86400.0));
 }
+
+// The helper's new-user check: a layer's range inside another range of the same name on the same
+// thread (20 us holding 5 us) was counted twice (25 us); it is the outer range's 20 us. Two names
+// with the same range on one thread were told apart by their alphabetical order (the first became
+// a container, silently); now refused, naming both.
+TEST_CASE("torch-trace: nested ranges of one name count once; equal ranges of two names are refused") {
+  std::vector<std::string> events = three_iterations();
+  // Iteration 1: a second forward:b inside b's 114+22 (as a module reentered would be).
+  events.push_back(legacy_event("syncplan.forward:b", 120, 5));
+  const TorchTraceImport imported = torch_trace_to_profile(legacy_trace(events), "trace.json", {});
+  REQUIRE(imported.profile.layers.size() == 2);
+  CHECK(*imported.profile.layers[1].forward_s == Approx(21 * kUs));  // medians {20, 22, 21}: unchanged
+  // The same nesting in every iteration would otherwise read {25, 27, 26}: check the sum directly.
+  std::vector<std::string> each = three_iterations();
+  for (const int start : {14, 116, 215}) each.push_back(legacy_event("syncplan.forward:b", start, 5));
+  CHECK(*torch_trace_to_profile(legacy_trace(each), "trace.json", {}).profile.layers[1].forward_s == Approx(21 * kUs));
+
+  std::vector<std::string> twins = three_iterations();
+  twins.push_back(legacy_event("syncplan.forward:twin", 213, 21));  // b's range in iteration 2, exactly
+  CHECK_THROWS_WITH(torch_trace_to_profile(legacy_trace(twins), "trace.json", {}),
+                    Contains("trace.json: 'b' and 'twin' have the same range on one thread"));
+}

@@ -228,3 +228,28 @@ TEST_CASE("limits: profile times, worker counts and sizes share the table", "[js
   CHECK(kMaxPeriod == limits::kMaxPeriod);
   CHECK(kLongestCollective_s == limits::kLongestTime_s);
 }
+
+// Control characters (issue 24 item 13; the helper's new-user check): a NUL no longer cuts an
+// error message (InputError writes it as \x00 and keeps what follows), and the printed texts
+// other than layer names (a profile's model and source, a plan's algorithm, a cluster's name) are
+// refused as names are: ESC started terminal sequences, and C1's U+009B is ESC [ to a terminal.
+TEST_CASE("readers: control characters are escaped in messages and refused in printed texts", "[json]") {
+  CHECK(std::string(InputError(std::string("layer 'a\0b' and more", 20)).what()) == "layer 'a\\x00b' and more");
+  CHECK(std::string(InputError("x\x1b]0;t\x07y").what()) == "x\\x1B]0;t\\x07y");
+  CHECK(std::string(InputError("c1 \xc2\x9b end").what()) == "c1 \\u009B end");
+  CHECK(std::string(InputError("caf\xc3\xa9 ok").what()) == "caf\xc3\xa9 ok");  // other UTF-8 unchanged
+
+  const std::string head = R"({"format": "syncplan.profile/v1", "workers": 2, "layers": [{"name": "fc",
+    "param_count": 1, "param_bytes": 4, "forward_s": 0.001, "backward_s": 0.001, "update_s": 0, "sync_s": 0.001}], )";
+  CHECK_THAT(error_of([&] { profile_from_json(parse(head + R"("model": "m", "source": "x\u001b]0;t\u0007"})"), "p.json"); }),
+             Contains("p.json: field 'source': control character U+001B at byte 1"));
+  CHECK_THAT(error_of([&] { profile_from_json(parse(head + R"("model": "a\u009bb", "source": "s"})"), "p.json"); }),
+             Contains("p.json: field 'model': control character U+009B at byte 1"));
+  CHECK(profile_from_json(parse(head + R"("model": "caf\u00e9", "source": "s"})"), "p.json").model == "caf\xc3\xa9");
+  CHECK_THAT(error_of([&] { cluster_from_json(cluster_document(R"(, "name": "n\u0000")"), "c.json"); }),
+             Contains("c.json: field 'name': control character U+0000 at byte 1"));
+  Json plan = plan_document("");
+  plan["algorithm"] = "dp\x1b[2J";
+  CHECK_THAT(error_of([&] { plan_from_json(plan, "plan.json", one_layer_profile()); }),
+             Contains("plan.json: field 'algorithm': control character U+001B at byte 2"));
+}
