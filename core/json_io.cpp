@@ -14,6 +14,7 @@
 #include <limits>
 #include <filesystem>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <thread>
 #include <fcntl.h>
@@ -111,22 +112,31 @@ std::string strip_nlohmann_prefix(std::string message) {
 
 }  // namespace
 
-Json parse_json_text(const std::string& text, const std::string& origin) {
+namespace {
+
+// parse_json_text for either JSON type: Json (ordered: objects keep the file's key order, but an
+// insert searches the keys, so an object of n keys costs O(n^2)) or nlohmann::json (sorted keys,
+// O(log n) inserts). `top_keys`, when given, receives the keys of the top-level object in file
+// order (the callback sees them as they are read).
+template <class Document>
+Document parse_document(const std::string& text, const std::string& origin, std::vector<std::string>* top_keys) {
   // Keys seen so far in each open object, innermost last: a repeated key is an error, since
   // nlohmann/json would silently keep only the last value (a duplicate layer would vanish).
   std::vector<std::set<std::string>> open_objects;
   std::string duplicate;
-  const auto reject_duplicate_keys = [&](int depth, Json::parse_event_t event, Json& parsed) {
+  const auto reject_duplicate_keys = [&](int depth, typename Document::parse_event_t event, Document& parsed) {
+    using Event = typename Document::parse_event_t;
     // Values nested deeper than kDeepestJson are refused before they exist: nlohmann/json copies
     // an ordered object's values recursively when it grows, and 100,000 levels overflow the stack.
-    if ((event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start) && depth >= kDeepestJson)
+    if ((event == Event::object_start || event == Event::array_start) && depth >= kDeepestJson)
       throw InputError(origin + ": JSON nested deeper than " + std::to_string(kDeepestJson) + " levels");
     switch (event) {
-      case Json::parse_event_t::object_start: open_objects.emplace_back(); break;
-      case Json::parse_event_t::object_end: open_objects.pop_back(); break;
-      case Json::parse_event_t::key:
-        if (!open_objects.back().insert(parsed.get<std::string>()).second && duplicate.empty())
-          duplicate = parsed.get<std::string>();
+      case Event::object_start: open_objects.emplace_back(); break;
+      case Event::object_end: open_objects.pop_back(); break;
+      case Event::key:
+        if (!open_objects.back().insert(parsed.template get<std::string>()).second && duplicate.empty())
+          duplicate = parsed.template get<std::string>();
+        if (top_keys && depth == 1) top_keys->push_back(parsed.template get<std::string>());
         break;
       default: break;
     }
@@ -134,10 +144,10 @@ Json parse_json_text(const std::string& text, const std::string& origin) {
   };
   const MarkedText marked = mark_nonfinite_tokens(text);
   try {
-    Json document = Json::parse(marked.text, reject_duplicate_keys);
+    Document document = Document::parse(marked.text, reject_duplicate_keys);
     if (!duplicate.empty()) throw InputError(origin + ": duplicate key '" + duplicate + "'");
     return document;
-  } catch (const Json::parse_error& e) {
+  } catch (const typename Document::parse_error& e) {
     // Line and column in the text as written (e.byte is 1-based, in the marked text).
     const std::size_t offset = std::min(marked.original_offset(e.byte > 0 ? e.byte - 1 : 0), text.size());
     const std::size_t line = 1 + static_cast<std::size_t>(std::count(text.begin(), text.begin() + offset, '\n'));
@@ -145,9 +155,29 @@ Json parse_json_text(const std::string& text, const std::string& origin) {
     const std::size_t column = offset - (line_start == std::string::npos || offset == 0 ? 0 : line_start + 1) + 1;
     throw InputError(origin + ": invalid JSON at line " + std::to_string(line) + ", column " + std::to_string(column) +
                      ": " + strip_nlohmann_prefix(parse_error_detail(e.what())));
-  } catch (const Json::exception& e) {  // e.g. out_of_range 406: a number too large for a double
+  } catch (const typename Document::exception& e) {  // e.g. out_of_range 406: a number too large for a double
     throw InputError(origin + ": invalid JSON: " + strip_nlohmann_prefix(e.what()));
   }
+}
+
+}  // namespace
+
+Json parse_json_text(const std::string& text, const std::string& origin) {
+  return parse_document<Json>(text, origin, nullptr);
+}
+
+std::vector<std::pair<std::string, Json>> read_json_object_in_order(const std::string& path, const std::string& expected) {
+  std::vector<std::string> keys;
+  const nlohmann::json document = parse_document<nlohmann::json>(read_text_file(path), path, &keys);
+  if (!document.is_object())
+    throw InputError(path + ": expected " + expected + ", got " + json_type_name(Json(document)));
+  std::vector<std::pair<std::string, Json>> items;
+  items.reserve(keys.size());
+  for (std::string& key : keys) {
+    Json value = document.at(key);  // the same value, as the ordered type the readers take
+    items.emplace_back(std::move(key), std::move(value));
+  }
+  return items;
 }
 
 std::string read_text_file(const std::string& path) {
@@ -228,6 +258,34 @@ void write_stream(const std::filesystem::path& path, const std::string& text, co
   if (!out) throw InputError(shown + ": cannot write file (write error)");
 }
 
+// The standard output or error named as a path ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1";
+// the same for 2): its descriptor, else -1. Such a path is written through the descriptor the
+// process already has, in order with the printout, and never resolved and renamed into place:
+// with the descriptor closed or its target a regular file, resolving it replaced the /dev/stdout
+// link itself with a regular file (found on this project's machine after the helper's re-check).
+int standard_descriptor(const std::string& path) {
+  for (const int fd : {1, 2}) {
+    const std::string number = std::to_string(fd);
+    if (path == (fd == 1 ? "/dev/stdout" : "/dev/stderr") || path == "/dev/fd/" + number || path == "/proc/self/fd/" + number)
+      return fd;
+  }
+  return -1;
+}
+
+// Writes `text` to the open descriptor `fd` (1 or 2), after what the streams hold.
+void write_descriptor(int fd, const std::string& text, const std::string& shown) {
+  if (::fcntl(fd, F_GETFD) < 0) throw InputError(shown + ": cannot write file (the descriptor is closed)");
+  std::cout.flush();
+  std::cerr.flush();
+  std::size_t written = 0;
+  while (written < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + written, text.size() - written);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw InputError(shown + ": cannot write file (" + std::strerror(n < 0 ? errno : EIO) + ")");
+    written += static_cast<std::size_t>(n);
+  }
+}
+
 // How long a FIFO's writer waits for a reader to open it (a reader started just before the command,
 // `cat fifo &`, may open it a moment later).
 constexpr auto kFifoReaderWait = std::chrono::seconds(5);
@@ -293,9 +351,19 @@ void OutputFiles::commit() {
     bool fifo = false;
   };
   std::vector<Pending> renamed, direct;
+  struct Stream {
+    int fd;
+    const std::string* text;
+    const std::string* shown;
+  };
+  std::vector<Stream> streams;  // the standard output or error, named as a path
   // First what can be refused without writing anything: a folder as target, a missing folder.
   for (std::size_t i = 0; i < files_.size(); ++i) {
     const auto& [path, text, shown] = files_[i];
+    if (const int fd = standard_descriptor(path); fd >= 0) {
+      streams.push_back({fd, &text, &shown});
+      continue;
+    }
     fs::path target(path);
     std::error_code ec;
     // What the path names, links followed: /dev/stdout is a link to /proc/self/fd/1, which the
@@ -309,7 +377,10 @@ void OutputFiles::commit() {
       continue;
     }
     // A link to a regular file (or to nothing yet): the file it names is replaced, not the link.
-    if (fs::is_symlink(fs::symlink_status(target, ec))) target = fs::weakly_canonical(target, ec);
+    if (fs::is_symlink(fs::symlink_status(target, ec))) {
+      target = fs::weakly_canonical(target, ec);
+      if (ec || target.empty()) throw InputError(shown + ": cannot write file (its link cannot be resolved)");
+    }
     fs::path folder = target.parent_path();
     if (folder.empty()) folder = ".";
     if (!fs::is_directory(folder, ec))
@@ -327,6 +398,7 @@ void OutputFiles::commit() {
   }
   // Devices and FIFOs cannot be renamed into place: they are written first, before any temporary
   // file exists, so that a failing one (/dev/full, a FIFO nobody reads) leaves nothing behind.
+  for (const Stream& stream : streams) write_descriptor(stream.fd, *stream.text, *stream.shown);
   for (const Pending& file : direct)
     (file.fifo ? write_fifo : write_stream)(file.target, *file.text, *file.shown);
   const auto remove_temporaries = [&] {

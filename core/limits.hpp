@@ -60,7 +60,7 @@ inline constexpr std::int64_t kMaxSpreadSamples = 1'000'000'000;
 /// a few (NCCL's channels are below the stream level).
 inline constexpr std::int64_t kMaxCommStreams = 64;
 
-/// Characters of a layer name: at most 1,024. Module paths are far shorter; a huge name would also
+/// Bytes of a layer name (UTF-8): at most 1,024. Module paths are far shorter; a huge name would also
 /// overflow std::regex's recursion (plan --every-iteration).
 inline constexpr std::size_t kLongestLayerName = 1024;
 

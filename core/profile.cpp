@@ -95,7 +95,7 @@ void validate_profile(const Profile& profile, const std::string& origin) {
     const std::string at = origin + ": layers[" + std::to_string(i) + "]";
     require_printable_name(layer.name, at);
     if (layer.name.size() > kLongestLayerName)
-      throw InputError(at + ": field 'name': " + std::to_string(layer.name.size()) + " characters, at most " +
+      throw InputError(at + ": field 'name': " + std::to_string(layer.name.size()) + " bytes, at most " +
                        std::to_string(kLongestLayerName));
     if (!names.insert(layer.name).second)
       throw InputError(origin + ": layer '" + layer.name + "': duplicate layer name");
@@ -212,7 +212,7 @@ Profile profile_from_json(const Json& document, const std::string& origin) {
     // Module paths are far shorter; a huge name would also overflow std::regex's recursion
     // (plan --every-iteration).
     if (layer.name.size() > kLongestLayerName)
-      throw InputError(where + ": field 'name': " + std::to_string(layer.name.size()) + " characters, at most " +
+      throw InputError(where + ": field 'name': " + std::to_string(layer.name.size()) + " bytes, at most " +
                        std::to_string(kLongestLayerName));
     layer.param_count = reader.optional_integer("param_count", 0, limits::kMaxSizeBytes);
     layer.param_bytes = reader.optional_integer("param_bytes", 0, limits::kMaxSizeBytes);

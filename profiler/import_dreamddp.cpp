@@ -20,33 +20,31 @@ std::string list_names(const std::vector<std::string>& names);
 // Under kZero the zeroed layers are added to `zeroed` as "PATH: N non-finite times read as 0 ...".
 std::vector<std::pair<std::string, double>> read_time_file(const std::string& path, NonfinitePolicy nonfinite,
                                                            std::vector<std::string>& zeroed) {
-  const Json document = read_json_file(path);
-  if (!document.is_object())
-    throw InputError(path + ": expected a JSON object {layer name: seconds}, got " +
-                     json_type_name(document));
+  const std::vector<std::pair<std::string, Json>> document =
+      read_json_object_in_order(path, "a JSON object {layer name: seconds}");
   if (document.empty()) throw InputError(path + ": no layers (empty object)");
   std::vector<std::pair<std::string, double>> times;
   std::vector<std::string> nonfinite_layers;
   const Json* first_nonfinite = nullptr;
   std::string first_nonfinite_where;
-  for (const auto& item : document.items()) {
-    const std::string where = path + ": layer '" + item.key() + "'";
-    if (item.key().empty()) throw InputError(path + ": empty layer name");
+  for (const auto& [key, value] : document) {
+    const std::string where = path + ": layer '" + key + "'";
+    if (key.empty()) throw InputError(path + ": empty layer name");
     double seconds = 0;
-    if (is_nonfinite_token(item.value())) {
+    if (is_nonfinite_token(value)) {
       if (nonfinite == NonfinitePolicy::kZero) {
-        nonfinite_layers.push_back(item.key());  // read as 0, said once below
+        nonfinite_layers.push_back(key);  // read as 0, said once below
       } else {
         if (!first_nonfinite) {
-          first_nonfinite = &item.value();
+          first_nonfinite = &value;
           first_nonfinite_where = where;
         }
-        nonfinite_layers.push_back(item.key());
+        nonfinite_layers.push_back(key);
       }
     } else {
-      seconds = read_nonnegative_number(item.value(), where);
+      seconds = read_nonnegative_number(value, where);
     }
-    times.emplace_back(item.key(), seconds);
+    times.emplace_back(key, seconds);
   }
   if (nonfinite == NonfinitePolicy::kZero) {
     if (!nonfinite_layers.empty())
@@ -116,7 +114,14 @@ DreamddpImport import_dreamddp_files(const std::string& bp_path, const std::stri
       throw FieldError("tied", "tied: expected LAYER=OWNER, got '" + tie + "'");
     const std::string member = tie.substr(0, equals), owner = tie.substr(equals + 1);
     const auto index = profile.find(member);
-    if (!index) throw FieldError("tied", "tied: '" + member + "' is not a layer of " + bp_path);
+    if (!index) {
+      // A layer of the file that --missing-comm drop removed is named as such (the helper's
+      // re-check: "not a layer of" a file that holds it).
+      if (backward_by_name.count(member))
+        throw FieldError("tied", "tied: '" + member + "' was dropped (--missing-comm drop: no all-reduce time in " +
+                                     comm_path + ")");
+      throw FieldError("tied", "tied: '" + member + "' is not a layer of " + bp_path);
+    }
     if (profile.layers[*index].tied_to)
       throw FieldError("tied", "tied: '" + member + "' is tied twice");
     profile.layers[*index].tied_to = owner;

@@ -225,6 +225,10 @@ Measurement measurement_from_words(const std::vector<std::string>& words, const 
                                    const std::string& where) {
   Measurement measurement;
   measurement.time_us = parse_measured(words[group.time], where + ": column 'time'");
+  // An infinite time is no failed measurement (those print N/A or nan) but an impossible one, as
+  // 1e300 is: refused (the helper's re-check: it was skipped with "time is N/A").
+  if (words[group.time].find("inf") != std::string::npos)
+    throw InputError(where + ": column 'time': '" + words[group.time] + "' is no measured time (a failed one prints N/A or nan)");
   measurement.algbw_GBps = parse_measured(words[group.algbw], where + ": column 'algbw'");
   measurement.busbw_GBps = parse_measured(words[group.busbw], where + ": column 'busbw'");
   if (group.wrong) measurement.wrong_elements = parse_measured(words[*group.wrong], where + ": column '#wrong'");
@@ -353,7 +357,11 @@ std::optional<Measurement> json_measurement(const Json& result, const std::strin
   const std::string inner = where + ": field '" + key + "'";
   if (!it->is_object()) throw InputError(inner + ": expected an object, got " + json_type_name(*it));
   Measurement measurement;
-  measurement.time_us = json_measured(*it, it->contains("cpu_time") ? "cpu_time" : "time", inner);
+  const std::string time_key = it->contains("cpu_time") ? "cpu_time" : "time";
+  if (const auto time = it->find(time_key); time != it->end() && is_nonfinite_token(*time) &&
+                                            time->get_ref<const std::string&>().find("nfinity") != std::string::npos)
+    throw InputError(inner + ": field '" + time_key + "': Infinity is no measured time (a failed one is \"nan\" or \"N/A\")");
+  measurement.time_us = json_measured(*it, time_key, inner);
   measurement.algbw_GBps = json_measured(*it, "alg_bw", inner);
   measurement.busbw_GBps = json_measured(*it, "bus_bw", inner);
   measurement.wrong_elements = json_measured(*it, "nwrong", inner);

@@ -261,7 +261,9 @@ class Importer {
 
   // An iteration starts at each forward of the first layer.
   void split_iterations() {
-    for (const Span& span : ranges_->at(layers_.front())) iteration_starts_us_.push_back(span.start_us);
+    // An iteration starts with each outermost range of the first layer (one nested in a range of
+    // its own name is the same call, not a new iteration: the helper's re-check).
+    for (const Span& span : outermost_spans(ranges_->at(layers_.front()))) iteration_starts_us_.push_back(span.start_us);
     std::sort(iteration_starts_us_.begin(), iteration_starts_us_.end());
     const std::size_t count = iteration_starts_us_.size();
     sums_.assign(layers_.size(), IterationSums{std::vector<double>(count, 0.0), std::vector<double>(count, 0.0),

@@ -72,7 +72,7 @@ LinePlot whatif_plot(const WhatifOutcome& outcome, WhatifMetric metric) {
             ? (any_batch ? "no point has a finite samples/s" : "no samples/s: the batch is not known; give --batch")
             : (ssgd_ok ? "no point has a finite speedup over ssgd"
                        : "no speedup over ssgd: ssgd is not among the strategies or failed at every point");
-    throw InputError("whatif --plot: no point of the sweep has a value to draw (" + cause + ")");
+    throw InputError("no point of the sweep has a value to draw (" + cause + ")");
   }
   set_plot_points(plot, points);
   return plot;

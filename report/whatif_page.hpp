@@ -22,7 +22,8 @@ WhatifMetric whatif_metric(const std::string& name);
 /// The sweep as a line plot: `metric` against workers on a log axis, one panel per inter-node
 /// bandwidth (and latency, when the sweep has several), one line per strategy (and period, when
 /// it has several: "dreamddp H=10"). Failed points are left out of their line (a gap at their
-/// worker count). InputError "whatif --plot: ..." when no row has a value to draw.
+/// worker count). InputError "no point of the sweep has a value to draw (CAUSE)" when no row has
+/// one (the command prefixes the flag given).
 LinePlot whatif_plot(const WhatifOutcome& outcome, WhatifMetric metric);
 
 /// The sweep's page: a summary paragraph, the plot (`plot_svg`, line_plot_svg of whatif_plot), and

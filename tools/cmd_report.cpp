@@ -39,6 +39,9 @@ int run_loss_report(const ReportCliOptions& options) {
     const std::size_t equals = value.find('=');
     if (equals == std::string::npos || equals == 0 || equals + 1 == value.size())
       throw InputError("--loss: '" + value + "': expected NAME=LOG.jsonl (a legend name and a run log)");
+    // The legend name is printed and drawn: no control character (as profile texts; the helper's
+    // re-check: an ESC sequence reached stdout raw).
+    require_printable(value.substr(0, equals), "--loss", "NAME");
     runs.emplace_back(value.substr(0, equals), value.substr(equals + 1));
     inputs.push_back({"--loss " + runs.back().first, runs.back().second});
   }

@@ -199,7 +199,15 @@ int whatif(const MpiSession& mpi, const WhatifOptions& options) {
   if (!options.csv_path.empty()) outputs.add(options.csv_path, whatif_csv(outcome), "--csv");
   if (!options.json_path.empty()) outputs.add_json(options.json_path, whatif_to_json(outcome), "--json");
   if (!options.plot_path.empty() || !options.html_path.empty()) {
-    const std::string plot = report::line_plot_svg(report::whatif_plot(outcome, metric));
+    // The message names the flag given (the helper's re-check: --html alone was told "--plot").
+    const std::string flag = !options.plot_path.empty() ? "--plot" : "--html";
+    const std::string plot = report::line_plot_svg([&] {
+      try {
+        return report::whatif_plot(outcome, metric);
+      } catch (const InputError& e) {
+        throw InputError("whatif " + flag + ": " + e.what());
+      }
+    }());
     if (!options.plot_path.empty()) outputs.add(options.plot_path, plot, "--plot");
     if (!options.html_path.empty()) outputs.add(options.html_path, report::html_page(report::whatif_page(outcome, plot)), "--html");
   }

@@ -273,9 +273,85 @@ std::string saturated_value_message(const CLI::App& app) {
 
 }  // namespace
 
+// Standard output with control characters written as \xNN (C0 but newline and tab, and DEL) and
+// \u00NN (C1, UTF-8 0xC2 0x80-0x9F): a path or any text from the command line that reaches a
+// printout cannot drive the terminal (the helper's re-check: a profile path holding ESC printed
+// raw). The files' texts are checked where they are read (core/json_io.hpp require_printable);
+// JSON and CSV written here hold no control characters, so nothing else changes.
+class PrintableOutput : public std::streambuf {
+ public:
+  explicit PrintableOutput(std::streambuf* target) : target_(target) {}
+  ~PrintableOutput() override { flush_pending(); }
+
+ protected:
+  int overflow(int ch) override {
+    if (ch == traits_type::eof()) return traits_type::not_eof(ch);
+    return put(static_cast<char>(ch)) ? ch : traits_type::eof();
+  }
+  std::streamsize xsputn(const char* text, std::streamsize count) override {
+    std::streamsize i = 0;
+    while (i < count) {
+      // A run of bytes that need nothing is written at once.
+      std::streamsize run = i;
+      while (run < count && !pending_c2_ && plain(static_cast<unsigned char>(text[run]))) ++run;
+      if (run > i) {
+        if (!write(text + i, run - i)) return i;
+        i = run;
+        continue;
+      }
+      if (!put(text[i])) return i;
+      ++i;
+    }
+    return count;
+  }
+  int sync() override { return flush_pending() && target_->pubsync() == 0 ? 0 : -1; }
+
+ private:
+  static bool plain(unsigned char byte) { return (byte >= 0x20 && byte != 0x7F && byte != 0xC2) || byte == '\n' || byte == '\t'; }
+  bool write(const char* text, std::streamsize count) { return target_->sputn(text, count) == count; }
+  bool flush_pending() {
+    if (!pending_c2_) return true;
+    pending_c2_ = false;
+    return write("\xC2", 1);
+  }
+  bool put(char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    char code[8];
+    if (pending_c2_) {
+      pending_c2_ = false;
+      if (byte >= 0x80 && byte <= 0x9F) {
+        std::snprintf(code, sizeof code, "\\u%04X", static_cast<unsigned>(byte));
+        return write(code, 6);
+      }
+      if (!write("\xC2", 1)) return false;
+    }
+    if (byte == 0xC2) {
+      pending_c2_ = true;
+      return true;
+    }
+    if ((byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7F) {
+      std::snprintf(code, sizeof code, "\\x%02X", static_cast<unsigned>(byte));
+      return write(code, 4);
+    }
+    return write(&c, 1);
+  }
+
+  std::streambuf* target_;
+  bool pending_c2_ = false;
+};
+
 int main(int argc, char** argv) {
   // Before any allocation: profile and run compute in the same steady state (core/host_memory.hpp).
   syncplan::keep_freed_memory();
+  PrintableOutput printable(std::cout.rdbuf());
+  std::streambuf* const raw_output = std::cout.rdbuf(&printable);
+  struct RestoreOutput {
+    std::streambuf* raw;
+    ~RestoreOutput() {
+      std::cout.flush();
+      std::cout.rdbuf(raw);
+    }
+  } restore{raw_output};
   CLI::App app{"syncplan: plan and simulate communication schedules for data-parallel training "
                "(S-SGD, WFBP, local SGD, partial sync / DreamDDP). Times are in seconds."};
   app.require_subcommand(1);
@@ -320,8 +396,11 @@ int main(int argc, char** argv) {
     if (code == 0) syncplan::cli::flush_warnings();
     std::cout.flush();
     if (!std::cout) {
-      std::cerr << "syncplan: error: cannot write to standard output\n";
-      return 1;
+      // A full or closed standard output is where the printout was sent, as /dev/full given to
+      // --report is: exit 2 naming it (the helper's re-check: exit 1, naming nothing). The files
+      // were written whole before the printout.
+      std::cerr << "syncplan: standard output: cannot write the printout (a full device, or a closed or broken pipe)\n";
+      return 2;
     }
     return code;
   } catch (const syncplan::InputError& e) {

@@ -271,7 +271,7 @@ PY
     plan --profile overflow.json --period 2 -o overflow-plan.json
   expect_refused "overflow.json: layer 'head': field 'backward_s': at most 86400" overflow-result.json \
     simulate --profile overflow.json --strategy wfbp --period 2 -o overflow-result.json
-  expect_refused "field 'name': 30016 characters, at most 1024" long-plan.json \
+  expect_refused "field 'name': 30016 bytes, at most 1024" long-plan.json \
     plan --profile long_name.json --period 2 --every-iteration '.*mlp' -o long-plan.json
   echo "ok: overflowing periods and over-long names refused"
 }
@@ -412,6 +412,33 @@ assert report["format"] == "syncplan.report/v1", report["format"]
 assert json.load(open("piped.json"))["format"] == "syncplan.plan/v1"
 PY
   echo "ok: --report /dev/stdout into a pipe"
+  # Into a regular file, and with standard output closed: written through descriptor 1 (or
+  # refused, exit 2), never resolved and renamed into place (that replaced the /dev/stdout link
+  # itself with a regular file).
+  "$syncplan" plan --profile "$data/tiny_profile.json" --period 2 -o file_plan.json --report /dev/stdout >stdout_file.txt
+  grep -q '"format": "syncplan.report/v1"' stdout_file.txt && grep -q "^period H = 2" stdout_file.txt ||
+    { head -5 stdout_file.txt; echo "FAIL: the report and the printout are not both in the file"; exit 1; }
+  local closed_status=0
+  "$syncplan" plan --profile "$data/tiny_profile.json" --period 2 -o closed_plan.json --report /dev/stdout >&- \
+    2>err.txt || closed_status=$?
+  [[ $closed_status == 2 ]] && grep -q "/dev/stdout: cannot write file (the descriptor is closed)" err.txt ||
+    { cat err.txt; echo "FAIL: --report /dev/stdout with stdout closed gave exit $closed_status"; exit 1; }
+  [[ ! -e closed_plan.json ]] || { echo "FAIL: the plan was written beside the refused report"; exit 1; }
+  [[ -L /dev/stdout ]] || { ls -la /dev/stdout; echo "FAIL: /dev/stdout is no longer a link"; exit 1; }
+  echo "ok: --report /dev/stdout into a file and with standard output closed"
+  # Standard output on a full device: exit 2, one line naming it (it was exit 1, naming nothing).
+  local full_status=0
+  "$syncplan" plan --profile "$data/tiny_profile.json" --period 2 -o full_plan.json >/dev/full 2>err.txt || full_status=$?
+  [[ $full_status == 2 && $(wc -l <err.txt) == 1 ]] && grep -q "standard output: cannot write the printout" err.txt ||
+    { cat err.txt; echo "FAIL: a full standard output gave exit $full_status"; exit 1; }
+  echo "ok: a full standard output"
+  # A path holding ESC reaches the printout escaped (\x1B), never raw (it drove the terminal).
+  local escaped=$'p\x1b[31mX.json'
+  cp "$data/tiny_profile.json" "$escaped"
+  "$syncplan" plan --profile "$escaped" --period 2 -o esc_plan.json >esc_out.txt
+  grep -q 'p\\x1B\[31mX.json' esc_out.txt && ! grep -q $'\x1b' esc_out.txt ||
+    { cat -A esc_out.txt | head -3; echo "FAIL: the path was not escaped on stdout"; exit 1; }
+  echo "ok: control characters escaped on stdout"
 }
 
 # Delayed averaging (docs/time-model.md section 13) on the tiny profile of tiny_pipeline: head (b 1, c 3 ms),

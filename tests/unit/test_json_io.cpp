@@ -261,7 +261,7 @@ TEST_CASE("json: profile negative and non-finite numbers are rejected", "[json]"
                         Contains("mem: layers[1]: field 'name'") && Contains("control character U+007F at byte 2"));
     profile.layers[1].name = std::string(kLongestLayerName + 1, 'x');
     REQUIRE_THROWS_WITH(validate_profile(profile, "mem"),
-                        Contains("mem: layers[1]: field 'name'") && Contains("1025 characters, at most 1024"));
+                        Contains("mem: layers[1]: field 'name'") && Contains("1025 bytes, at most 1024"));
     profile.layers[1].name = std::string(kLongestLayerName, 'x');
     REQUIRE_NOTHROW(validate_profile(profile, "mem"));
   }

@@ -324,6 +324,13 @@ if __name__ == "__main__":
           good_8.replace(first_row, "1152921504606846976  288230376151711744  ", 1))
     write("allreduce_tiny_time.log",
           good_8.replace("    30.00    0.00    0.00       0    30.00", "   1e-300    0.00    0.00       0   1e-300", 1))
+    # An infinite out-of-place time (text "inf", JSON Infinity): refused as 1e300 is, not skipped
+    # as a failed measurement (N/A, nan) is.
+    write("allreduce_inf_time.log",
+          good_8.replace("    30.00    0.00    0.00       0    30.00", "      inf    0.00    0.00       0    30.00", 1))
+    first_time = good_json.index('"time":')
+    write("allreduce_inf_time.json",
+          good_json[:first_time] + '"time":Infinity' + good_json[good_json.index(",", first_time):] + "\n")
     write("allreduce_two_runs.log", good_8 + good_8)  # two runs appended to one file
     write("allreduce_empty.log", "")
     write("allreduce_version_9.json", good_json.replace("{\"version\":2,", "{\"version\":9,", 1) + "\n")
