@@ -60,6 +60,11 @@ inline constexpr std::int64_t kMaxSpreadSamples = 1'000'000'000;
 /// a few (NCCL's channels are below the stream level).
 inline constexpr std::int64_t kMaxCommStreams = 64;
 
+/// The latest event time of a Chrome trace (microseconds): 1e15 us, about 31 years, past any run.
+/// compare refuses later `ts`/`dur`, so simulate refuses to write a trace of a longer run (what
+/// the tool writes it reads back; the helper's re-check: a profile at the 2^50-byte limit).
+inline constexpr double kLongestTraceTime_us = 1e15;
+
 /// Bytes of a layer name (UTF-8): at most 1,024. Module paths are far shorter; a huge name would also
 /// overflow std::regex's recursion (plan --every-iteration).
 inline constexpr std::size_t kLongestLayerName = 1024;

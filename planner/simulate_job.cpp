@@ -2,7 +2,10 @@
 #include "planner/simulate_job.hpp"
 
 #include "core/errors.hpp"
+#include "core/field_error.hpp"
+#include "core/limits.hpp"
 #include "core/statistics.hpp"
+#include "core/units.hpp"
 #include "planner/lower_bound.hpp"
 #include "simulator/topology.hpp"
 
@@ -139,6 +142,11 @@ DesOutcome simulate_des(const SimulateRequest& request) {
                      ": the simulated time is not a finite number: bandwidths, latencies "
                      "or slowdowns are out of any meaningful range");
   }
+  // A trace of a run longer than a trace's event times may be (compare refuses them) is not written.
+  if (options.trace_workers > 0 && result.total_s * units::kMicrosecondsPerSecond > limits::kLongestTraceTime_us)
+    throw FieldError("trace_workers", "trace_workers: the simulated run lasts " + std::to_string(static_cast<long long>(result.total_s)) +
+                                          " s, past the 1e9 s (about 31 years, 1e15 us) a trace's event times may "
+                                          "reach (docs/formats.md, limits): simulate it without a trace");
   if (outcome.assignment)
     outcome.period_model = outcome.buckets ? time_buckets(times, *outcome.buckets) : time_assignment(times, *outcome.assignment);
 

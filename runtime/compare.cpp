@@ -46,7 +46,7 @@ constexpr const char* kPeriodModelSyncCategory = "sync";
 constexpr const char* kCheckpointCategory = "checkpoint";
 
 // A trace's ts/dur bound (microseconds): 1e15 us is about 31 years, past any run.
-constexpr double kLongestTraceTime_us = 1e15;
+constexpr double kLongestTraceTime_us = limits::kLongestTraceTime_us;
 // Two runs' mean times within this relative difference tie in the ranking.
 constexpr double kRankingTie = 1e-9;
 // A predicted iteration's bound (s): 1e12 s, past any profile's (a day per layer and phase, for

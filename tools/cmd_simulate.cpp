@@ -35,7 +35,8 @@ struct SimulateOptions {
 // The simulate request's fields and the flags that set them.
 constexpr std::initializer_list<FieldFlag> kSimulateFlags = {
     {"strategy", "--strategy"}, {"period", "--period"}, {"bucket_cap_bytes", "--bucket-cap-mb"},
-    {"sync_time", "--sync-time"}, {"iterations", "--iterations"}, {"comm_streams", "--comm-streams"}};
+    {"sync_time", "--sync-time"}, {"iterations", "--iterations"}, {"comm_streams", "--comm-streams"},
+    {"trace_workers", "--trace"}};
 
 int run_simulate_des(const SimulateOptions& options, SimulateRequest request);
 
