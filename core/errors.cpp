@@ -1,6 +1,8 @@
 // Error helpers: the single reporter behind SYNCPLAN_CHECK.
 #include "core/errors.hpp"
 
+#include "core/printable.hpp"
+
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -8,25 +10,7 @@
 namespace syncplan {
 
 namespace detail {
-std::string escaped_message(const std::string& message) {
-  std::string out;
-  out.reserve(message.size());
-  for (std::size_t i = 0; i < message.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(message[i]);
-    char code[8];
-    if (byte < 0x20 || byte == 0x7F) {
-      std::snprintf(code, sizeof code, "\\x%02X", static_cast<unsigned>(byte));
-      out += code;
-    } else if (byte == 0xC2 && i + 1 < message.size() && static_cast<unsigned char>(message[i + 1]) >= 0x80 &&
-               static_cast<unsigned char>(message[i + 1]) <= 0x9F) {
-      std::snprintf(code, sizeof code, "\\u%04X", static_cast<unsigned>(static_cast<unsigned char>(message[++i])));
-      out += code;
-    } else {
-      out += message[i];
-    }
-  }
-  return out;
-}
+std::string escaped_message(const std::string& message) { return printable_text(message, false); }
 }  // namespace detail
 
 

@@ -3,6 +3,7 @@
 
 #include "core/errors.hpp"
 #include "core/limits.hpp"
+#include "core/printable.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -201,31 +202,13 @@ bool is_nonfinite_token(const Json& value) {
   return value.is_string() && value.get_ref<const std::string&>().rfind(kNonfinitePrefix, 0) == 0;
 }
 
-namespace {
-// The byte offset of the first control character of `text` (C0 0x00-0x1F, DEL 0x7F, or a C1
-// control U+0080-U+009F encoded as 0xC2 0x80-0x9F, which terminals also act on) and its code
-// point; npos when none.
-std::pair<std::size_t, unsigned> first_control(const std::string& text) {
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    if (byte < 0x20 || byte == 0x7F) return {i, byte};
-    if (byte == 0xC2 && i + 1 < text.size()) {
-      const auto next = static_cast<unsigned char>(text[i + 1]);
-      if (next >= 0x80 && next <= 0x9F) return {i, next};
-    }
-  }
-  return {std::string::npos, 0};
-}
-}  // namespace
 
-bool has_control_character(const std::string& name) { return first_control(name).first != std::string::npos; }
+bool has_control_character(const std::string& name) { return first_unprintable(name).first != std::string::npos; }
 
 void require_printable(const std::string& text, const std::string& where, const std::string& field) {
-  const auto [at, code_point] = first_control(text);
+  const auto [at, unit] = first_unprintable(text);
   if (at == std::string::npos) return;
-  char code[8];
-  std::snprintf(code, sizeof code, "U+%04X", code_point);
-  throw InputError(where + ": field '" + field + "': control character " + code + " at byte " + std::to_string(at) +
+  throw InputError(where + ": field '" + field + "': " + describe_text_unit(unit) + " at byte " + std::to_string(at) +
                    (field == "name" ? " (names are" : " (it is") + " printed in messages and tables)");
 }
 
@@ -237,8 +220,12 @@ void write_text_file_atomic(const std::string& path, const std::string& text, co
   files.commit();
 }
 
+std::string json_text(const Json& value, int indent) {
+  return value.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+
 void write_json_file_atomic(const std::string& path, const Json& value, const std::string& flag) {
-  write_text_file_atomic(path, value.dump(1) + "\n", flag);
+  write_text_file_atomic(path, json_text(value, 1) + "\n", flag);
 }
 
 void OutputFiles::add(const std::string& path, std::string text, const std::string& flag) {
@@ -246,7 +233,19 @@ void OutputFiles::add(const std::string& path, std::string text, const std::stri
 }
 
 void OutputFiles::add_json(const std::string& path, const Json& value, const std::string& flag) {
-  add(path, value.dump(1) + "\n", flag);
+  add(path, json_text(value, 1) + "\n", flag);
+}
+
+// Standard streams as paths (the header): with the descriptor closed or its target a regular file,
+// resolving such a path replaced the /dev/stdout link itself with a regular file (found on this
+// project's machine after the helper's re-check), so it is never resolved.
+int standard_descriptor(const std::string& path) {
+  for (const int fd : {1, 2}) {
+    const std::string number = std::to_string(fd);
+    if (path == (fd == 1 ? "/dev/stdout" : "/dev/stderr") || path == "/dev/fd/" + number || path == "/proc/self/fd/" + number)
+      return fd;
+  }
+  return -1;
 }
 
 namespace {
@@ -258,19 +257,7 @@ void write_stream(const std::filesystem::path& path, const std::string& text, co
   if (!out) throw InputError(shown + ": cannot write file (write error)");
 }
 
-// The standard output or error named as a path ("/dev/stdout", "/dev/fd/1", "/proc/self/fd/1";
-// the same for 2): its descriptor, else -1. Such a path is written through the descriptor the
-// process already has, in order with the printout, and never resolved and renamed into place:
-// with the descriptor closed or its target a regular file, resolving it replaced the /dev/stdout
-// link itself with a regular file (found on this project's machine after the helper's re-check).
-int standard_descriptor(const std::string& path) {
-  for (const int fd : {1, 2}) {
-    const std::string number = std::to_string(fd);
-    if (path == (fd == 1 ? "/dev/stdout" : "/dev/stderr") || path == "/dev/fd/" + number || path == "/proc/self/fd/" + number)
-      return fd;
-  }
-  return -1;
-}
+
 
 // Writes `text` to the open descriptor `fd` (1 or 2), after what the streams hold.
 void write_descriptor(int fd, const std::string& text, const std::string& shown) {

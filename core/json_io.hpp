@@ -52,22 +52,29 @@ bool is_nonfinite_token(const Json& value);
 /// writable, or the device is full.
 void write_text_file_atomic(const std::string& path, const std::string& text, const std::string& flag = "");
 
-/// Writes `value` as indented JSON with write_text_file_atomic.
+/// `value` as JSON text: `indent` spaces per level, or one line when negative. A string byte that is
+/// not UTF-8 (a file path given on the command line may hold one; names are refused before) is
+/// written as U+FFFD instead of throwing nlohmann's type_error 316 (issue 24).
+std::string json_text(const Json& value, int indent = -1);
+
+/// Writes `value` as indented JSON (json_text(value, 1) and a newline) with write_text_file_atomic.
 void write_json_file_atomic(const std::string& path, const Json& value, const std::string& flag = "");
 
 /// Refuses a text that is printed (a layer's name, a profile's model or source, a plan's algorithm,
 /// a cluster's name, a link's source) holding a control character: C0 (bytes 0x00-0x1F), DEL
-/// (0x7F) or C1 (U+0080-U+009F, UTF-8 0xC2 0x80-0x9F). A NUL cut every message that quoted it
-/// (messages pass through `what()` as C strings), and the others reached terminals raw (issue 24;
-/// the helper's new-user check found ESC and U+009B in profile sources printed as they were).
-/// Throws InputError "WHERE: field 'FIELD': control character U+00XX at byte N (it is printed in
-/// messages and tables)" ("names are" for FIELD "name"); `where` must not quote the text.
+/// (0x7F) or C1 (U+0080-U+009F, UTF-8 0xC2 0x80-0x9F), or a byte that is not UTF-8 (a lone 0x9B
+/// is the one-byte CSI to a terminal, and JSON cannot hold it). A NUL cut every message that quoted
+/// it (messages pass through `what()` as C strings), and the others reached terminals raw (issue 24;
+/// the helper's new-user check found ESC and U+009B in profile sources printed as they were). The
+/// rule is core/printable.hpp's. Throws InputError "WHERE: field 'FIELD': control character U+00XX
+/// at byte N (it is printed in messages and tables)", or "... invalid UTF-8 byte 0xNN at byte N
+/// ..." ("names are" for FIELD "name"); `where` must not quote the text.
 void require_printable(const std::string& text, const std::string& where, const std::string& field);
 
 /// require_printable(name, where, "name").
 void require_printable_name(const std::string& name, const std::string& where);
 
-/// True when `name` holds a control character (require_printable's rule).
+/// True when `name` holds a control character or a byte that is not UTF-8 (require_printable's rule).
 bool has_control_character(const std::string& name);
 
 /// Refuses a path whose file name is longer than its folder's file system allows (pathconf
@@ -75,6 +82,11 @@ bool has_control_character(const std::string& name);
 /// written: "SHOWN: cannot write file (its name has N bytes, more than the 255 a file name may have
 /// here)". OutputFiles::commit and the commands' up-front output checks call it.
 void require_file_name_fits(const std::filesystem::path& target, const std::string& shown);
+
+/// The descriptor (1 or 2) when `path` names the standard output or error as a path ("/dev/stdout",
+/// "/dev/fd/1", "/proc/self/fd/1"; the same for 2), else -1. OutputFiles writes such a path through
+/// the descriptor, in order with the printout, and never renames a file into its place.
+int standard_descriptor(const std::string& path);
 
 /// Output files of one command, written whole or not at all: commit() writes every file to a
 /// temporary file beside its target first and renames them only when all were written. A target

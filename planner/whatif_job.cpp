@@ -520,7 +520,7 @@ std::optional<T> optional_from(const Json& object, const char* key) {
 std::string rows_text(const WhatifOutcome& outcome, const std::vector<WhatifRow>& rows) {
   Json array = Json::array();
   for (const WhatifRow& row : rows) array.push_back(row_json(outcome, row));
-  return array.dump();
+  return json_text(array);
 }
 
 // Every rank's rows onto every rank: each rank in turn broadcasts its rows' JSON text.

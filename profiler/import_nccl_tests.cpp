@@ -142,12 +142,17 @@ std::int64_t parse_whole(const std::string& token, const std::string& where) {
 }
 
 // A printed number: N/A, nan and inf (printf's spelling of a failed measurement) are std::nullopt.
-std::optional<double> parse_measured(const std::string& token, const std::string& where) {
+// With `is_time`, an infinite value in any spelling (inf, INF, Infinity, -inf, or 1e400 past double)
+// is refused instead: an infinite time is no failed measurement (those print N/A or nan) but an
+// impossible one, as 1e300 is (the helper's re-checks: "inf", then "Infinity", were skipped).
+std::optional<double> parse_measured(const std::string& token, const std::string& where, bool is_time = false) {
   if (token == "N/A") return std::nullopt;
   char* end = nullptr;
   const double value = std::strtod(token.c_str(), &end);
   if (token.empty() || end != token.c_str() + token.size())
     throw InputError(where + ": expected a number or N/A, got '" + token + "'");
+  if (is_time && std::isinf(value))
+    throw InputError(where + ": '" + token + "' is no measured time (a failed one prints N/A or nan)");
   if (!std::isfinite(value)) return std::nullopt;
   if (value < 0) throw InputError(where + ": negative value " + token);
   return value;
@@ -224,11 +229,7 @@ std::optional<Columns> columns_from_header(const std::vector<std::string>& names
 Measurement measurement_from_words(const std::vector<std::string>& words, const ColumnGroup& group,
                                    const std::string& where) {
   Measurement measurement;
-  measurement.time_us = parse_measured(words[group.time], where + ": column 'time'");
-  // An infinite time is no failed measurement (those print N/A or nan) but an impossible one, as
-  // 1e300 is: refused (the helper's re-check: it was skipped with "time is N/A").
-  if (words[group.time].find("inf") != std::string::npos)
-    throw InputError(where + ": column 'time': '" + words[group.time] + "' is no measured time (a failed one prints N/A or nan)");
+  measurement.time_us = parse_measured(words[group.time], where + ": column 'time'", true);
   measurement.algbw_GBps = parse_measured(words[group.algbw], where + ": column 'algbw'");
   measurement.busbw_GBps = parse_measured(words[group.busbw], where + ": column 'busbw'");
   if (group.wrong) measurement.wrong_elements = parse_measured(words[*group.wrong], where + ": column '#wrong'");

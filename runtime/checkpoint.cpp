@@ -141,7 +141,7 @@ std::string encode_rank_checkpoint(const TrainingState& state, const CheckpointI
       {"adam_step", state.adam_step},
       {"parameters", state.parameters.size()},
   };
-  std::string out = header.dump() + "\n";
+  std::string out = json_text(header) + "\n";
   out.reserve(out.size() + 3 * state.parameters.size() * sizeof(float) + kChecksumBytes);
   append_floats(out, state.parameters);
   append_floats(out, state.adam_m);
@@ -272,7 +272,7 @@ void write_checkpoint_manifest(const fs::path& dir, std::int64_t step, const Che
                          {"files", files}};
   Json& settings = manifest["settings"] = Json::object();
   for (const auto& [flag, value] : identity.settings) settings[flag] = value;
-  write_file_durably(checkpoint_manifest_file(dir, step), manifest.dump(1) + "\n");
+  write_file_durably(checkpoint_manifest_file(dir, step), json_text(manifest, 1) + "\n");
 }
 
 std::int64_t latest_complete_checkpoint(const fs::path& dir, const CheckpointIdentity& expected) {

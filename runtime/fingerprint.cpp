@@ -47,7 +47,7 @@ std::string schedule_identity(const Plan& plan) {
   Json identity = {{"plan_period", plan.period}, {"layers", layers}};
   if (plan.buckets) identity["buckets"] = {{"alpha_s", format_exact(plan.buckets->alpha_s)},
                                            {"iterations", plan.buckets->iterations}};
-  return identity.dump();
+  return json_text(identity);
 }
 
 std::string schedule_identity(const std::string& strategy, int period) {
@@ -73,7 +73,7 @@ std::string model_identity(const ModelSpec& spec) {
       {"resid_pdrop", format_exact(spec.resid_pdrop)},
       {"frozen", spec.frozen},
   };
-  return identity.dump();
+  return json_text(identity);
 }
 
 std::uint64_t RunFingerprint::combined() const {

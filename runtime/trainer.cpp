@@ -606,10 +606,10 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
 
   // Gather: each rank's log lines and trace events as text, merged on rank 0.
   std::string log_text;
-  for (const IterationRecord& record : result.records) log_text += log_line(record, request.link).dump() + '\n';
+  for (const IterationRecord& record : result.records) log_text += json_text(log_line(record, request.link)) + '\n';
   const std::vector<std::string> logs = gather_text(mpi, log_text, request.timeout_s);
   const std::vector<std::string> traces =
-      gather_text(mpi, measured_trace_events(trace, mpi.rank(), schedule.layer_names).dump(), request.timeout_s);
+      gather_text(mpi, json_text(measured_trace_events(trace, mpi.rank(), schedule.layer_names)), request.timeout_s);
   if (!mpi.is_root()) return result;
   // Lines sorted by iteration, then rank: every rank ran the same iterations, so take one line of each in turn.
   std::vector<std::istringstream> streams;

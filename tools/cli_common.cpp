@@ -69,33 +69,41 @@ bool same_file(const std::string& a, const std::string& b) {
   const fs::path canonical_b = fs::weakly_canonical(fs::absolute(b), ec_b);
   return !ec_a && !ec_b && canonical_a == canonical_b;
 }
+
+// An output's folder exists and takes new files, and the path is no folder (check_output_paths).
+void check_output_folder(const std::string& option, const std::string& path) {
+  namespace fs = std::filesystem;
+  fs::path folder = fs::path(path).parent_path();
+  if (folder.empty()) folder = ".";
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec))
+    throw InputError(option + ": " + path + ": folder " + folder.string() + " does not exist");
+  if (fs::is_directory(path, ec)) throw InputError(option + ": " + path + ": is a directory");
+  require_file_name_fits(path, option + ": " + path);
+  // A folder may exist and still refuse new files (/proc, a read-only mount, permissions):
+  // probe it with a file of our own now, so that a long job does not fail at its very end.
+  // An existing non-regular target (/dev/null, a FIFO) is written directly, with no new file.
+  if (!fs::exists(path, ec) || fs::is_regular_file(path, ec)) {
+    std::string probe = (folder / ".syncplan-write-probe-XXXXXX").string();
+    const int fd = mkstemp(probe.data());
+    if (fd < 0)
+      throw InputError(option + ": " + path + ": cannot create a file in folder " + folder.string() + " (" +
+                       std::strerror(errno) + ")");
+    close(fd);
+    std::remove(probe.c_str());
+  }
+}
 }  // namespace
 
 void check_output_paths(const std::vector<NamedPath>& outputs, const std::vector<NamedPath>& inputs) {
-  namespace fs = std::filesystem;
   check_input_paths(inputs);
   for (std::size_t i = 0; i < outputs.size(); ++i) {
     const auto& [option, path] = outputs[i];
     if (path.empty()) continue;
-    fs::path folder = fs::path(path).parent_path();
-    if (folder.empty()) folder = ".";
-    std::error_code ec;
-    if (!fs::is_directory(folder, ec))
-      throw InputError(option + ": " + path + ": folder " + folder.string() + " does not exist");
-    if (fs::is_directory(path, ec)) throw InputError(option + ": " + path + ": is a directory");
-    require_file_name_fits(path, option + ": " + path);
-    // A folder may exist and still refuse new files (/proc, a read-only mount, permissions):
-    // probe it with a file of our own now, so that a long job does not fail at its very end.
-    // An existing non-regular target (/dev/null, a FIFO) is written directly, with no new file.
-    if (!fs::exists(path, ec) || fs::is_regular_file(path, ec)) {
-      std::string probe = (folder / ".syncplan-write-probe-XXXXXX").string();
-      const int fd = mkstemp(probe.data());
-      if (fd < 0)
-        throw InputError(option + ": " + path + ": cannot create a file in folder " + folder.string() + " (" +
-                         std::strerror(errno) + ")");
-      close(fd);
-      std::remove(probe.c_str());
-    }
+    // The standard output or error as a path is written through its descriptor, whatever it is
+    // (a pipe, a terminal, a regular file): no folder to probe (the helper's re-check: /dev/fd/1
+    // with stdout a regular file was refused as "cannot create a file in folder /dev/fd").
+    if (standard_descriptor(path) < 0) check_output_folder(option, path);
     for (const NamedPath& input : inputs)
       if (!input.path.empty() && same_file(path, input.path))
         throw InputError(option + ": " + path + ": same file as " + input.option + "; it would be overwritten");

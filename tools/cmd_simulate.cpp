@@ -2,6 +2,7 @@
 // period model or, with --cluster, the discrete-event simulator; print, write the result and trace.
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
+#include "core/limits.hpp"
 #include "core/cluster.hpp"
 #include "core/result.hpp"
 #include "core/units.hpp"
@@ -13,6 +14,7 @@
 #include <iostream>
 #include <limits>
 #include <memory>
+#include <optional>
 
 namespace syncplan::cli {
 
@@ -111,6 +113,19 @@ int run_simulate(const SimulateOptions& options) {
     what += ", " + std::to_string(allreduce_count(*outcome.buckets)) + " fused all-reduces (alpha " +
             seconds_text(outcome.buckets->alpha_s) + " s)";
   const int h_count = outcome.document.period;
+  // Made before anything is printed: as a DES trace (planner/simulate_job.cpp), event times past
+  // what compare reads are not written, and the run is refused before its table.
+  std::optional<Json> trace;
+  if (!options.trace_path.empty()) {
+    trace = period_trace(times, timing);
+    double latest_us = 0;
+    for (const Json& event : (*trace)["traceEvents"])
+      if (event.contains("ts")) latest_us = std::max(latest_us, event["ts"].get<double>() + event["dur"].get<double>());
+    if (!(latest_us <= limits::kLongestTraceTime_us))
+      throw InputError("--trace: the simulated period lasts " + std::to_string(static_cast<long long>(timing.period_s)) +
+                       " s, past the 1e9 s (about 31 years, 1e15 us) a trace's event times may reach "
+                       "(docs/formats.md, limits): simulate it without --trace");
+  }
 
   std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n';
   if (request.sync.link) std::cout << "all-reduce times: " << request.sync.text << '\n';
@@ -146,7 +161,7 @@ int run_simulate(const SimulateOptions& options) {
 
   OutputFiles outputs;
   if (!options.output_path.empty()) outputs.add_json(options.output_path, result_to_json(outcome.document), "-o,--output");
-  if (!options.trace_path.empty()) outputs.add_json(options.trace_path, period_trace(times, timing), "--trace");
+  if (trace) outputs.add_json(options.trace_path, *trace, "--trace");
   commit_and_report(outputs, options);
   return 0;
 }

@@ -1,6 +1,7 @@
 // The syncplan command line: subcommands, and the mapping of errors to exit codes (SPEC section 2).
 #include "core/errors.hpp"
 #include "core/host_memory.hpp"
+#include "core/printable.hpp"
 #include "tools/cli_common.hpp"
 
 #include <CLI/CLI.hpp>
@@ -17,6 +18,7 @@
 #include <map>
 #include <regex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -273,11 +275,12 @@ std::string saturated_value_message(const CLI::App& app) {
 
 }  // namespace
 
-// Standard output with control characters written as \xNN (C0 but newline and tab, and DEL) and
-// \u00NN (C1, UTF-8 0xC2 0x80-0x9F): a path or any text from the command line that reaches a
-// printout cannot drive the terminal (the helper's re-check: a profile path holding ESC printed
-// raw). The files' texts are checked where they are read (core/json_io.hpp require_printable);
-// JSON and CSV written here hold no control characters, so nothing else changes.
+// Standard output with control characters and bytes that are not UTF-8 escaped as core/printable.hpp
+// writes them (C0 but newline and tab, DEL and a stray byte as \xNN, C1 as \u00NN): a path or any
+// text from the command line that reaches a printout cannot drive the terminal (the helper's
+// re-checks: a profile path holding ESC, or a lone 0x9B, printed raw). The files' texts are checked
+// where they are read (core/json_io.hpp require_printable); JSON and CSV written here hold no such
+// bytes, so nothing else changes. A multi-byte sequence split between writes is held until whole.
 class PrintableOutput : public std::streambuf {
  public:
   explicit PrintableOutput(std::streambuf* target) : target_(target) {}
@@ -293,7 +296,7 @@ class PrintableOutput : public std::streambuf {
     while (i < count) {
       // A run of bytes that need nothing is written at once.
       std::streamsize run = i;
-      while (run < count && !pending_c2_ && plain(static_cast<unsigned char>(text[run]))) ++run;
+      while (run < count && pending_.empty() && plain(static_cast<unsigned char>(text[run]))) ++run;
       if (run > i) {
         if (!write(text + i, run - i)) return i;
         i = run;
@@ -307,37 +310,31 @@ class PrintableOutput : public std::streambuf {
   int sync() override { return flush_pending() && target_->pubsync() == 0 ? 0 : -1; }
 
  private:
-  static bool plain(unsigned char byte) { return (byte >= 0x20 && byte != 0x7F && byte != 0xC2) || byte == '\n' || byte == '\t'; }
+  static bool plain(unsigned char byte) { return (byte >= 0x20 && byte < 0x7F) || byte == '\n' || byte == '\t'; }
   bool write(const char* text, std::streamsize count) { return target_->sputn(text, count) == count; }
-  bool flush_pending() {
-    if (!pending_c2_) return true;
-    pending_c2_ = false;
-    return write("\xC2", 1);
+  bool write(const std::string& text) { return write(text.data(), static_cast<std::streamsize>(text.size())); }
+  // Writes the whole units held; an incomplete sequence at the end stays held unless `all`.
+  bool drain(bool all) {
+    std::size_t i = 0;
+    while (i < pending_.size()) {
+      const syncplan::TextUnit unit = syncplan::next_text_unit(pending_, i);
+      if (unit.kind == syncplan::TextUnit::Kind::kIncomplete && !all) break;
+      const std::string_view bytes = std::string_view(pending_).substr(i, unit.length);
+      const bool line_break = bytes == "\n" || bytes == "\t";
+      if (!write(line_break ? std::string(bytes) : syncplan::escape_text_unit(unit, bytes))) return false;
+      i += unit.length;
+    }
+    pending_.erase(0, i);
+    return true;
   }
+  bool flush_pending() { return drain(true); }
   bool put(char c) {
-    const auto byte = static_cast<unsigned char>(c);
-    char code[8];
-    if (pending_c2_) {
-      pending_c2_ = false;
-      if (byte >= 0x80 && byte <= 0x9F) {
-        std::snprintf(code, sizeof code, "\\u%04X", static_cast<unsigned>(byte));
-        return write(code, 6);
-      }
-      if (!write("\xC2", 1)) return false;
-    }
-    if (byte == 0xC2) {
-      pending_c2_ = true;
-      return true;
-    }
-    if ((byte < 0x20 && c != '\n' && c != '\t') || byte == 0x7F) {
-      std::snprintf(code, sizeof code, "\\x%02X", static_cast<unsigned>(byte));
-      return write(code, 4);
-    }
-    return write(&c, 1);
+    pending_ += c;
+    return drain(false);
   }
 
   std::streambuf* target_;
-  bool pending_c2_ = false;
+  std::string pending_;  // at most 3 bytes: the start of a multi-byte sequence
 };
 
 int main(int argc, char** argv) {

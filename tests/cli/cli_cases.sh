@@ -439,6 +439,30 @@ PY
   grep -q 'p\\x1B\[31mX.json' esc_out.txt && ! grep -q $'\x1b' esc_out.txt ||
     { cat -A esc_out.txt | head -3; echo "FAIL: the path was not escaped on stdout"; exit 1; }
   echo "ok: control characters escaped on stdout"
+  # /dev/fd/1 and /proc/self/fd/1 into a regular file, as /dev/stdout (they were refused as "cannot
+  # create a file in folder /dev/fd": the probe for a new file ran in the descriptors' folder).
+  local fd_path
+  for fd_path in /dev/fd/1 /proc/self/fd/1; do
+    "$syncplan" plan --profile "$data/tiny_profile.json" --period 2 -o fd_plan.json --report "$fd_path" >fd_file.txt 2>err.txt ||
+      { cat err.txt; echo "FAIL: --report $fd_path into a regular file was refused"; exit 1; }
+    grep -q '"format": "syncplan.report/v1"' fd_file.txt && grep -q "^period H = 2" fd_file.txt ||
+      { head -5 fd_file.txt; echo "FAIL: --report $fd_path: the report and the printout are not both in the file"; exit 1; }
+  done
+  [[ -L /dev/fd ]] && [[ -L /dev/stdout ]] || { ls -la /dev/fd /dev/stdout; echo "FAIL: a /dev link was replaced"; exit 1; }
+  echo "ok: --report /dev/fd/1 and /proc/self/fd/1 into a regular file"
+  # A byte that is not UTF-8 (a lone 0x9B, the one-byte CSI) in a path reaches the printout as \x9B
+  # and the JSON written as U+FFFD (nlohmann's dump threw type_error 316: exit 1).
+  local stray=$'p\x9bq.json'
+  cp "$data/tiny_profile.json" "$stray"
+  "$syncplan" plan --profile "$stray" --period 2 -o stray_plan.json --report stray_report.json >stray_out.txt ||
+    { echo "FAIL: a path holding byte 0x9B was not planned"; exit 1; }
+  grep -q 'p\\x9Bq.json' stray_out.txt && ! LC_ALL=C grep -q $'\x9b' stray_out.txt ||
+    { cat -A stray_out.txt | head -3; echo "FAIL: byte 0x9B was not escaped on stdout"; exit 1; }
+  "$python" -c 'import json, sys; json.load(open(sys.argv[1], encoding="utf-8")); json.load(open(sys.argv[2], encoding="utf-8"))' \
+    stray_plan.json stray_report.json || { echo "FAIL: the JSON written is not UTF-8 JSON"; exit 1; }
+  LC_ALL=C grep -q $'"profile": "p\xef\xbf\xbdq.json"' stray_report.json ||
+    { echo "FAIL: the path's byte 0x9B is not U+FFFD in the JSON written"; exit 1; }
+  echo "ok: a byte that is not UTF-8 escaped on stdout, U+FFFD in JSON"
 }
 
 # Delayed averaging (docs/time-model.md section 13) on the tiny profile of tiny_pipeline: head (b 1, c 3 ms),

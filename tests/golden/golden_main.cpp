@@ -1,7 +1,6 @@
 // Catch2 runner of the golden tests: exits 77 (skipped) with a message when the reference data is
 // absent, so a checkout without ../shared still passes its test suite.
-#define CATCH_CONFIG_RUNNER
-#include <catch2/catch.hpp>
+#include "catch_session.hpp"
 
 #include "reference_data.hpp"
 
@@ -15,5 +14,5 @@ int main(int argc, char** argv) {
               << "to the folder holding dreamddp/)\n";
     return syncplan::golden::kSkipExitCode;
   }
-  return Catch::Session().run(argc, argv);
+  return syncplan::testing::run_catch_session(argc, argv);
 }

@@ -5,7 +5,6 @@
 #include "core/field_error.hpp"
 #include "runtime/compare.hpp"
 
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include <string>

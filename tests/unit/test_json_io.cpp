@@ -5,6 +5,7 @@
 #include "core/profile.hpp"
 
 #include "core/errors.hpp"
+#include "core/printable.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -350,6 +351,62 @@ TEST_CASE("json: a parse error shows bytes that are not printable ASCII as \\xNN
     CHECK_THAT(message, Contains("binary.json") && Contains("\\x9f"));
     for (const char ch : message) CHECK((static_cast<unsigned char>(ch) >= 0x20 && static_cast<unsigned char>(ch) < 0x7f));
   }
+}
+
+// Issue 24: one classifier (core/printable.hpp) behind messages, name checks and the standard-output
+// filter. Expected units from RFC 3629 section 4's table of well-formed sequences, by hand.
+TEST_CASE("text: UTF-8 units, control characters and bytes that are not UTF-8", "[json]") {
+  using Kind = TextUnit::Kind;
+  struct Case {
+    std::string text;
+    Kind kind;
+    std::size_t length;
+    unsigned code;
+  };
+  for (const Case& c : std::vector<Case>{
+           {"a", Kind::kPrintable, 1, 0x61},
+           {"\t", Kind::kControl, 1, 0x09},
+           {"\x7f", Kind::kControl, 1, 0x7F},
+           {"\xc2\x80", Kind::kControl, 2, 0x80},            // C1, first
+           {"\xc2\x9b", Kind::kControl, 2, 0x9B},            // C1 CSI
+           {"\xc2\xa0", Kind::kPrintable, 2, 0xA0},          // no-break space: past C1
+           {"\xc3\xa9", Kind::kPrintable, 2, 0xE9},          // e acute
+           {"\xe2\x82\xac", Kind::kPrintable, 3, 0x20AC},     // euro sign
+           {"\xf0\x9f\x98\x80", Kind::kPrintable, 4, 0x1F600},  // an emoji
+           {"\x9b", Kind::kInvalid, 1, 0x9B},                // a lone continuation byte (8-bit CSI)
+           {"\xc0\x80", Kind::kInvalid, 1, 0xC0},            // overlong NUL
+           {"\xe0\x80\x80", Kind::kInvalid, 1, 0xE0},        // overlong 3-byte form
+           {"\xed\xa0\x80", Kind::kInvalid, 1, 0xED},        // a surrogate, U+D800
+           {"\xf4\x90\x80\x80", Kind::kInvalid, 1, 0xF4},    // U+110000, past the last code point
+           {"\xf5\x80\x80\x80", Kind::kInvalid, 1, 0xF5},    // no lead byte past F4
+           {"\xe2\x28\xa1", Kind::kInvalid, 1, 0xE2},        // a lead byte then ASCII
+           {"\xe2\x82", Kind::kIncomplete, 2, 0xE2}}) {      // a sequence cut at the end
+    const TextUnit unit = next_text_unit(c.text, 0);
+    INFO(printable_text(c.text, false));
+    CHECK(unit.kind == c.kind);
+    CHECK(unit.length == c.length);
+    CHECK(unit.code == c.code);
+  }
+  // Escapes: C0 and DEL as \xNN, C1 as \u00NN, every byte that is not UTF-8 as \xNN; characters kept.
+  CHECK(printable_text("a\x1b[1m\xc2\x9b\x9b\xc3\xa9\xe2\x82", false) == "a\\x1B[1m\\u009B\\x9B\xc3\xa9\\xE2\\x82");
+  CHECK(printable_text("line\n\tend", true) == "line\n\tend");
+  CHECK(printable_text("line\n\tend", false) == "line\\x0A\\x09end");
+  CHECK(detail::escaped_message("m\x9bn") == "m\\x9Bn");
+  CHECK(InputError("bad \xff").what() == std::string("bad \\xFF"));
+  // The first unprintable unit, an incomplete end counted as its first byte.
+  CHECK(first_unprintable("ok \xc3\xa9").first == std::string::npos);
+  CHECK(first_unprintable("ab\xe2\x82").first == 2);
+  CHECK(describe_text_unit(first_unprintable("ab\xe2\x82").second) == "invalid UTF-8 byte 0xE2");
+  CHECK(describe_text_unit(first_unprintable("\x1b").second) == "control character U+001B");
+  // A layer name holding one is refused as a control character is (JSON text cannot carry it,
+  // but a name built in code, or given on the command line, can).
+  Json document = profile_document();
+  document["layers"][1]["name"] = "ab\x9b";
+  REQUIRE_THROWS_WITH(profile_from_json(document, "prof.json"),
+                      Equals("prof.json: layers[1]: field 'name': invalid UTF-8 byte 0x9B at byte 2"
+                             " (names are printed in messages and tables)"));
+  // JSON written from it holds U+FFFD, not a throw (nlohmann's type_error 316).
+  CHECK(json_text(Json{{"path", "p\x9bq"}}) == "{\"path\":\"p\xef\xbf\xbdq\"}");
 }
 
 // ---------------------------------------------------------------------------------------------

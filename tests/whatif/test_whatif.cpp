@@ -1,7 +1,6 @@
 // The what-if job against independent single runs: every point of a GPT-2 sweep equals its own
 // cluster file read, `plan` and `simulate` (the library calls the commands make), whatever the
 // threads; bad requests are refused before any point; a point that fails is reported in its row.
-#define CATCH_CONFIG_MAIN
 #include <catch2/catch.hpp>
 
 #include "core/field_error.hpp"
