@@ -50,7 +50,7 @@ ChildResult run_child(Body body, int signal = 0, std::chrono::milliseconds delay
   return result;
 }
 
-const char* const kWhy = " (another rank failed or mpirun stopped the job)";
+const std::string kWhy = " (another rank failed or mpirun stopped the job)";
 
 }  // namespace
 

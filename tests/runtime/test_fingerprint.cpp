@@ -47,7 +47,7 @@ TEST_CASE("fingerprint: what the executor runs changes the plan part, nothing el
   Plan renamed = plan;  // algorithm, model name and prediction do not change what runs
   renamed.algorithm = "dreamddp";
   renamed.model = "other";
-  renamed.predicted = PlanPrediction{1.0, {0.5, 0.5}, {0, 0}, std::nullopt};
+  renamed.predicted = PlanPrediction{1.0, {0.5, 0.5}, {0, 0}, std::nullopt, ""};
   CHECK(schedule_identity(renamed) == schedule_identity(plan));
   Plan moved = plan;
   moved.layers[0].sync_iterations = {0};

@@ -673,7 +673,7 @@ TEST_CASE("json: plan_to_json then plan_from_json gives the same plan", "[json]"
     REQUIRE_FALSE(back.predicted.has_value());
   }
   SECTION("with a prediction") {
-    plan.predicted = PlanPrediction{0.7705, {0.1, 1.0 / 3.0, 0.2}, {0.0, 1e-9, 0.3}, 0.7670};
+    plan.predicted = PlanPrediction{0.7705, {0.1, 1.0 / 3.0, 0.2}, {0.0, 1e-9, 0.3}, 0.7670, ""};
     const Plan back = plan_from_json(parse_json_text(plan_to_json(plan).dump(), "rt.json"),
                                      "rt.json", profile);
     REQUIRE(back.predicted.has_value());
@@ -683,7 +683,7 @@ TEST_CASE("json: plan_to_json then plan_from_json gives the same plan", "[json]"
     REQUIRE(back.predicted->lower_bound_period_s == plan.predicted->lower_bound_period_s);
   }
   SECTION("without a lower bound") {
-    plan.predicted = PlanPrediction{1.0, {0.25, 0.25, 0.5}, {0, 0, 0.25}, std::nullopt};
+    plan.predicted = PlanPrediction{1.0, {0.25, 0.25, 0.5}, {0, 0, 0.25}, std::nullopt, ""};
     const Plan back = plan_from_json(plan_to_json(plan), "rt.json", profile);
     REQUIRE_FALSE(back.predicted->lower_bound_period_s.has_value());
   }
