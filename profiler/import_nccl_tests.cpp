@@ -141,18 +141,22 @@ std::int64_t parse_whole(const std::string& token, const std::string& where) {
   return value;
 }
 
-// A printed number: N/A, nan and inf (printf's spelling of a failed measurement) are std::nullopt.
-// With `is_time`, an infinite value in any spelling (inf, INF, Infinity, -inf, or 1e400 past double)
-// is refused instead: an infinite time is no failed measurement (those print N/A or nan) but an
-// impossible one, as 1e300 is (the helper's re-checks: "inf", then "Infinity", were skipped).
-std::optional<double> parse_measured(const std::string& token, const std::string& where, bool is_time = false) {
+// A printed number: N/A and nan (printf's spelling of a failed measurement) are std::nullopt. An
+// infinite value in any spelling (inf, INF, Infinity, -inf, or 1e400 past double) is refused: no
+// failed measurement but an impossible one, as 1e300 is (the helper's re-checks: an "inf", then an
+// "Infinity", time was skipped; an infinite algbw, busbw or #wrong was read as N/A and the row kept).
+// `is_time` names it a time in the message; `infinite_ok` reads an infinite value as nullopt (the
+// bandwidths of a row whose time printed as 0: nccl-tests divided by it; the row is skipped).
+std::optional<double> parse_measured(const std::string& token, const std::string& where, bool is_time = false,
+                                     bool infinite_ok = false) {
   if (token == "N/A") return std::nullopt;
   char* end = nullptr;
   const double value = std::strtod(token.c_str(), &end);
   if (token.empty() || end != token.c_str() + token.size())
     throw InputError(where + ": expected a number or N/A, got '" + token + "'");
-  if (is_time && std::isinf(value))
-    throw InputError(where + ": '" + token + "' is no measured time (a failed one prints N/A or nan)");
+  if (std::isinf(value) && !infinite_ok)
+    throw InputError(where + ": '" + token + "' is no measured " + (is_time ? "time" : "value") +
+                     " (a failed measurement prints N/A or nan)");
   if (!std::isfinite(value)) return std::nullopt;
   if (value < 0) throw InputError(where + ": negative value " + token);
   return value;
@@ -230,8 +234,9 @@ Measurement measurement_from_words(const std::vector<std::string>& words, const 
                                    const std::string& where) {
   Measurement measurement;
   measurement.time_us = parse_measured(words[group.time], where + ": column 'time'", true);
-  measurement.algbw_GBps = parse_measured(words[group.algbw], where + ": column 'algbw'");
-  measurement.busbw_GBps = parse_measured(words[group.busbw], where + ": column 'busbw'");
+  const bool zero_time = measurement.time_us && *measurement.time_us == 0;
+  measurement.algbw_GBps = parse_measured(words[group.algbw], where + ": column 'algbw'", false, zero_time);
+  measurement.busbw_GBps = parse_measured(words[group.busbw], where + ": column 'busbw'", false, zero_time);
   if (group.wrong) measurement.wrong_elements = parse_measured(words[*group.wrong], where + ": column '#wrong'");
   return measurement;
 }

@@ -1,6 +1,8 @@
 // XML escaping and number formatting for the report's SVG and HTML writers.
 #include "report/svg_text.hpp"
 
+#include "core/printable.hpp"
+
 #include <cmath>
 #include <cstdio>
 
@@ -9,19 +11,25 @@ namespace syncplan::report {
 std::string xml_escape(std::string_view text) {
   std::string out;
   out.reserve(text.size());
-  for (const char ch : text) {
-    switch (ch) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default:
-        if ((static_cast<unsigned char>(ch) < 0x20 && ch != '\t' && ch != '\n') || ch == 0x7f)
-          out += "\xEF\xBF\xBD";  // U+FFFD: XML 1.0 has no way to write these characters
-        else
-          out += ch;
+  for (std::size_t i = 0; i < text.size();) {
+    const TextUnit unit = next_text_unit(text, i);
+    const char ch = text[i];
+    if (unit.kind == TextUnit::Kind::kPrintable || ch == '\t' || ch == '\n') {
+      switch (ch) {
+        case '&': out += "&amp;"; break;
+        case '<': out += "&lt;"; break;
+        case '>': out += "&gt;"; break;
+        case '"': out += "&quot;"; break;
+        case '\'': out += "&#39;"; break;
+        default: out.append(text.substr(i, unit.length));
+      }
+    } else {
+      // U+FFFD for a control character (XML 1.0 cannot write C0 ones; C1 ones act on terminals
+      // that show the file) and for a byte that is not UTF-8 (a path's 0x9B made the page invalid
+      // UTF-8 under its charset; the helper's re-check), as JSON outputs write them.
+      out += "\xEF\xBF\xBD";
     }
+    i += unit.length;
   }
   return out;
 }

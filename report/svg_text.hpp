@@ -7,8 +7,9 @@
 namespace syncplan::report {
 
 /// `text` with &, <, >, " and ' replaced by their XML entities, and control characters other than
-/// tab and newline (not allowed in XML 1.0) by U+FFFD, so that any layer or series name is safe in
-/// element text and in attribute values of SVG and HTML.
+/// tab and newline (C0 ones are not allowed in XML 1.0; C1 ones too, here) and bytes that are not
+/// UTF-8 (a path may hold any byte) by U+FFFD (core/printable.hpp's classes), so that any layer or
+/// series name or path is safe in element text and in attribute values of SVG and HTML.
 std::string xml_escape(std::string_view text);
 
 /// A coordinate in SVG user units (pixels) with at most 2 decimals, trailing zeros removed: "12.5".

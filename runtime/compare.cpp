@@ -267,7 +267,7 @@ Timeline read_trace(const Json& events, const Json* syncplan_object, const std::
     const std::string cat = category != event.end() && category->is_string() ? category->get<std::string>() : "";
     // A delayed all-reduce (args.delay > 0, docs/formats.md "Measured trace") runs on into later
     // iterations: it does not stretch its launch iteration.
-    const bool delayed = cat == kAllreduceCategory && args_it->contains("delay") &&
+    const bool delayed = (cat == kAllreduceCategory || cat == kPeriodModelSyncCategory) && args_it->contains("delay") &&
                          args.required_integer("delay", 0, INT_MAX) > 0;
     if (!delayed) {
       auto [extent, inserted] = extents[pid].try_emplace(iteration, Extent{start_us, end_us});

@@ -60,10 +60,18 @@ Json period_trace(const BackpropTimes& times, const PeriodTiming& timing) {
     for (const SyncEvent& sync : timing.syncs[h]) {
       // A layer with no all-reduce of its own (frozen, tied, or sync time 0) issues none: no event.
       if (sync.bucket.empty() && !has_allreduce(times, sync.layer)) continue;
+      // A delayed sync (docs/time-model.md section 13) runs past its iteration's end: args.delay is
+      // the number of iteration ends it passes, so that compare does not stretch its iteration to
+      // it (docs/formats.md "Measured trace"; the helper's re-check: the trace of a delayed plan
+      // read back "iteration 1 ends before the previous one").
+      int delay = 0;
+      for (double end_of = timing.iteration_s[h]; sync.end_s > end_of && delay < static_cast<int>(timing.iteration_s.size());)
+        end_of += timing.iteration_s[(h + ++delay) % timing.iteration_s.size()];
       if (sync.bucket.empty()) {
+        Json args{{"layer", times.names[sync.layer]}, {"iteration", iteration}};
+        if (delay > 0) args["delay"] = delay;
         events.push_back(complete_event("all-reduce " + times.names[sync.layer], "sync", kLinkStream,
-                                        iteration_start + sync.start_s, sync.end_s - sync.start_s,
-                                        {{"layer", times.names[sync.layer]}, {"iteration", iteration}}));
+                                        iteration_start + sync.start_s, sync.end_s - sync.start_s, std::move(args)));
         continue;
       }
       Json names = Json::array();

@@ -1,6 +1,8 @@
 // Shared command-line helpers.
 #include "tools/cli_common.hpp"
 
+#include "core/printable.hpp"
+
 #include "core/errors.hpp"
 #include "core/limits.hpp"
 #include "core/plan.hpp"
@@ -25,13 +27,11 @@ std::string one_line(std::string message) {
   for (const char ch : message) {
     if (ch == '\n') out += "\\n";
     else if (ch == '\r') out += "\\r";
-    else if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f) {  // no terminal control codes
-      char escaped[8];
-      std::snprintf(escaped, sizeof escaped, "\\x%02x", static_cast<unsigned char>(ch));
-      out += escaped;
-    } else out += ch;
+    else out += ch;
   }
-  return out;
+  // Other control characters, C1 included, and bytes that are not UTF-8 as core/printable.hpp
+  // escapes them (the helper's re-check: CLI11's messages and warnings printed C2 9B and 0xFF raw).
+  return printable_text(out, false);
 }
 
 int run_on_every_rank(const MpiSession& mpi, const std::function<int()>& job) {

@@ -22,6 +22,9 @@
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 namespace {
 
 
@@ -384,6 +387,16 @@ int main(int argc, char** argv) {
     const std::string message = dynamic_cast<const CLI::ConversionError*>(&e) ? conversion_message(app, e.what())
                                                                                : std::string(e.what());
     std::cerr << "syncplan: " << syncplan::cli::one_line(message) << " (see --help)\n";
+    return 2;
+  }
+  // A closed standard output (`>&-`) is refused before the command runs, so that nothing is written
+  // for a printout that has nowhere to go (the helper's re-check: the outputs were left behind). A
+  // full device, or a pipe whose reader left, fails only when written, after the outputs were
+  // written whole (docs/formats.md); a pipe's reader leaving ends the process by SIGPIPE, as it
+  // does `cat` (`syncplan ... | head` prints no error).
+  if (::fcntl(STDOUT_FILENO, F_GETFD) < 0) {
+    std::cerr << "syncplan: standard output is closed: the printout has nowhere to go (send it to /dev/null "
+                 "instead of closing it)\n";
     return 2;
   }
   try {

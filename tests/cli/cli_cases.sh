@@ -421,9 +421,14 @@ PY
   local closed_status=0
   "$syncplan" plan --profile "$data/tiny_profile.json" --period 2 -o closed_plan.json --report /dev/stdout >&- \
     2>err.txt || closed_status=$?
-  [[ $closed_status == 2 ]] && grep -q "/dev/stdout: cannot write file (the descriptor is closed)" err.txt ||
+  [[ $closed_status == 2 ]] && grep -q "standard output is closed: the printout has nowhere to go" err.txt ||
     { cat err.txt; echo "FAIL: --report /dev/stdout with stdout closed gave exit $closed_status"; exit 1; }
   [[ ! -e closed_plan.json ]] || { echo "FAIL: the plan was written beside the refused report"; exit 1; }
+  # Without --report too: refused before anything is written (the plan was left behind).
+  closed_status=0
+  "$syncplan" plan --profile "$data/tiny_profile.json" --period 2 -o closed_alone.json >&- 2>err.txt || closed_status=$?
+  [[ $closed_status == 2 && $(wc -l <err.txt) == 1 && ! -e closed_alone.json ]] ||
+    { cat err.txt; echo "FAIL: a closed standard output gave exit $closed_status or left the plan"; exit 1; }
   [[ -L /dev/stdout ]] || { ls -la /dev/stdout; echo "FAIL: /dev/stdout is no longer a link"; exit 1; }
   echo "ok: --report /dev/stdout into a file and with standard output closed"
   # Standard output on a full device: exit 2, one line naming it (it was exit 1, naming nothing).
@@ -462,7 +467,12 @@ PY
     stray_plan.json stray_report.json || { echo "FAIL: the JSON written is not UTF-8 JSON"; exit 1; }
   LC_ALL=C grep -q $'"profile": "p\xef\xbf\xbdq.json"' stray_report.json ||
     { echo "FAIL: the path's byte 0x9B is not U+FFFD in the JSON written"; exit 1; }
-  echo "ok: a byte that is not UTF-8 escaped on stdout, U+FFFD in JSON"
+  # The HTML page of the same path is UTF-8 too (it held the raw byte under charset utf-8).
+  "$syncplan" report stray_plan.json --profile "$stray" --html stray.html >/dev/null ||
+    { echo "FAIL: report --html of a path holding byte 0x9B"; exit 1; }
+  "$python" -c 'import sys; assert "p\ufffdq.json" in open(sys.argv[1], "rb").read().decode("utf-8")' stray.html ||
+    { echo "FAIL: the page is not UTF-8, or the path is not written with U+FFFD"; exit 1; }
+  echo "ok: a byte that is not UTF-8 escaped on stdout, U+FFFD in JSON and HTML"
 }
 
 # Delayed averaging (docs/time-model.md section 13) on the tiny profile of tiny_pipeline: head (b 1, c 3 ms),
@@ -495,6 +505,12 @@ delayed_tiny() {
   run simulate --profile profile.json --plan plan.json -o result.json --trace trace.json | tee simulate.txt
   grep -q "reproduces the plan's predicted figures" simulate.txt ||
     { echo "FAIL: simulate --plan did not reproduce the delayed plan"; exit 1; }
+  # The period-model trace reads back: its delayed all-reduces carry args.delay, so that they do
+  # not stretch iteration 0 (compare said "iteration 1 ends before the previous one", or a MAPE of
+  # 43%, before; the helper's re-check). Every iteration is the plan's 3 ms.
+  run compare result.json trace.json --skip 0 | tee compare.txt
+  grep -q "^MAPE 0.00% over 2 iterations" compare.txt ||
+    { echo "FAIL: the delayed plan's period-model trace against its result"; exit 1; }
   "$python" - <<'PY' || { echo "FAIL: delayed tiny plan"; exit 1; }
 import json
 plan, report, result = json.load(open("plan.json")), json.load(open("report.json")), json.load(open("result.json"))

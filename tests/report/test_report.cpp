@@ -337,6 +337,10 @@ TEST_CASE("html page: escaped text, inline figures, checks", "[report]") {
 TEST_CASE("xml escaping and exact numbers", "[report]") {
   CHECK(xml_escape("a<b>&\"'") == "a&lt;b&gt;&amp;&quot;&#39;");
   CHECK(xml_escape(std::string("x\x01y")) == "x\xEF\xBF\xBDy");
+  // A path's bytes that are not UTF-8 (0x9B, 0xFF), a C1 control (U+0085 as C2 85) and a sequence
+  // cut at the end become U+FFFD each; characters stay (the helper's re-check: the page held them raw).
+  CHECK(xml_escape(std::string("p\x9b\xc2\x85\xff\xc3\xa9\xe2\x82")) ==
+        "p\xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD\xc3\xa9\xEF\xBF\xBD");
   const double third = 1.0 / 3.0;
   CHECK(std::stod(exact_number(third)) == third);  // round trip, bit for bit
   CHECK(svg_coordinate(12.5) == "12.5");

@@ -331,6 +331,9 @@ if __name__ == "__main__":
     # Other spellings of an infinite time (C's strtod reads them all): "Infinity" in place.
     write("allreduce_infinity_time.log",
           good_8.replace("    30.00    0.00    0.00       0    30.00", " Infinity    0.00    0.00       0    30.00", 1))
+    # An infinite bandwidth beside a real time (it was read as N/A and the row kept).
+    write("allreduce_inf_algbw.log",
+          good_8.replace("    30.00    0.00    0.00       0    30.00", "    30.00     inf    0.00       0    30.00", 1))
     first_time = good_json.index('"time":')
     write("allreduce_inf_time.json",
           good_json[:first_time] + '"time":Infinity' + good_json[good_json.index(",", first_time):] + "\n")
