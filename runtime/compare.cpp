@@ -120,8 +120,13 @@ struct TraceAllreduce {
 };
 
 // An event's layers: args.layer (one) or args.layers (a non-empty array of strings).
+// Layer names are printed in compare's tables: refused with a control character or a byte that is
+// not UTF-8, as in every other reader (the helper's re-check: ESC was read and printed escaped).
 std::vector<std::string> allreduce_layers(ObjectReader& args, const std::string& where) {
-  if (const auto layer = args.optional_string("layer")) return {*layer};
+  if (const auto layer = args.optional_string("layer")) {
+    require_printable(*layer, where, "layer");
+    return {*layer};
+  }
   const Json* layers = args.optional("layers");
   if (layers == nullptr)
     throw InputError(where + ": an all-reduce without 'layer' or 'layers' (cannot match it to the other side)");
@@ -130,6 +135,7 @@ std::vector<std::string> allreduce_layers(ObjectReader& args, const std::string&
   std::vector<std::string> names;
   for (const Json& name : *layers) {
     if (!name.is_string()) throw InputError(where + ": field 'layers': expected layer names, got " + json_type_name(name));
+    require_printable(name.get<std::string>(), where, "layers");
     names.push_back(name.get<std::string>());
   }
   return names;
