@@ -30,6 +30,9 @@ struct TorchTraceOptions {
 
 int run_import_torch_trace(const TorchTraceOptions& options) {
   check_output_paths({{"-o", options.output_path}}, {{"trace", options.trace_path}});
+  // The name goes into the profile and its messages: checked as a profile's `model` is, naming the
+  // option (the helper's re-check: the message named the input file's field).
+  require_printable(options.model, "--model", "NAME");
   TorchTraceImportOptions import_options;
   if (!options.model.empty()) import_options.model = options.model;
   import_options.missing_backward = options.missing_backward == "null"   ? MissingBackwardPolicy::kNull
@@ -48,6 +51,7 @@ int run_import_torch_trace(const TorchTraceOptions& options) {
 
 int run_import_dreamddp(const DreamddpOptions& options) {
   check_output_paths({{"-o", options.output_path}}, {{"--bp", options.bp_path}, {"--comm", options.comm_path}});
+  require_printable(options.model, "--model", "NAME");  // as for import torch-trace
   DreamddpImportOptions import_options;
   if (!options.model.empty()) import_options.model = options.model;
   if (options.workers > 0) import_options.workers = options.workers;
