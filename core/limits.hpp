@@ -65,6 +65,12 @@ inline constexpr std::int64_t kMaxCommStreams = 64;
 /// the tool writes it reads back; the helper's re-check: a profile at the 2^50-byte limit).
 inline constexpr double kLongestTraceTime_us = 1e15;
 
+/// The longest iteration a `syncplan.result/v1` may hold (s): 1e12 s, about 31,700 years, past any
+/// profile's own times (a day per layer and pass), so that compare's sums over 100,000 iterations stay
+/// finite. compare refuses a longer `iteration_s`, so simulate refuses to write one (what the tool
+/// writes it reads back; the helper's re-check: 2^50-byte layers on a 1 kbit/s link).
+inline constexpr double kLongestPredictedIteration_s = 1e12;
+
 /// Bytes of a layer name (UTF-8): at most 1,024. Module paths are far shorter; a huge name would also
 /// overflow std::regex's recursion (plan --every-iteration).
 inline constexpr std::size_t kLongestLayerName = 1024;

@@ -36,6 +36,23 @@ ResultSubject subject_of(const SimulateRequest& request) {
 
 }  // namespace
 
+void check_trace_extent(double latest_us, const std::string& field) {
+  if (latest_us <= limits::kLongestTraceTime_us) return;
+  throw FieldError(field, field + ": the simulated time reaches " +
+                              std::to_string(static_cast<long long>(std::min(latest_us / units::kMicrosecondsPerSecond, 9e18))) +
+                              " s, past the 1e9 s (about 31 years, 1e15 us) a trace's event times may reach "
+                              "(docs/formats.md, limits): simulate it without --trace");
+}
+
+void check_result_iterations(const std::vector<double>& iteration_s, const std::string& field) {
+  for (std::size_t i = 0; i < iteration_s.size(); ++i)
+    if (!(iteration_s[i] <= limits::kLongestPredictedIteration_s))
+      throw FieldError(field, field + ": iteration " + std::to_string(i) + " lasts " +
+                                  std::to_string(static_cast<long long>(std::min(iteration_s[i], 9e18))) +
+                                  " s, past the 1e12 s (about 31,700 years) a result's iteration times may reach "
+                                  "(docs/formats.md, limits): simulate it without -o");
+}
+
 PeriodModelOutcome simulate_period_model(const SimulateRequest& request) {
   require_strategy_period(request);
   PeriodModelOutcome outcome;
@@ -79,6 +96,7 @@ PeriodModelOutcome simulate_period_model(const SimulateRequest& request) {
       outcome.lower_bound_from_plan = predicted.lower_bound;
     }
   }
+  if (request.result_document) check_result_iterations(outcome.timing.iteration_s, "result_document");
   outcome.document = {subject_of(request), h_count, outcome.timing.period_s, outcome.timing.total_wait_s(),
                       outcome.timing.iteration_s, outcome.timing.wait_s, outcome.lower_bound_s};
   return outcome;
@@ -143,10 +161,8 @@ DesOutcome simulate_des(const SimulateRequest& request) {
                      "or slowdowns are out of any meaningful range");
   }
   // A trace of a run longer than a trace's event times may be (compare refuses them) is not written.
-  if (options.trace_workers > 0 && result.total_s * units::kMicrosecondsPerSecond > limits::kLongestTraceTime_us)
-    throw FieldError("trace_workers", "trace_workers: the simulated run lasts " + std::to_string(static_cast<long long>(result.total_s)) +
-                                          " s, past the 1e9 s (about 31 years, 1e15 us) a trace's event times may "
-                                          "reach (docs/formats.md, limits): simulate it without a trace");
+  if (options.trace_workers > 0) check_trace_extent(result.total_s * units::kMicrosecondsPerSecond, "trace_workers");
+  if (request.result_document) check_result_iterations(result.iteration_s, "result_document");
   if (outcome.assignment)
     outcome.period_model = outcome.buckets ? time_buckets(times, *outcome.buckets) : time_assignment(times, *outcome.assignment);
 

@@ -38,6 +38,19 @@ struct SimulateRequest {
   bool result_document = false;
 };
 
+/// Refuses a trace that compare could not read back (what the tool writes it reads back, SPEC
+/// section 2): `latest_us` is the end of its latest event (microseconds); past
+/// limits::kLongestTraceTime_us (1e15 us) it throws FieldError(field, "FIELD: the simulated time
+/// reaches N s, past the 1e9 s ... (docs/formats.md, limits)"). `field` is the flag or job field
+/// named ("--trace", "trace_workers").
+void check_trace_extent(double latest_us, const std::string& field);
+
+/// Refuses a result (`simulate -o`) whose iteration times (s) compare could not read back: any
+/// past limits::kLongestPredictedIteration_s (1e12 s) throws FieldError(field, "FIELD: iteration I
+/// lasts N s, past the 1e12 s ..."), naming the first such iteration. `field`: the flag or job
+/// field named ("result_document", which `syncplan simulate` shows as -o).
+void check_result_iterations(const std::vector<double>& iteration_s, const std::string& field);
+
 /// The period model's answer.
 struct PeriodModelOutcome {
   BackpropTimes times;

@@ -49,9 +49,8 @@ constexpr const char* kCheckpointCategory = "checkpoint";
 constexpr double kLongestTraceTime_us = limits::kLongestTraceTime_us;
 // Two runs' mean times within this relative difference tie in the ranking.
 constexpr double kRankingTie = 1e-9;
-// A predicted iteration's bound (s): 1e12 s, past any profile's (a day per layer and phase, for
-// thousands of layers), so that sums over 100,000 iterations stay finite.
-constexpr double kLongestPredictedIteration_s = 1e12;
+// A predicted iteration's bound (s), as simulate checks it before writing a result.
+constexpr double kLongestPredictedIteration_s = limits::kLongestPredictedIteration_s;
 
 // The keys each engine's result has (docs/formats.md "Simulation result"); any other is an error.
 const std::set<std::string> kPeriodModelResultKeys = {

@@ -38,6 +38,7 @@ Json period_trace(const BackpropTimes& times, const PeriodTiming& timing) {
   double iteration_start = 0;
   for (std::size_t h = 0; h < timing.iteration_s.size(); ++h) {
     const Json iteration = static_cast<int>(h);
+    const std::size_t events_before = events.size();
     if (times.forward_total_s > 0)
       events.push_back(complete_event("forward", "forward", kComputeStream, iteration_start,
                                       times.forward_total_s, {{"iteration", iteration}}));
@@ -81,6 +82,12 @@ Json period_trace(const BackpropTimes& times, const PeriodTiming& timing) {
                                       "sync", kLinkStream, iteration_start + sync.start_s, sync.end_s - sync.start_s,
                                       {{"layers", std::move(names)}, {"iteration", iteration}}));
     }
+    // An iteration with no event (every compute and sync time 0) still gets one, covering it, so
+    // that the trace reads back with every iteration (compare; the helper's re-check: an
+    // all-zero profile's trace was "a trace without timed events").
+    if (events.size() == events_before)
+      events.push_back(complete_event("idle", "idle", kComputeStream, iteration_start, timing.iteration_s[h],
+                                      {{"iteration", iteration}}));
     iteration_start += timing.iteration_s[h];
   }
   return Json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};

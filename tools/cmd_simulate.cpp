@@ -38,7 +38,7 @@ struct SimulateOptions {
 constexpr std::initializer_list<FieldFlag> kSimulateFlags = {
     {"strategy", "--strategy"}, {"period", "--period"}, {"bucket_cap_bytes", "--bucket-cap-mb"},
     {"sync_time", "--sync-time"}, {"iterations", "--iterations"}, {"comm_streams", "--comm-streams"},
-    {"trace_workers", "--trace"}};
+    {"trace_workers", "--trace"}, {"result_document", "-o"}};
 
 int run_simulate_des(const SimulateOptions& options, SimulateRequest request);
 
@@ -121,10 +121,7 @@ int run_simulate(const SimulateOptions& options) {
     double latest_us = 0;
     for (const Json& event : (*trace)["traceEvents"])
       if (event.contains("ts")) latest_us = std::max(latest_us, event["ts"].get<double>() + event["dur"].get<double>());
-    if (!(latest_us <= limits::kLongestTraceTime_us))
-      throw InputError("--trace: the simulated period lasts " + std::to_string(static_cast<long long>(timing.period_s)) +
-                       " s, past the 1e9 s (about 31 years, 1e15 us) a trace's event times may reach "
-                       "(docs/formats.md, limits): simulate it without --trace");
+    check_trace_extent(latest_us, "--trace");
   }
 
   std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n';

@@ -274,6 +274,14 @@ PY
   expect_refused "field 'name': 30016 bytes, at most 1024" long-plan.json \
     plan --profile long_name.json --period 2 --every-iteration '.*mlp' -o long-plan.json
   echo "ok: overflowing periods and over-long names refused"
+  # An all-zero profile's period-model trace still has each iteration (an "idle" event covering it),
+  # so compare reads it back: it gets as far as the measured time of 0 s (the helper's re-check: the
+  # trace held no timed event, "a trace without timed events").
+  run simulate --profile "$data/profile_all_zero.json" --strategy ssgd --period 2 --trace zero-trace.json \
+    -o zero-result.json
+  expect_refused "zero-trace.json: iteration 0: the measured time is 0 s" zero-compare.json \
+    compare zero-result.json zero-trace.json --json zero-compare.json
+  echo "ok: an all-zero trace reads back"
 }
 
 # --link (SPEC section 7): link_8workers.json fits T(n) = 7e-4 + 1.4e-9 n s at 8 workers, the same
