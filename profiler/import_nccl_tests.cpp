@@ -31,6 +31,9 @@ struct Measurement {
   std::optional<double> algbw_GBps;
   std::optional<double> busbw_GBps;
   std::optional<double> wrong_elements;  ///< "#wrong"/"nwrong"; nullopt for N/A and old "error" columns
+  /// The columns (algbw, busbw, #wrong; JSON alg_bw, bus_bw, nwrong) that printed nan: a failed
+  /// computation, not nccl-tests' N/A (not measured). Beside a usable time it is said in a warning.
+  std::vector<std::string> nan_columns;
 };
 
 struct ResultRow {
@@ -126,11 +129,17 @@ std::size_t tag_prefix_length(const std::string& line) {
 }
 
 // Every layout starts with the size and count columns: a line that opens with an unsigned integer,
-// or with two numbers of any sign, is a data row (and an error when it is not a good one), never
-// chatter to skip.
+// with two numbers of any sign, or with a word starting with a digit before a whole number (a size
+// in hex, 0x100000, or with a stray byte, 1048576<NUL>) is a data row (and an error when it is not
+// a good one), never chatter to skip (the helper's re-check: such rows were dropped unsaid). NCCL's
+// own lines open with a host name and a rank tag ("host:12:34 [0] NCCL INFO"), never a number.
 bool is_data_row(const std::vector<std::string>& words) {
   // No words: a line of only whitespace that trim() keeps (\v, \f), which read words[0] past the end.
-  return (!words.empty() && all_digits(words[0])) || (words.size() >= 2 && is_decimal_number(words[0]) && is_decimal_number(words[1]));
+  if (words.empty()) return false;
+  if (all_digits(words[0])) return true;
+  if (words.size() < 2) return false;
+  if (is_decimal_number(words[0]) && is_decimal_number(words[1])) return true;
+  return std::isdigit(static_cast<unsigned char>(words[0][0])) && all_digits(words[1]);
 }
 
 std::int64_t parse_whole(const std::string& token, const std::string& where) {
@@ -141,25 +150,39 @@ std::int64_t parse_whole(const std::string& token, const std::string& where) {
   return value;
 }
 
-// A printed number: N/A and nan (printf's spelling of a failed measurement) are std::nullopt. An
-// infinite value in any spelling (inf, INF, Infinity, -inf, or 1e400 past double) is refused: no
-// failed measurement but an impossible one, as 1e300 is (the helper's re-checks: an "inf", then an
-// "Infinity", time was skipped; an infinite algbw, busbw or #wrong was read as N/A and the row kept).
-// `is_time` names it a time in the message; `infinite_ok` reads an infinite value as nullopt (the
-// bandwidths of a row whose time printed as 0: nccl-tests divided by it; the row is skipped).
-std::optional<double> parse_measured(const std::string& token, const std::string& where, bool is_time = false,
-                                     bool infinite_ok = false) {
-  if (token == "N/A") return std::nullopt;
+/// What a measured column holds, for parse_measured.
+enum class MeasuredColumn {
+  kTime,                 ///< a time: an infinite one is refused
+  kValue,                ///< a bandwidth or #wrong: an infinite one is refused
+  kValueBesideZeroTime,  ///< a bandwidth of a row whose time printed as 0 (nccl-tests divided by it; the
+                         ///< row is skipped): an infinite one reads as nullopt
+};
+
+/// A printed measured number.
+struct MeasuredToken {
+  std::optional<double> value;  ///< nullopt: N/A, nan, or infinite beside a zero time
+  bool nan = false;             ///< it printed nan (a failed computation; N/A is "not measured")
+};
+
+// A printed number as printf writes one: N/A and nan (printf's spelling of a failed measurement)
+// are no value. An infinite value in any spelling (inf, INF, Infinity, -inf, or 1e400 past double)
+// is refused: no failed measurement but an impossible one, as 1e300 is (the helper's re-checks: an
+// "inf", then an "Infinity", time was skipped; an infinite algbw, busbw or #wrong was read as N/A
+// and the row kept). Hex floats (0x1p3), which strtod takes but printf's %g never writes, are refused.
+MeasuredToken parse_measured(const std::string& token, const std::string& where, MeasuredColumn column) {
+  if (token == "N/A") return {};
   char* end = nullptr;
   const double value = std::strtod(token.c_str(), &end);
-  if (token.empty() || end != token.c_str() + token.size())
-    throw InputError(where + ": expected a number or N/A, got '" + token + "'");
-  if (std::isinf(value) && !infinite_ok)
-    throw InputError(where + ": '" + token + "' is no measured " + (is_time ? "time" : "value") +
+  const bool decimal = is_decimal_number(token) || std::isnan(value) || std::isinf(value);
+  if (token.empty() || end != token.c_str() + token.size() || !decimal)
+    throw InputError(where + ": expected a decimal number or N/A, got '" + token + "'");
+  if (std::isinf(value) && column != MeasuredColumn::kValueBesideZeroTime)
+    throw InputError(where + ": '" + token + "' is no measured " + (column == MeasuredColumn::kTime ? "time" : "value") +
                      " (a failed measurement prints N/A or nan)");
-  if (!std::isfinite(value)) return std::nullopt;
+  if (std::isnan(value)) return {std::nullopt, true};
+  if (!std::isfinite(value)) return {};
   if (value < 0) throw InputError(where + ": negative value " + token);
-  return value;
+  return {value, false};
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -233,11 +256,17 @@ std::optional<Columns> columns_from_header(const std::vector<std::string>& names
 Measurement measurement_from_words(const std::vector<std::string>& words, const ColumnGroup& group,
                                    const std::string& where) {
   Measurement measurement;
-  measurement.time_us = parse_measured(words[group.time], where + ": column 'time'", true);
-  const bool zero_time = measurement.time_us && *measurement.time_us == 0;
-  measurement.algbw_GBps = parse_measured(words[group.algbw], where + ": column 'algbw'", false, zero_time);
-  measurement.busbw_GBps = parse_measured(words[group.busbw], where + ": column 'busbw'", false, zero_time);
-  if (group.wrong) measurement.wrong_elements = parse_measured(words[*group.wrong], where + ": column '#wrong'");
+  measurement.time_us = parse_measured(words[group.time], where + ": column 'time'", MeasuredColumn::kTime).value;
+  const MeasuredColumn bandwidth = measurement.time_us && *measurement.time_us == 0 ? MeasuredColumn::kValueBesideZeroTime
+                                                                                   : MeasuredColumn::kValue;
+  const auto read = [&](std::size_t index, const char* name, MeasuredColumn column) {
+    MeasuredToken token = parse_measured(words[index], where + ": column '" + name + "'", column);
+    if (token.nan) measurement.nan_columns.push_back(name);
+    return token.value;
+  };
+  measurement.algbw_GBps = read(group.algbw, "algbw", bandwidth);
+  measurement.busbw_GBps = read(group.busbw, "busbw", bandwidth);
+  if (group.wrong) measurement.wrong_elements = read(*group.wrong, "#wrong", MeasuredColumn::kValue);
   return measurement;
 }
 
@@ -251,6 +280,10 @@ ResultRow row_from_words(const std::vector<std::string>& words, const Columns& c
   row.size_bytes = parse_whole(words[columns.size], where + ": column 'size'");
   row.count = parse_whole(words[columns.count], where + ": column 'count'");
   row.type = words[columns.type];
+  // As in a -J file (parse_json): nccl-tests prints its own type names; another is another program's row.
+  if (type_sizes().count(row.type) == 0)
+    throw InputError(where + ": column 'type': unknown data type '" + row.type + "' (nccl-tests' types: " +
+                     type_names_text() + ")");
   if (columns.redop) row.redop = words[*columns.redop];
   if (columns.root) {
     const std::string& root = words[*columns.root];
@@ -344,16 +377,25 @@ ParsedLog parse_text(const std::string& text, const std::string& path) {
 // "bus_bw", "nwrong"}, "in_place": {...}}, ...], ...}. Other keys are left alone: the file is
 // nccl-tests', and it grows keys from release to release.
 
-std::optional<double> json_measured(const Json& object, const std::string& key, const std::string& where) {
+// A -J measured field: null, absent or "N/A" is no value; "nan" (nccl-tests writes NaN as that
+// string, or a NaN token) is no value and is listed in `nan_columns` under `key`.
+std::optional<double> json_measured(const Json& object, const std::string& key, const std::string& where,
+                                    std::vector<std::string>& nan_columns) {
   const auto it = object.find(key);
   if (it == object.end() || it->is_null()) return std::nullopt;
-  // nccl-tests writes NaN as the string "nan".
   if (it->is_string() && !is_nonfinite_token(*it)) {
     const std::string& text = it->get_ref<const std::string&>();
-    if (text == "nan" || text == "-nan" || text == "N/A") return std::nullopt;
+    if (text == "N/A") return std::nullopt;
+    if (text == "nan" || text == "-nan") {
+      nan_columns.push_back(key);
+      return std::nullopt;
+    }
     throw InputError(where + ": field '" + key + "': expected a number, got \"" + text + "\"");
   }
-  if (is_nonfinite_token(*it)) return std::nullopt;
+  if (is_nonfinite_token(*it)) {
+    nan_columns.push_back(key);
+    return std::nullopt;
+  }
   return read_nonnegative_number(*it, where + ": field '" + key + "'");
 }
 
@@ -367,10 +409,11 @@ std::optional<Measurement> json_measurement(const Json& result, const std::strin
   if (const auto time = it->find(time_key); time != it->end() && is_nonfinite_token(*time) &&
                                             time->get_ref<const std::string&>().find("nfinity") != std::string::npos)
     throw InputError(inner + ": field '" + time_key + "': Infinity is no measured time (a failed one is \"nan\" or \"N/A\")");
-  measurement.time_us = json_measured(*it, time_key, inner);
-  measurement.algbw_GBps = json_measured(*it, "alg_bw", inner);
-  measurement.busbw_GBps = json_measured(*it, "bus_bw", inner);
-  measurement.wrong_elements = json_measured(*it, "nwrong", inner);
+  std::vector<std::string> time_nan;  // a nan time skips the row with its own warning
+  measurement.time_us = json_measured(*it, time_key, inner, time_nan);
+  measurement.algbw_GBps = json_measured(*it, "alg_bw", inner, measurement.nan_columns);
+  measurement.busbw_GBps = json_measured(*it, "bus_bw", inner, measurement.nan_columns);
+  measurement.wrong_elements = json_measured(*it, "nwrong", inner, measurement.nan_columns);
   return measurement;
 }
 
@@ -581,6 +624,12 @@ NcclTestsImport import_nccl_tests(const std::string& path, const NcclTestsImport
                                 placement + "); row skipped");
       continue;
     }
+    // A nan beside a usable time: nccl-tests computes the bandwidths from the time, so they cannot
+    // be checked (the helper's re-check: the row was kept without a word).
+    for (const std::string& column : chosen->nan_columns)
+      result.warnings.push_back(at_size + ": " + placement + " " + column + " is nan" +
+                                (column == "#wrong" || column == "nwrong" ? ": the row's correctness is unknown; row kept"
+                                                                          : ": not checked against size / time; row kept"));
     const double time_s = *chosen->time_us / units::kMicrosecondsPerSecond;
     if (time_s < limits::kShortestMeasuredTime_s)
       throw InputError(at_size + ": " + placement + " time " + number_text(*chosen->time_us) +

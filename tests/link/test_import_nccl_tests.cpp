@@ -362,6 +362,22 @@ TEST_CASE("a poor fit (R^2 < 0.9) warns and names the worst sizes", "[nccl-tests
   CHECK(import_sample("allreduce_16gpu.json").warnings.size() == 0);
 }
 
+TEST_CASE("nan beside a measured time keeps the row and warns naming the row and the column", "[nccl-tests]") {
+  // allreduce_nan_columns.log is allreduce_8gpu.log with the 8 B row's algbw and the 16 B row's
+  // #wrong printed nan: the fit is the good log's (both rows kept), and each nan is said once.
+  const NcclTestsImport imported = import_sample("allreduce_nan_columns.log");
+  check_model(imported.link, 30e-6, 5e-11);
+  REQUIRE(imported.link.samples.size() == 25);
+  REQUIRE(imported.warnings.size() == 2);
+  CHECK_THAT(imported.warnings[0], Contains("line 18: size 8: out-of-place algbw is nan") && Contains("row kept"));
+  CHECK_THAT(imported.warnings[1], Contains("line 19: size 16: out-of-place #wrong is nan") && Contains("row kept"));
+  // The -J file's "nan" the same way (its in-place "nan" time is in a column not chosen: no word).
+  const NcclTestsImport json = import_sample("allreduce_nan_busbw.json");
+  REQUIRE(json.link.samples.size() == 25);
+  REQUIRE(json.warnings.size() == 1);
+  CHECK_THAT(json.warnings[0], Contains("results[0]: size 8: out-of-place bus_bw is nan"));
+}
+
 TEST_CASE("a -J file whose result has an unknown data type is refused naming it", "[nccl-tests]") {
   CHECK_THROWS_WITH(import_sample("allreduce_unknown_type.json"),
                     Contains("allreduce_unknown_type.json: results[0]") && Contains("field 'type'") &&

@@ -34,6 +34,11 @@ the shapes are those of public logs, the numbers are made here from the formulas
   allreduce_poor_fit.log 4 ranks whose times step from 40 us to 4 ms at 1 MiB (a protocol cliff):
                          no line fits them (R^2 < 0.9)
   allreduce_unknown_type.json  allreduce_16gpu.json with a result of type "complex64"
+                         (allreduce_unknown_type.log: allreduce_8gpu.log with a row of that type)
+  allreduce_hex_size.log, allreduce_nul_size.log, allreduce_hex_time.log  allreduce_8gpu.log with
+                         a size in hex (0x8), a NUL byte after a size, a time in hex-float (0x1p+5)
+  allreduce_nan_columns.log  allreduce_8gpu.log with nan for the 8 B row's algbw and the 16 B row's
+                         #wrong (allreduce_nan_busbw.json: allreduce_16gpu.json's 8 B bus_bw "nan")
 """
 
 import math
@@ -351,3 +356,19 @@ if __name__ == "__main__":
     write("allreduce_poor_fit.log", curve_log(h100_devices(["node-p01"], 4), SIZES, poor_fit_time))
     write("allreduce_unknown_type.json",
           good_json.replace("\"type\":\"float\"", "\"type\":\"complex64\"", 1) + "\n")
+    # Rows that once read as chatter between rows and were dropped unsaid (issue 24): a size in hex,
+    # and one with a NUL byte after it. Each is a data row with a bad size now.
+    write("allreduce_hex_size.log", good_8.replace(first_row, "         0x8             2  ", 1))
+    write("allreduce_nul_size.log", good_8.replace(first_row, "           8\0            2  ", 1))
+    # A type no nccl-tests program prints (a -J file's was refused, a text row's passed).
+    write("allreduce_unknown_type.log", good_8.replace("     float     sum      -1", " complex64     sum      -1", 1))
+    # A time in C's hex-float notation: strtod reads it, printf's %f never writes it.
+    write("allreduce_hex_time.log",
+          good_8.replace("    30.00    0.00    0.00       0    30.00", "   0x1p+5    0.00    0.00       0    30.00", 1))
+    # nan beside a real time: the 8 B row's out-of-place algbw, the 16 B row's #wrong (kept, warned);
+    # in the -J file the 8 B row's out-of-place bus_bw.
+    first_rows = "    30.00    0.00    0.00       0    30.00"
+    nan_columns = good_8.replace(first_rows, "    30.00     nan    0.00       0    30.00", 1)
+    nan_columns = nan_columns.replace(first_rows, "    30.00    0.00    0.00     nan    30.00", 1)
+    write("allreduce_nan_columns.log", nan_columns)
+    write("allreduce_nan_busbw.json", good_json.replace('"bus_bw":0.000333,', '"bus_bw":"nan",', 1) + "\n")
