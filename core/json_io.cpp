@@ -208,7 +208,10 @@ bool has_control_character(const std::string& name) { return first_unprintable(n
 void require_printable(const std::string& text, const std::string& where, const std::string& field) {
   const auto [at, unit] = first_unprintable(text);
   if (at == std::string::npos) return;
-  throw InputError(where + ": field '" + field + "': " + describe_text_unit(unit) + " at byte " + std::to_string(at) +
+  // A command-line value reads as its usage does ("--model NAME: ..."), a file's field as a field.
+  const bool flag = where.rfind("--", 0) == 0;
+  throw InputError((flag ? where + " " + field + ": " : where + ": field '" + field + "': ") + describe_text_unit(unit) +
+                   " at byte " + std::to_string(at) +
                    (field == "name" ? " (names are" : " (it is") + " printed in messages and tables)");
 }
 
@@ -329,6 +332,22 @@ void require_file_name_fits(const std::filesystem::path& target, const std::stri
                      std::to_string(PATH_MAX - 1) + " a path may have)");
 }
 
+std::filesystem::path output_target(const std::filesystem::path& path, const std::string& shown) {
+  namespace fs = std::filesystem;
+  constexpr int kMostLinks = 40;  // Linux's MAXSYMLINKS
+  std::error_code ec;
+  fs::path target = fs::absolute(path, ec);
+  if (ec) throw InputError(shown + ": cannot write file (" + ec.message() + ")");
+  for (int links = 0; fs::is_symlink(fs::symlink_status(target, ec)); ++links) {
+    if (links == kMostLinks) throw InputError(shown + ": cannot write file (more than 40 links in a row: a loop?)");
+    const fs::path next = fs::read_symlink(target, ec);
+    if (ec) throw InputError(shown + ": cannot write file (its link cannot be read: " + ec.message() + ")");
+    target = next.is_absolute() ? next : target.parent_path() / next;
+  }
+  fs::path resolved = fs::weakly_canonical(target, ec);
+  return ec || resolved.empty() ? target.lexically_normal() : resolved;
+}
+
 void OutputFiles::commit() {
   namespace fs = std::filesystem;
   struct Pending {
@@ -363,11 +382,9 @@ void OutputFiles::commit() {
       direct.push_back({target, {}, &text, &shown, fs::is_fifo(status)});
       continue;
     }
-    // A link to a regular file (or to nothing yet): the file it names is replaced, not the link.
-    if (fs::is_symlink(fs::symlink_status(target, ec))) {
-      target = fs::weakly_canonical(target, ec);
-      if (ec || target.empty()) throw InputError(shown + ": cannot write file (its link cannot be resolved)");
-    }
+    // A link to a regular file (or to nothing yet): the file it names is replaced or made, not the
+    // link (the helper's re-check: a dangling link was replaced by a regular file).
+    if (fs::is_symlink(fs::symlink_status(target, ec))) target = output_target(target, shown);
     fs::path folder = target.parent_path();
     if (folder.empty()) folder = ".";
     if (!fs::is_directory(folder, ec))

@@ -68,7 +68,8 @@ void write_json_file_atomic(const std::string& path, const Json& value, const st
 /// the helper's new-user check found ESC and U+009B in profile sources printed as they were). The
 /// rule is core/printable.hpp's. Throws InputError "WHERE: field 'FIELD': control character U+00XX
 /// at byte N (it is printed in messages and tables)", or "... invalid UTF-8 byte 0xNN at byte N
-/// ..." ("names are" for FIELD "name"); `where` must not quote the text.
+/// ..." ("names are" for FIELD "name"); `where` must not quote the text. A `where` that is a flag
+/// ("--model") reads as its usage instead: "--model NAME: control character ..."
 void require_printable(const std::string& text, const std::string& where, const std::string& field);
 
 /// require_printable(name, where, "name").
@@ -82,6 +83,13 @@ bool has_control_character(const std::string& name);
 /// written: "SHOWN: cannot write file (its name has N bytes, more than the 255 a file name may have
 /// here)". OutputFiles::commit and the commands' up-front output checks call it.
 void require_file_name_fits(const std::filesystem::path& target, const std::string& shown);
+
+/// The file an output path names, its links followed even where the last one points at nothing yet:
+/// absolute, "." and ".." resolved, its existing folders canonical. A link to a file not yet made
+/// is written through (the file it names is created), never replaced by a regular file, and two
+/// paths that reach one file this way are the same output. Throws InputError "SHOWN: cannot write
+/// file (...)" for more than 40 links in a row (the kernel's ELOOP limit) or an unreadable link.
+std::filesystem::path output_target(const std::filesystem::path& path, const std::string& shown);
 
 /// The descriptor (1 or 2) when `path` names the standard output or error as a path ("/dev/stdout",
 /// "/dev/fd/1", "/proc/self/fd/1"; the same for 2), else -1. OutputFiles writes such a path through

@@ -465,8 +465,12 @@ AllreduceSummary match_allreduces(const Timeline& predicted, const Timeline& mea
   AllreduceSummary summary;
   std::map<AllreduceKey, std::size_t> used;  // per run iteration and layers: occurrences matched so far
   std::map<int, int> matched_per_iteration;
+  int skipped = 0;  // measured all-reduces in the warm-up iterations left out
   for (const TimedAllreduce& allreduce : *measured.allreduces) {
-    if (allreduce.iteration < first_compared) continue;
+    if (allreduce.iteration < first_compared) {
+      ++skipped;
+      continue;
+    }
     const AllreduceKey own = key_of(allreduce.iteration, allreduce.layers);
     const auto candidates = by_key.find(key_of(predicted_iteration(predicted, allreduce.iteration), allreduce.layers));
     std::size_t& occurrence = used[own];
@@ -489,7 +493,10 @@ AllreduceSummary match_allreduces(const Timeline& predicted, const Timeline& mea
     throw InputError(predicted.path + " and " + measured.path +
                      ": no all-reduce in common (same iteration and layers) in the compared iterations: " +
                      std::to_string(summary.predicted_only) + " predicted, " + std::to_string(summary.measured_only) +
-                     " measured");
+                     " measured" +
+                     (skipped > 0 ? "; " + std::to_string(skipped) + " measured all-reduce" + (skipped == 1 ? " is" : "s are") +
+                                        " in the warm-up iterations --skip leaves out (--skip 0 compares them)"
+                                  : std::string()));
   for (const AllreduceComparison& pair : summary.matched) {
     summary.mean_abs_start_error_s += std::fabs(pair.start_error_s());
     summary.mean_abs_end_error_s += std::fabs(pair.end_error_s());

@@ -61,25 +61,30 @@ int run_on_every_rank(const MpiSession& mpi, const std::function<int()>& job) {
 }
 
 namespace {
-// Two paths name the same file (existing or not): equal after resolving links and "..".
+// Two paths name the same file (existing or not): equal after resolving links, a link to a file
+// not yet made included (output_target), and "..". An unresolvable path is no match here: the
+// output checks refuse it by name.
 bool same_file(const std::string& a, const std::string& b) {
-  namespace fs = std::filesystem;
-  std::error_code ec_a, ec_b;
-  const fs::path canonical_a = fs::weakly_canonical(fs::absolute(a), ec_a);
-  const fs::path canonical_b = fs::weakly_canonical(fs::absolute(b), ec_b);
-  return !ec_a && !ec_b && canonical_a == canonical_b;
+  try {
+    return output_target(a, a) == output_target(b, b);
+  } catch (const InputError&) {
+    return false;
+  }
 }
 
 // An output's folder exists and takes new files, and the path is no folder (check_output_paths).
-void check_output_folder(const std::string& option, const std::string& path) {
+// Through a link, the folder is that of the file it names (it may point at nothing yet).
+void check_output_folder(const std::string& option, const std::string& given) {
   namespace fs = std::filesystem;
+  std::error_code ec;
+  const std::string path = fs::is_symlink(fs::symlink_status(given, ec)) ? output_target(given, option + ": " + given).string()
+                                                                          : given;
   fs::path folder = fs::path(path).parent_path();
   if (folder.empty()) folder = ".";
-  std::error_code ec;
   if (!fs::is_directory(folder, ec))
-    throw InputError(option + ": " + path + ": folder " + folder.string() + " does not exist");
-  if (fs::is_directory(path, ec)) throw InputError(option + ": " + path + ": is a directory");
-  require_file_name_fits(path, option + ": " + path);
+    throw InputError(option + ": " + given + ": folder " + folder.string() + " does not exist");
+  if (fs::is_directory(path, ec)) throw InputError(option + ": " + given + ": is a directory");
+  require_file_name_fits(path, option + ": " + given);
   // A folder may exist and still refuse new files (/proc, a read-only mount, permissions):
   // probe it with a file of our own now, so that a long job does not fail at its very end.
   // An existing non-regular target (/dev/null, a FIFO) is written directly, with no new file.
@@ -87,7 +92,7 @@ void check_output_folder(const std::string& option, const std::string& path) {
     std::string probe = (folder / ".syncplan-write-probe-XXXXXX").string();
     const int fd = mkstemp(probe.data());
     if (fd < 0)
-      throw InputError(option + ": " + path + ": cannot create a file in folder " + folder.string() + " (" +
+      throw InputError(option + ": " + given + ": cannot create a file in folder " + folder.string() + " (" +
                        std::strerror(errno) + ")");
     close(fd);
     std::remove(probe.c_str());

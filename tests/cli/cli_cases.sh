@@ -7,6 +7,8 @@
 #   trace STRATEGY SYNCS              simulate --strategy STRATEGY --trace: no overlapping events
 #   nonfinite_zero                    import --nonfinite zero turns NaN/Infinity into 0 s, with a warning
 #   gpt2_example SHARED_DATA_DIR      the README's GPT-2 example against expected.json (77: no data)
+#   linked_output                     -o through a link (dangling too) writes the file it names; a link
+#                                     to another output, into a missing folder, or a loop is refused
 #   fifo_output                       -o into a FIFO writes through it and leaves it a FIFO; one that
 #                                     nobody reads is refused (exit 2) after 5 s, nothing written
 #   auto_period                       --period auto --max-overhead chooses the smallest H
@@ -381,6 +383,37 @@ PY
   echo "ok: search time limit"
 }
 
+# An output through a symbolic link is written to the file the link names, even when that file does
+# not exist yet (the helper's re-check: a dangling link was replaced by a regular file); a link and
+# the path it names are one output; a link into a missing folder or a loop of links is refused up
+# front, naming the flag (exit 2, nothing written).
+linked_output() {
+  ln -s made-later.json dangling.json
+  run plan --profile "$data/tiny_profile.json" --period 2 -o dangling.json
+  [[ -L dangling.json && -f made-later.json ]] || { echo "FAIL: the dangling link was not written through"; exit 1; }
+  "$python" -c 'import json; assert json.load(open("made-later.json"))["format"] == "syncplan.plan/v1"' ||
+    { echo "FAIL: the file the link names is not a plan"; exit 1; }
+  ln -s not-yet.json report-link.json
+  expect_linked_refusal() {  # TEXT syncplan-args...: exit 2, one line holding TEXT, no not-yet.json
+    local text=$1 status=0
+    shift
+    "$syncplan" "$@" >out.txt 2>err.txt || status=$?
+    cat err.txt
+    [[ $status == 2 && $(wc -l <err.txt) == 1 ]] && grep -qF -- "$text" err.txt && [[ ! -e not-yet.json ]] ||
+      { echo "FAIL: syncplan $* exited $status, expected 2 with '$text'"; exit 1; }
+  }
+  expect_linked_refusal "--report: report-link.json: same file as -o" \
+    plan --profile "$data/tiny_profile.json" --period 2 -o not-yet.json --report report-link.json
+  ln -s no-such-folder/plan.json folder-link.json
+  expect_linked_refusal "-o: folder-link.json: folder $PWD/no-such-folder does not exist" \
+    plan --profile "$data/tiny_profile.json" --period 2 -o folder-link.json --report not-yet.json
+  ln -s loop-b loop-a
+  ln -s loop-a loop-b
+  expect_linked_refusal "-o: loop-a: cannot write file (more than 40 links in a row" \
+    plan --profile "$data/tiny_profile.json" --period 2 -o loop-a --report not-yet.json
+  echo "ok: outputs through links"
+}
+
 # An output that is a FIFO (like /dev/null, not a regular file) is written into, not replaced.
 fifo_output() {
   mkfifo out.fifo
@@ -731,6 +764,6 @@ PY
 }
 
 case "$case_name" in
-  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times | delayed_tiny | delayed_main_job | loss_curves | exact_llama | exact_large | compute_spread) "$case_name" "$@" ;;
+  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | linked_output | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times | delayed_tiny | delayed_main_job | loss_curves | exact_llama | exact_large | compute_spread) "$case_name" "$@" ;;
   *) echo "cli_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac
