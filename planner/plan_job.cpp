@@ -42,10 +42,16 @@ class JobPlans {
 
   // The plan of the plannable `strategy`; `best` chooses among its candidates' shared plans.
   PlanCandidate plan(const Strategy& strategy, const SearchOptions& options) {
+    return plan(strategy, options, options.bucket_alpha_s);
+  }
+
+  // The same, `best` choosing by the candidates' periods fused with `choose_alpha_s` (unset:
+  // unfused) whatever options.bucket_alpha_s their searches weighed (PlanRequest::fuse_after_planning).
+  PlanCandidate plan(const Strategy& strategy, const SearchOptions& options, const std::optional<double>& choose_alpha_s) {
     if (std::string_view(strategy.name) == "best") {
       std::vector<PlanCandidate> candidates;
       for (const char* name : kBestCandidates) candidates.push_back(plan(*find_strategy(name), options));
-      return choose_best(times_, std::move(candidates), options.bucket_alpha_s);
+      return choose_best(times_, std::move(candidates), choose_alpha_s);
     }
     const Key key{strategy.name, options.bucket_alpha_s};
     for (const auto& [known, candidate] : plans_)
@@ -291,7 +297,7 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
   // The table compares the strategies unfused; the chosen plan is searched for its fused period.
   search.bucket_alpha_s.reset();
   const SearchOptions unfused_search = search;
-  search.bucket_alpha_s = alpha_s;
+  if (!request.fuse_after_planning) search.bucket_alpha_s = alpha_s;
   JobPlans plans(times, outcome.search_runs);
   if (request.period) {
     require_finite_periods(times, *request.period, request.origin);
@@ -305,7 +311,7 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
   const int period = outcome.period;
 
   // The chosen plan first: with fusion its (fused) search has the time left before the table's.
-  outcome.chosen = plans.plan(algorithm, search);
+  outcome.chosen = plans.plan(algorithm, search, alpha_s);
   outcome.chosen_search = outcome.chosen.search_run;
   for (const std::string& name : compared_strategy_names()) {
     const Strategy& strategy = *find_strategy(name);

@@ -53,6 +53,11 @@ struct PlanRequest {
   std::string every_iteration;         ///< RE2 regex matched anywhere in layer names (<= 4096 chars); empty: none pinned
   bool fill_bubbles = false;           ///< add extra syncs in idle link time (planner/fill.hpp)
   std::optional<double> bucket_alpha_s;  ///< fuse buckets with this all-reduce start-up time (s, 0..60)
+  /// With bucket_alpha_s: plan without fusion (every search unfused, as the comparison table's
+  /// plans) and fuse the plan chosen; `best` chooses among its candidates by their fused periods.
+  /// No search weighs fusion, so the job costs about an unfused one (whatif's `best`, issue 25
+  /// item 4); false: the chosen plan is searched for its fused period (`plan --fuse-buckets`).
+  bool fuse_after_planning = false;
   /// Delayed averaging (docs/time-model.md section 13): TAU in 0..kMaxDelay; 0 (the default) plans
   /// as sections 2-12. With TAU >= 1 the chosen plan is plan_delayed's (algorithm "delayed-search",
   /// delays d <= min(TAU, H - 1 - h)), started from the requested algorithm's plan and best's

@@ -36,6 +36,8 @@ struct PlanOptions {
   ProfileOptions model{"", "", "auto", "", "", 8, 0};  // dtype and GPU: the defaults of `profile`
   // Bucket fusion (--fuse-buckets) and its all-reduce start-up time (--alpha-s; NaN: from --cluster).
   bool fuse_buckets = false;
+  std::string fusion = "search";  // --fusion: search for the fused period, or fuse after planning
+  bool fusion_given = false;
   double alpha_s = 0;
   bool alpha_given = false;
   bool exact_nodes_given = false;  // --exact-nodes on the command line
@@ -166,6 +168,8 @@ PlanRequest plan_request(const PlanOptions& options) {
   request.max_delay = options.max_delay;
   with_flags(kPlanFlags, [&] { validate_plan_request(request); });
   if (options.alpha_given && !options.fuse_buckets) throw InputError("--alpha-s: only with --fuse-buckets");
+  if (options.fusion_given && !options.fuse_buckets) throw InputError("--fusion: only with --fuse-buckets");
+  request.fuse_after_planning = options.fusion == "after";
   // The exact method runs only for best's unfused plans without delays (docs/time-model.md 14).
   if (options.exact_nodes_given && (options.algorithm != "best" || options.fuse_buckets || options.max_delay > 0))
     throw InputError("--exact-nodes: only with --algorithm best, without --fuse-buckets and --max-delay (the exact "
@@ -392,6 +396,11 @@ void add_plan_command(CLI::App& app, Action& action) {
                  "group the layers of each iteration into buckets, one all-reduce each, where the start-up time "
                  "saved exceeds the delay (alpha-beta model; needs --cluster, --link or --alpha-s; default: off); "
                  "search and best then plan for the fused period");
+  CLI::Option* fusion = plan->add_option("--fusion", options->fusion,
+                   "with --fuse-buckets: 'search' plans for the fused period (default), 'after' plans without "
+                   "fusion and fuses the plan chosen, best choosing among its candidates by fused period "
+                   "(about the cost of an unfused plan; what `whatif` does for best)")
+                              ->check(CLI::IsMember({"search", "after"}));
   CLI::Option* alpha = plan->add_option("--alpha-s", options->alpha_s,
                    "with --fuse-buckets: all-reduce start-up time alpha in seconds (default: from --link or --cluster)");
   plan->add_option("--max-delay", options->max_delay,
@@ -402,9 +411,10 @@ void add_plan_command(CLI::App& app, Action& action) {
   plan->add_option("-o,--output", options->output_path, "plan to write (syncplan.plan/v1 JSON)")->required();
   plan->add_option("--report", options->report_path,
                    "also write a JSON report: strategies' period_s, lower_bound_period_s, chosen plan");
-  plan->callback([&action, options, sync_time, max_overhead, alpha, exact_nodes, prove_s] {
+  plan->callback([&action, options, sync_time, max_overhead, alpha, fusion, exact_nodes, prove_s] {
     options->max_overhead_given = max_overhead->count() > 0;
     options->alpha_given = alpha->count() > 0;
+    options->fusion_given = fusion->count() > 0;
     options->exact_nodes_given = exact_nodes->count() > 0;
     options->prove_s_given = prove_s->count() > 0;
     options->sync.sync_time_given = sync_time->count() > 0;
