@@ -2,6 +2,8 @@
 #include "core/json_io.hpp"
 
 #include "core/errors.hpp"
+#include "core/host_memory.hpp"
+#include "core/units.hpp"
 #include "core/limits.hpp"
 #include "core/printable.hpp"
 
@@ -115,38 +117,103 @@ std::string strip_nlohmann_prefix(std::string message) {
 
 namespace {
 
+// The SAX events of one parse, handed on to nlohmann/json's own DOM builder, with the checks the
+// readers need on the way: a repeated key in an object (nlohmann/json would silently keep only the
+// last value: a duplicate layer would vanish), nesting deeper than kDeepestJson (refused before it
+// exists: an ordered object's values are copied recursively when it grows, and 100,000 levels
+// overflow the stack), and the top-level object's keys in file order. A SAX handler rather than
+// nlohmann's parser callback: with a callback, the end of every object scans its parent array for
+// discarded values, so an array of n objects took O(n^2) (the helper's re-check: a 212 MB trace
+// that simulate wrote took minutes for compare to read).
+template <class Document>
+class CheckedDomBuilder {
+ public:
+  using number_integer_t = typename Document::number_integer_t;
+  using number_unsigned_t = typename Document::number_unsigned_t;
+  using number_float_t = typename Document::number_float_t;
+  using string_t = typename Document::string_t;
+  using binary_t = typename Document::binary_t;
+
+  CheckedDomBuilder(Document& document, const std::string& origin, std::vector<std::string>* top_keys)
+      : dom_(document, true), origin_(origin), top_keys_(top_keys) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool value) { return dom_.boolean(value); }
+  bool number_integer(number_integer_t value) { return dom_.number_integer(value); }
+  bool number_unsigned(number_unsigned_t value) { return dom_.number_unsigned(value); }
+  bool number_float(number_float_t value, const string_t& text) { return dom_.number_float(value, text); }
+  bool string(string_t& value) { return dom_.string(value); }
+  bool binary(binary_t& value) { return dom_.binary(value); }
+  bool start_object(std::size_t size) {
+    open();
+    objects_.emplace_back();
+    return dom_.start_object(size);
+  }
+  bool key(string_t& name) {
+    if (!objects_.back().insert(name).second && duplicate_.empty()) duplicate_ = name;
+    if (top_keys_ && depth_ == 1) top_keys_->push_back(name);
+    return dom_.key(name);
+  }
+  bool end_object() {
+    objects_.pop_back();
+    --depth_;
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t size) {
+    open();
+    return dom_.start_array(size);
+  }
+  bool end_array() {
+    --depth_;
+    return dom_.end_array();
+  }
+  template <class Exception>
+  bool parse_error(std::size_t position, const std::string& token, const Exception& error) {
+    return dom_.parse_error(position, token, error);  // throws `error`
+  }
+
+  const std::string& duplicate() const { return duplicate_; }
+
+ private:
+  void open() {
+    if (depth_ >= kDeepestJson) throw InputError(origin_ + ": JSON nested deeper than " + std::to_string(kDeepestJson) + " levels");
+    ++depth_;
+  }
+
+  nlohmann::detail::json_sax_dom_parser<Document> dom_;
+  const std::string& origin_;
+  std::vector<std::string>* top_keys_;
+  int depth_ = 0;                                // containers open
+  std::vector<std::set<std::string>> objects_;  // keys seen in each open object, innermost last
+  std::string duplicate_;                        // the first repeated key
+};
+
 // parse_json_text for either JSON type: Json (ordered: objects keep the file's key order, but an
 // insert searches the keys, so an object of n keys costs O(n^2)) or nlohmann::json (sorted keys,
 // O(log n) inserts). `top_keys`, when given, receives the keys of the top-level object in file
-// order (the callback sees them as they are read).
+// order.
 template <class Document>
 Document parse_document(const std::string& text, const std::string& origin, std::vector<std::string>* top_keys) {
-  // Keys seen so far in each open object, innermost last: a repeated key is an error, since
-  // nlohmann/json would silently keep only the last value (a duplicate layer would vanish).
-  std::vector<std::set<std::string>> open_objects;
-  std::string duplicate;
-  const auto reject_duplicate_keys = [&](int depth, typename Document::parse_event_t event, Document& parsed) {
-    using Event = typename Document::parse_event_t;
-    // Values nested deeper than kDeepestJson are refused before they exist: nlohmann/json copies
-    // an ordered object's values recursively when it grows, and 100,000 levels overflow the stack.
-    if ((event == Event::object_start || event == Event::array_start) && depth >= kDeepestJson)
-      throw InputError(origin + ": JSON nested deeper than " + std::to_string(kDeepestJson) + " levels");
-    switch (event) {
-      case Event::object_start: open_objects.emplace_back(); break;
-      case Event::object_end: open_objects.pop_back(); break;
-      case Event::key:
-        if (!open_objects.back().insert(parsed.template get<std::string>()).second && duplicate.empty())
-          duplicate = parsed.template get<std::string>();
-        if (top_keys && depth == 1) top_keys->push_back(parsed.template get<std::string>());
-        break;
-      default: break;
-    }
-    return true;
-  };
+  // The document takes about 8 times its text's bytes (measured: a 13.6 MB profile of 100,000
+  // layers peaked at 134 MB, a 42 MB trace at 408 MB, with the commands' own data): refused up front
+  // when that is more than this process may allocate. Running out while parsing is not safe to
+  // recover from: nlohmann/json's destructor allocates, and std::bad_alloc there aborts (the
+  // helper's re-check: exit 134 under a ulimit). Twice the document's size: as much again for
+  // what the command builds from it. Small files (under 4 MB of text) are not checked.
+  constexpr double kDocumentBytesPerTextByte = 8;
+  if (const double needed = kDocumentBytesPerTextByte * 2 * static_cast<double>(text.size()); needed > 64e6) {
+    const double available = available_memory_bytes();
+    if (needed > available)
+      throw InputError(origin + ": reading this " + format_short(static_cast<double>(text.size()) / 1e6, 0) +
+                       " MB JSON file needs about " + format_short(needed / 1e6, 0) + " MB of memory, more than the " +
+                       format_short(available / 1e6, 0) + " MB available here");
+  }
   const MarkedText marked = mark_nonfinite_tokens(text);
   try {
-    Document document = Document::parse(marked.text, reject_duplicate_keys);
-    if (!duplicate.empty()) throw InputError(origin + ": duplicate key '" + duplicate + "'");
+    Document document;
+    CheckedDomBuilder<Document> builder(document, origin, top_keys);
+    Document::sax_parse(marked.text, &builder);
+    if (!builder.duplicate().empty()) throw InputError(origin + ": duplicate key '" + builder.duplicate() + "'");
     return document;
   } catch (const typename Document::parse_error& e) {
     // Line and column in the text as written (e.byte is 1-based, in the marked text).

@@ -93,4 +93,14 @@ Json period_trace(const BackpropTimes& times, const PeriodTiming& timing) {
   return Json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
 }
 
+double period_trace_memory_bytes(const BackpropTimes& times, const PeriodTiming& timing) {
+  constexpr double kBytesPerEvent = 1600;  // as the DES trace's kTraceJsonBytesPerEvent (measured)
+  const double iterations = static_cast<double>(timing.iteration_s.size());
+  double events = iterations * (static_cast<double>(times.size()) + 3);  // backward per layer, forward, update, idle
+  for (const auto& syncs : timing.syncs) events += static_cast<double>(syncs.size());
+  double names = 0;
+  for (const std::string& name : times.names) names += static_cast<double>(name.size());
+  return events * kBytesPerEvent + iterations * 2 * names;  // a backward and an all-reduce name per layer
+}
+
 }  // namespace syncplan

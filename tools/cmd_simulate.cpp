@@ -1,6 +1,7 @@
 // `syncplan simulate`: parse the options, run the simulate job (planner/simulate_job.hpp) under the
 // period model or, with --cluster, the discrete-event simulator; print, write the result and trace.
 #include "core/errors.hpp"
+#include "core/host_memory.hpp"
 #include "core/json_io.hpp"
 #include "core/limits.hpp"
 #include "core/cluster.hpp"
@@ -117,6 +118,13 @@ int run_simulate(const SimulateOptions& options) {
   // what compare reads are not written, and the run is refused before its table.
   std::optional<Json> trace;
   if (!options.trace_path.empty()) {
+    const double needed = period_trace_memory_bytes(times, timing), available = available_memory_bytes();
+    if (needed > available)
+      throw InputError("--trace: the period-model trace needs about " + format_short(needed / units::kBytesPerGiB, 2) +
+                       " GiB of memory for " + std::to_string(timing.iteration_s.size()) + " iterations x " +
+                       std::to_string(times.size()) + " layers, more than the " +
+                       format_short(available / units::kBytesPerGiB, 2) +
+                       " GiB available; trace a shorter period, or simulate without --trace");
     trace = period_trace(times, timing);
     double latest_us = 0;
     for (const Json& event : (*trace)["traceEvents"])

@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <new>
 #include <cctype>
 #include <chrono>
 #include <cstdio>
@@ -415,6 +416,15 @@ int main(int argc, char** argv) {
     return code;
   } catch (const syncplan::InputError& e) {
     std::cerr << "syncplan: " << syncplan::cli::one_line(e.what()) << '\n';
+    return 2;
+  } catch (const std::bad_alloc&) {
+    // Inputs within the readers' limits can still be too large for this machine's memory (or a
+    // ulimit): exit 2 with a sentence, not "error: std::bad_alloc" and exit 1 (the helper's
+    // re-check). The outputs are written only at the end, so none is half-written.
+    std::cerr << "syncplan: out of memory: the inputs need more than the "
+              << syncplan::format_short(syncplan::available_memory_bytes() / 1e6, 0)
+              << " MB this process may still allocate here; give smaller inputs (fewer layers, iterations, events or "
+                 "traced workers)\n";
     return 2;
   } catch (const std::exception& e) {
     std::cerr << "syncplan: error: " << syncplan::cli::one_line(e.what()) << '\n';

@@ -284,6 +284,29 @@ PY
   expect_refused "zero-trace.json: iteration 0: the measured time is 0 s" zero-compare.json \
     compare zero-result.json zero-trace.json --json zero-compare.json
   echo "ok: an all-zero trace reads back"
+  # Memory, checked before it runs out (the helper's re-check: exit 134 or "error: std::bad_alloc"
+  # under a ulimit). A period-model trace of 200 layers at H = 10,000: 10,000 x (200 backward + 200
+  # all-reduces + 3) events x 1,600 bytes = 6.4 GB, refused under a 2 GB address-space limit before
+  # it is built. A 48 MB profile (200,000 layers of 110-byte names): 8 x 2 x 48 MB = 774 MB to read,
+  # refused under a 300 MB limit (the program and the text already take part of it).
+  "$python" - <<'PY'
+import json
+layers = [{"name": f"l{i}", "param_count": 10, "param_bytes": 40, "forward_s": 0.001, "backward_s": 0.001,
+           "update_s": 0.0001, "sync_s": 0.002} for i in range(200)]
+json.dump({"format": "syncplan.profile/v1", "model": "m", "source": "estimated:test", "workers": 2,
+           "layers": layers}, open("layers200.json", "w"))
+layers = [dict(layer, name=f"layer{i:07d}" + "x" * 100) for i, layer in enumerate(layers * 1000)]
+json.dump({"format": "syncplan.profile/v1", "model": "m", "source": "estimated:test", "workers": 2,
+           "layers": layers}, open("big.json", "w"))
+PY
+  [[ $(stat -c %s big.json) -gt 30000000 ]] || { echo "FAIL: big.json is not over 30 MB"; exit 1; }
+  (ulimit -v 2000000
+   expect_refused "--trace: the period-model trace needs about 6" trace-200.json \
+     simulate --profile layers200.json --strategy wfbp --period 10000 --trace trace-200.json -o result-200.json)
+  [[ ! -e result-200.json ]] || { echo "FAIL: result-200.json written beside a refused trace"; exit 1; }
+  (ulimit -v 300000
+   expect_refused "MB JSON file needs about" plan-big.json plan --profile big.json --period 2 -o plan-big.json)
+  echo "ok: memory refused up front"
 }
 
 # --link (SPEC section 7): link_8workers.json fits T(n) = 7e-4 + 1.4e-9 n s at 8 workers, the same
