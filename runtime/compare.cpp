@@ -455,7 +455,7 @@ AllreduceKey key_of(int iteration, std::vector<std::string> layers) {
   return {iteration, std::move(layers)};
 }
 
-AllreduceSummary match_allreduces(const Timeline& predicted, const Timeline& measured, int first_compared) {
+std::optional<AllreduceSummary> match_allreduces(const Timeline& predicted, const Timeline& measured, int first_compared) {
   std::map<AllreduceKey, std::vector<const TimedAllreduce*>> by_key;
   std::map<int, int> predicted_per_iteration;
   for (const TimedAllreduce& allreduce : *predicted.allreduces) {
@@ -489,6 +489,10 @@ AllreduceSummary match_allreduces(const Timeline& predicted, const Timeline& mea
     const auto it = predicted_per_iteration.find(predicted_iteration(predicted, iteration));
     if (it != predicted_per_iteration.end()) summary.predicted_only += it->second - matched_per_iteration[iteration];
   }
+  // Neither side all-reduces in the compared iterations (frozen layers, sync times of 0, or a plan
+  // that syncs only in skipped ones): the schedules agree and there is nothing to time (the
+  // helper's re-check: `compare t.json t.json` refused such a trace against itself).
+  if (summary.matched.empty() && summary.predicted_only == 0 && summary.measured_only == 0) return std::nullopt;
   if (summary.matched.empty())
     throw InputError(predicted.path + " and " + measured.path +
                      ": no all-reduce in common (same iteration and layers) in the compared iterations: " +

@@ -157,7 +157,9 @@ struct PairComparison {
   /// The mean, median and 90th percentile (core/statistics.hpp) of the compared iterations' times.
   StatisticComparison mean, median, p90;
   NoiseFloor noise_floor;           ///< the measured run against itself
-  std::optional<AllreduceSummary> allreduces;  ///< when both sides are traces
+  /// When both sides are traces and either has an all-reduce in the compared iterations (neither:
+  /// nothing to time, unset).
+  std::optional<AllreduceSummary> allreduces;
 
   /// mape_percent <= noise_floor.median_mape_percent: per iteration the prediction does as well
   /// as the run's own median.

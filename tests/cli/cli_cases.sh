@@ -7,6 +7,7 @@
 #   trace STRATEGY SYNCS              simulate --strategy STRATEGY --trace: no overlapping events
 #   nonfinite_zero                    import --nonfinite zero turns NaN/Infinity into 0 s, with a warning
 #   gpt2_example SHARED_DATA_DIR      the README's GPT-2 example against expected.json (77: no data)
+#   frozen_compare                    traces without all-reduces compare (no all-reduce summary)
 #   linked_output                     -o through a link (dangling too) writes the file it names; a link
 #                                     to another output, into a missing folder, or a loop is refused
 #   fifo_output                       -o into a FIFO writes through it and leaves it a FIFO; one that
@@ -406,6 +407,29 @@ PY
   echo "ok: search time limit"
 }
 
+# Traces without all-reduces (every layer frozen) compare with each other: the schedules agree,
+# the all-reduce summary is left out (the helper's re-check: "no all-reduce in common: 0 predicted,
+# 0 measured" for a trace against itself); its iterations match exactly (MAPE 0).
+frozen_compare() {
+  "$python" - "$data/tiny_profile.json" <<'PY'
+import json, sys
+profile = json.load(open(sys.argv[1]))
+for layer in profile["layers"]:
+    layer["frozen"], layer["sync_s"] = True, None
+json.dump(profile, open("frozen.json", "w"))
+PY
+  run simulate --profile frozen.json --strategy wfbp --period 2 --trace frozen-trace.json -o frozen-result.json
+  run compare --skip 0 frozen-trace.json frozen-trace.json --json frozen-compare.json | tee compare.txt
+  grep -q "all-reduces (times" compare.txt && { echo "FAIL: an all-reduce table for traces without all-reduces"; exit 1; }
+  "$python" - <<'PY' || { echo "FAIL: frozen compare"; exit 1; }
+import json
+pair = json.load(open("frozen-compare.json"))["pairs"][0]
+assert pair["allreduces"] is None and pair["mape_percent"] == 0, pair
+print("ok: the JSON's allreduces is null, the MAPE 0")
+PY
+  echo "ok: traces without all-reduces compare"
+}
+
 # An output through a symbolic link is written to the file the link names, even when that file does
 # not exist yet (the helper's re-check: a dangling link was replaced by a regular file); a link and
 # the path it names are one output; a link into a missing folder or a loop of links is refused up
@@ -787,6 +811,6 @@ PY
 }
 
 case "$case_name" in
-  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | linked_output | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times | delayed_tiny | delayed_main_job | loss_curves | exact_llama | exact_large | compute_spread) "$case_name" "$@" ;;
+  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | linked_output | frozen_compare | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times | delayed_tiny | delayed_main_job | loss_curves | exact_llama | exact_large | compute_spread) "$case_name" "$@" ;;
   *) echo "cli_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac
