@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cctype>
+#include <limits>
 #include <cmath>
 #include <cstdlib>
 #include <map>
@@ -102,18 +103,25 @@ bool is_decimal_number(const std::string& text) {
   return text.size() <= kLongestRegexInput && std::regex_match(text, number);
 }
 
-// The length of a launcher's rank tag at the start of `line` (after any blanks): "[R]" or "[A,B]"
-// followed by "<stdout>:", "<stderr>:" or a blank, which is included; 0 when there is none. Parsed
-// by hand, not with std::regex, so that a 100,000-character line cannot overflow the stack.
+// The length of a launcher's rank tag at the start of `line` (after any blanks): "[R]" or "[A,B]",
+// followed by "<stdout>:", "<stderr>:" or a blank, which is included, or by anything else; or
+// Slurm's `srun --label` "R: " (the helper's re-check: its log read as "a data row before the column
+// header"). 0 when there is none. Parsed by hand, not with std::regex, so that a 100,000-character
+// line cannot overflow the stack.
 std::size_t tag_prefix_length(const std::string& line) {
   std::size_t i = 0;
   while (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) ++i;
-  if (i == line.size() || line[i] != '[') return 0;
   const auto digits = [&] {
     const std::size_t start = i;
     while (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]))) ++i;
     return i > start;
   };
+  if (i < line.size() && std::isdigit(static_cast<unsigned char>(line[i]))) {
+    // srun --label: "R: " (a data row opens with a number too, but never with a colon after it).
+    if (digits() && i + 1 < line.size() && line[i] == ':' && line[i + 1] == ' ') return i + 2;
+    return 0;
+  }
+  if (i == line.size() || line[i] != '[') return 0;
   ++i;
   if (!digits()) return 0;
   if (i < line.size() && line[i] == ',') {
@@ -125,7 +133,7 @@ std::size_t tag_prefix_length(const std::string& line) {
   for (const char* tag : {"<stdout>:", "<stderr>:"})
     if (line.compare(i, std::strlen(tag), tag) == 0) return i + std::strlen(tag);
   if (i < line.size() && std::isspace(static_cast<unsigned char>(line[i]))) return i + 1;
-  return 0;
+  return i;
 }
 
 // Every layout starts with the size and count columns: a line that opens with an unsigned integer,
@@ -145,6 +153,9 @@ bool is_data_row(const std::vector<std::string>& words) {
 std::int64_t parse_whole(const std::string& token, const std::string& where) {
   std::int64_t value = 0;
   const auto [end, error] = std::from_chars(token.data(), token.data() + token.size(), value);
+  if (all_digits(token) && error == std::errc::result_out_of_range)
+    throw InputError(where + ": '" + token + "' is out of range (at most " +
+                     std::to_string(std::numeric_limits<std::int64_t>::max()) + ")");
   if (!all_digits(token) || error != std::errc() || end != token.data() + token.size())
     throw InputError(where + ": expected a whole number >= 0, got '" + token + "'");
   return value;
@@ -631,6 +642,11 @@ NcclTestsImport import_nccl_tests(const std::string& path, const NcclTestsImport
                                 (column == "#wrong" || column == "nwrong" ? ": the row's correctness is unknown; row kept"
                                                                           : ": not checked against size / time; row kept"));
     const double time_s = *chosen->time_us / units::kMicrosecondsPerSecond;
+    // Over a day, as the link fit refuses it, but named by its line (the helper's re-check: the
+    // fit named its sample index).
+    if (time_s > limits::kLongestTime_s)
+      throw InputError(at_size + ": " + placement + " time " + number_text(*chosen->time_us) +
+                       " us is over a day; not a measured all-reduce");
     if (time_s < limits::kShortestMeasuredTime_s)
       throw InputError(at_size + ": " + placement + " time " + number_text(*chosen->time_us) +
                        " us is less than 1 ns; not a measured all-reduce");

@@ -158,7 +158,7 @@ PlanRequest plan_request(const PlanOptions& options) {
   request.algorithm = options.algorithm;
   request.every_iteration = options.every_iteration;
   request.fill_bubbles = options.fill_bubbles;
-  if (options.alpha_given) request.bucket_alpha_s = options.alpha_s;
+  if (options.alpha_given) request.bucket_alpha_s = options.alpha_s + 0.0;  // -0 written as 0, not -0.0
   // Named by their flags here (validate_plan_request names the request's fields), before any file is read.
   if (options.max_delay > 0 && options.fuse_buckets)
     throw InputError("--max-delay: not with --fuse-buckets (a delayed-averaging plan has no buckets)");

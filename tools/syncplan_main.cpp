@@ -228,7 +228,9 @@ std::string empty_value_message(const CLI::App& app) {
 // "--iterations: '010': ..."; "" when none. CLI11 converts integers with the C library's base
 // detection, so "010" would silently be 8 and "0x10" 16; numbers are decimal on this command line.
 std::string radix_value_message(const CLI::App& app) {
-  static const std::regex radix(R"([+-]?0([0-9]+|[xXbBoO][0-9a-fA-F]+))");
+  // Hex floats too (0x1p-3, 0x1.8p+1): strtod reads them, so a float option took them while an
+  // integer option and the file readers refuse them (the helper's re-check).
+  static const std::regex radix(R"([+-]?0([0-9]+|[xXbBoO][0-9a-fA-F.]+([pP][+-]?[0-9]+)?))");
   for (const CLI::App* command = &app; command != nullptr;) {
     for (const CLI::Option* option : command->get_options())
       if (option->count() > 0 && option->nonpositional())

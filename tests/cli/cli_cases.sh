@@ -230,6 +230,11 @@ PY
   grep -q "alpha 0.000700 s" model-plan.txt || { echo "FAIL: alpha not from the cluster"; exit 1; }
   "$python" -c 'import json; p = json.load(open("model-plan.json"))["predicted"]["period_s"]; assert abs(p - 4.60056e-3) < 1e-12, p' ||
     { echo "FAIL: cost-model plan period"; exit 1; }
+  # --alpha-s -0 is alpha 0, written 0.0 (it was written -0.0 into the plan and the report).
+  run plan --profile "$data/tiny_profile.json" --period 2 --fuse-buckets --alpha-s -0 -o zero-alpha.json \
+    --report zero-alpha-report.json >/dev/null
+  if grep -q -- '-0\.0' zero-alpha.json zero-alpha-report.json; then echo "FAIL: alpha -0.0 written"; exit 1; fi
+  grep -q '"alpha_s": 0.0' zero-alpha.json || { echo "FAIL: the plan has no alpha_s 0.0"; exit 1; }
   echo "ok: fused buckets"
 }
 

@@ -337,7 +337,7 @@ TEST_CASE("a one-rank log has no link cost to fit", "[nccl-tests]") {
 TEST_CASE("launcher rank prefixes are read, and a warning says one was found", "[nccl-tests]") {
   // allreduce_8gpu.log with "[0] " (-prepend-rank) and "[1,0]<stdout>:" (--tag-output) on every
   // line: the same fit as the plain log (alpha 30 us, beta 5e-11 s/B), and one warning each.
-  for (const char* name : {"allreduce_prepend_rank.log", "allreduce_tag_output.log"}) {
+  for (const char* name : {"allreduce_prepend_rank.log", "allreduce_tag_output.log", "allreduce_srun_label.log"}) {
     INFO(name);
     const NcclTestsImport imported = import_sample(name);
     check_model(imported.link, 30e-6, 5e-11);
@@ -347,6 +347,7 @@ TEST_CASE("launcher rank prefixes are read, and a warning says one was found", "
   }
   CHECK_THAT(import_sample("allreduce_prepend_rank.log").warnings[0], Contains("'[0]'"));
   CHECK_THAT(import_sample("allreduce_tag_output.log").warnings[0], Contains("'[1,0]<stdout>:'"));
+  CHECK_THAT(import_sample("allreduce_srun_label.log").warnings[0], Contains("'0:'"));
   CHECK(import_sample("allreduce_8gpu.log").warnings.empty());
 }
 

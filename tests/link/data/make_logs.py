@@ -37,6 +37,9 @@ the shapes are those of public logs, the numbers are made here from the formulas
                          (allreduce_unknown_type.log: allreduce_8gpu.log with a row of that type)
   allreduce_hex_size.log, allreduce_nul_size.log, allreduce_hex_time.log  allreduce_8gpu.log with
                          a size in hex (0x8), a NUL byte after a size, a time in hex-float (0x1p+5)
+  allreduce_srun_label.log  allreduce_8gpu.log as srun --label prints it ("0: " on each line)
+  allreduce_time_over_a_day.log, allreduce_size_past_int64.log  allreduce_8gpu.log with a time of
+                         86,400,000,001 us, or a size of 2^63 bytes, in the 8 B row
   allreduce_nan_columns.log  allreduce_8gpu.log with nan for the 8 B row's algbw and the 16 B row's
                          #wrong (allreduce_nan_busbw.json: allreduce_16gpu.json's 8 B bus_bw "nan")
 """
@@ -372,3 +375,10 @@ if __name__ == "__main__":
     nan_columns = nan_columns.replace(first_rows, "    30.00    0.00    0.00     nan    30.00", 1)
     write("allreduce_nan_columns.log", nan_columns)
     write("allreduce_nan_busbw.json", good_json.replace('"bus_bw":0.000333,', '"bus_bw":"nan",', 1) + "\n")
+    # Slurm's srun --label prefix ("0: " on each line), read as mpirun's tags are.
+    write("allreduce_srun_label.log", "".join("0: " + l + "\n" for l in good_8.splitlines()))
+    # A time over a day (86,400,000,001 us) in the 8 B row; a size past int64 (2^63) in its own row.
+    write("allreduce_time_over_a_day.log",
+          good_8.replace("    30.00    0.00    0.00       0    30.00", " 86400000001    0.00    0.00       0    30.00", 1))
+    write("allreduce_size_past_int64.log",
+          good_8.replace(first_row, "9223372036854775808  2305843009213693952  ", 1))
