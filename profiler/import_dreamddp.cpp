@@ -3,6 +3,8 @@
 #include "core/field_error.hpp"
 
 #include "core/errors.hpp"
+#include "core/limits.hpp"
+#include "core/printable.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -28,8 +30,17 @@ std::vector<std::pair<std::string, double>> read_time_file(const std::string& pa
   const Json* first_nonfinite = nullptr;
   std::string first_nonfinite_where;
   for (const auto& [key, value] : document) {
-    const std::string where = path + ": layer '" + key + "'";
     if (key.empty()) throw InputError(path + ": empty layer name");
+    // The profile's name rules, said of this file's shape (a layer name is a key here, not a field
+    // 'name' of layers[i]: the helper's re-check), before the name is quoted in any message.
+    const std::string opening = printable_text(std::string_view(key).substr(0, 40), false) + (key.size() > 40 ? "..." : "");
+    if (key.size() > limits::kLongestLayerName)
+      throw InputError(path + ": the layer name '" + opening + "' has " + std::to_string(key.size()) +
+                       " bytes, at most " + std::to_string(limits::kLongestLayerName));
+    if (const auto [at, unit] = first_unprintable(key); at != std::string::npos)
+      throw InputError(path + ": the layer name '" + opening + "' has " + describe_text_unit(unit) + " at byte " +
+                       std::to_string(at) + " (names are printed in messages and tables)");
+    const std::string where = path + ": layer '" + key + "'";
     double seconds = 0;
     if (is_nonfinite_token(value)) {
       if (nonfinite == NonfinitePolicy::kZero) {
