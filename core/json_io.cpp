@@ -257,10 +257,34 @@ std::string read_text_file(const std::string& path) {
     throw InputError(path + ": cannot read file (not a regular file)");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw InputError(path + ": cannot read file (" + std::strerror(errno) + ")");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
+  // Read whole into a string of the file's size: a stream copy that runs out of memory stops
+  // quietly and left a truncated text (the helper's re-check: a 170 MB file read as 67 MB under a
+  // ulimit). Running out here names the file.
+  const std::uintmax_t size = std::filesystem::file_size(path, ec);
+  std::string text;
+  try {
+    if (!ec) text.reserve(static_cast<std::size_t>(size));
+    std::ostringstream buffer;
+    if (ec) {
+      buffer << in.rdbuf();
+      text = buffer.str();
+    } else {
+      text.resize(static_cast<std::size_t>(size));
+      in.read(text.data(), static_cast<std::streamsize>(size));
+      text.resize(static_cast<std::size_t>(in.gcount()));
+      // A file that grew while being read (a log still being written): the rest too.
+      if (in && in.peek() != std::char_traits<char>::eof()) {
+        buffer << in.rdbuf();
+        text += buffer.str();
+      }
+    }
+  } catch (const std::bad_alloc&) {
+    throw InputError(path + ": cannot read file (out of memory: " + std::to_string(size / 1'000'000) +
+                     " MB, more than the " + std::to_string(static_cast<long long>(available_memory_bytes() / 1e6)) +
+                     " MB this process may still allocate here)");
+  }
   if (in.bad()) throw InputError(path + ": cannot read file (read error)");
-  return buffer.str();
+  return text;
 }
 
 Json read_json_file(const std::string& path) { return parse_json_text(read_text_file(path), path); }

@@ -548,21 +548,29 @@ Timeline parse_timeline(const std::string& text, const std::string& origin) {
     document = parse_json_text(text, origin);
   } catch (const InputError&) {
     // Not one JSON document: a log of several lines, when its first line is an object on its own.
-    std::istringstream lines(text);
-    std::string first;
-    while (std::getline(lines, first) && first.find_first_not_of(" \t\r") == std::string::npos) {
-    }
+    // Lines are views into the text, not copies (the helper's re-check: a 168 MB trace refused for
+    // memory was copied here, and that ran out with no file named).
+    std::size_t at = 0;
+    const auto next_nonblank_line = [&]() -> std::string_view {
+      while (at < text.size()) {
+        const std::size_t end = std::min(text.find('\n', at), text.size());
+        const std::string_view line(text.data() + at, end - at);
+        at = end + 1;
+        if (line.find_first_not_of(" \t\r") != std::string_view::npos) return line;
+      }
+      return {};
+    };
+    const std::string_view first = next_nonblank_line();
+    const std::string_view second = next_nonblank_line();
+    if (second.empty()) throw;  // one line: the whole file's error
     bool first_is_object = false;
     try {
-      first_is_object = parse_json_text(first, origin).is_object();
+      first_is_object = parse_json_text(std::string(first), origin).is_object();
     } catch (const InputError&) {
     }
     // A first line that is itself broken (a duplicate key, a missing '}') but starts an object, as
     // the next line does: a log whose line 1 is at fault (the whole file's error named line 2).
-    std::string second;
-    while (std::getline(lines, second) && second.find_first_not_of(" \t\r") == std::string::npos) {
-    }
-    const auto starts_object = [](const std::string& line) {
+    const auto starts_object = [](std::string_view line) {
       const std::size_t at = line.find_first_not_of(" \t\r");
       return at != std::string::npos && line[at] == '{' && line.find_first_not_of(" \t\r{", at) != std::string::npos;
     };

@@ -11,6 +11,9 @@
 #include "tools/cli_common.hpp"
 #include "tools/model_profile.hpp"
 
+#include <algorithm>
+#include <filesystem>
+#include <utility>
 #include <unistd.h>
 
 #include <cstdio>
@@ -88,6 +91,24 @@ TrainRequest make_request(const RunOptions& options, bool root) {
   if (!options.plan_path.empty()) inputs.push_back({"--plan", options.plan_path});
   if (root) check_output_paths({{"--log", options.log_path}, {"--trace", options.trace_path}}, inputs);
   else check_input_paths(inputs);
+  // The checkpoint folder is made during training: an output at its path or inside it would fail
+  // only at the end, after training, and the log be lost (the helper's re-check: --log X
+  // --checkpoint X trained 20 steps, then "cannot write file (it is a directory)").
+  if (root && !options.checkpoint_dir.empty()) {
+    const std::filesystem::path folder = output_target(options.checkpoint_dir, "--checkpoint " + options.checkpoint_dir);
+    for (const auto& [flag, path] : {std::pair<const char*, const std::string&>{"--log", options.log_path},
+                                     std::pair<const char*, const std::string&>{"--trace", options.trace_path}}) {
+      if (path.empty()) continue;
+      const std::filesystem::path target = output_target(path, std::string(flag) + " " + path);
+      const auto [in_folder, in_target] = std::mismatch(folder.begin(), folder.end(), target.begin(), target.end());
+      if (in_folder != folder.end()) continue;
+      // The folder itself, or a step folder the checkpoints write and delete (DIR/step-N/...).
+      if (in_target == target.end() || in_target->string().starts_with("step-"))
+        throw InputError(std::string(flag) + " " + path + ": " + (in_target == target.end() ? "is" : "is inside") +
+                         " the --checkpoint folder " + options.checkpoint_dir +
+                         (in_target == target.end() ? "" : "'s step folders") + "; write it elsewhere");
+    }
+  }
   return request;
 }
 

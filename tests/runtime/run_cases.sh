@@ -211,6 +211,17 @@ json.dump(plan, open("unfused.json", "w"))'
       --iterations 4 --checkpoint not-a-folder --checkpoint-every 2
     expect_refused "--checkpoint: /proc/syncplan-ck: " --strategy ssgd --period 1 "${common[@]}" \
       --iterations 4 --checkpoint /proc/syncplan-ck --checkpoint-every 2
+    # An output at the checkpoint folder's path (made during training) is refused before training
+    # (the helper's re-check: the log was lost after the last step), and so is one in a step folder.
+    expect_job_refused "--log fresh-ck: is the --checkpoint folder fresh-ck; write it elsewhere" -np 2 "$syncplan" run \
+      --strategy ssgd --period 1 "${common[@]}" --iterations 4 --checkpoint fresh-ck --checkpoint-every 2 --log fresh-ck \
+      --trace trace.json
+    mkdir -p fresh-ck/step-00000002
+    expect_job_refused "--trace fresh-ck/step-00000002/t.json: is inside the --checkpoint folder fresh-ck's step folders" \
+      -np 2 "$syncplan" run --strategy ssgd --period 1 "${common[@]}" --iterations 4 --checkpoint fresh-ck \
+      --checkpoint-every 2 --log log.jsonl --trace fresh-ck/step-00000002/t.json
+    [[ ! -e fresh-ck/step-00000002/t.json && -z "$(ls fresh-ck/step-00000002)" ]] || { echo "FAIL: fresh-ck written"; exit 1; }
+    rm -rf fresh-ck
     # A fresh run into a folder of another run's steps would mix its steps in and prune them:
     # refused without --resume of that folder (with it, the resume tests below continue it).
     expect_refused "--checkpoint: ck: holds checkpoints of a run already (step 2); continue it with --resume ck" \
