@@ -110,6 +110,14 @@ const Profile& profile_at(const WhatifRequest& request, WhatifPrepared& prepared
     ModelProfileRequest model = *request.model;
     model.batch = *batch;
     profile = make_model_profile(model).profile;
+    // As `profile --model` and `plan --model` check theirs (a time past a day at a huge batch x
+    // seq): every point passes the limits of a single call (the helper's re-check: "ok" rows of a
+    // profile that `plan --model` refuses).
+    try {
+      profile_from_json(profile_to_json(profile), request.origin + " at a batch of " + std::to_string(*batch));
+    } catch (const InputError& e) {
+      throw InputError(std::string(e.what()) + " (a profile file holds at most a day per time)");
+    }
   } else if (request.scaling == WhatifScaling::kStrong) {
     profile = scaled_compute(*request.profile, static_cast<double>(*batch) / static_cast<double>(*request.batch));
     // The scaled profile passes the readers' limits, as a profile file of that batch would (a time
