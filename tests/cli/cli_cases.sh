@@ -312,6 +312,13 @@ PY
   [[ ! -e result-200.json ]] || { echo "FAIL: result-200.json written beside a refused trace"; exit 1; }
   (ulimit -v 300000
    expect_refused "MB JSON file needs about" plan-big.json plan --profile big.json --period 2 -o plan-big.json)
+  # A file larger than the memory left: named, not "std::bad_alloc" (a sparse 100 GB file takes no
+  # disk; under a 4 GB address-space limit its text cannot be allocated).
+  truncate -s 100G sparse.json
+  (ulimit -v 4000000
+   expect_refused "sparse.json: cannot read file (out of memory: 107374 MB" plan-sparse.json \
+     plan --profile sparse.json --period 2 -o plan-sparse.json)
+  rm -f sparse.json
   echo "ok: memory refused up front"
 }
 
