@@ -277,7 +277,12 @@ Measurement measurement_from_words(const std::vector<std::string>& words, const 
   };
   measurement.algbw_GBps = read(group.algbw, "algbw", bandwidth);
   measurement.busbw_GBps = read(group.busbw, "busbw", bandwidth);
-  if (group.wrong) measurement.wrong_elements = read(*group.wrong, "#wrong", MeasuredColumn::kValue);
+  if (group.wrong) {
+    measurement.wrong_elements = read(*group.wrong, "#wrong", MeasuredColumn::kValue);
+    // A count of elements (the helper's re-check: 0.5 was "0.5 wrong elements; row skipped").
+    if (measurement.wrong_elements && *measurement.wrong_elements != std::floor(*measurement.wrong_elements))
+      throw InputError(where + ": column '#wrong': '" + words[*group.wrong] + "' is no whole count of wrong elements");
+  }
   return measurement;
 }
 
@@ -425,6 +430,9 @@ std::optional<Measurement> json_measurement(const Json& result, const std::strin
   measurement.algbw_GBps = json_measured(*it, "alg_bw", inner, measurement.nan_columns);
   measurement.busbw_GBps = json_measured(*it, "bus_bw", inner, measurement.nan_columns);
   measurement.wrong_elements = json_measured(*it, "nwrong", inner, measurement.nan_columns);
+  if (measurement.wrong_elements && *measurement.wrong_elements != std::floor(*measurement.wrong_elements))
+    throw InputError(inner + ": field 'nwrong': " + format_shortest(*measurement.wrong_elements) +
+                     " is no whole count of wrong elements");
   return measurement;
 }
 

@@ -160,13 +160,18 @@ WhatifRequest whatif_request(const WhatifOptions& options) {
     request.profile = read_profile_file(options.profile_path);
     request.origin = options.profile_path;
     // The workload a profile records (`syncplan profile` writes it) is the batch and sequence it
-    // was made at: samples/s and tokens/s without --batch and --seq; a --batch that contradicts it
-    // is refused rather than silently scaling the wrong compute.
+    // was made at: samples/s and tokens/s without --batch and --seq; a --batch or --seq that
+    // contradicts it is refused rather than silently scaling the wrong compute.
     const std::optional<ProfileWorkload>& recorded = request.profile->workload;
     if (options.batch > 0 && recorded && recorded->batch != options.batch)
       throw InputError("--batch " + std::to_string(options.batch) + ": " + options.profile_path +
                        " was made at batch " + std::to_string(recorded->batch) +
                        " (its field 'workload'); --batch with --profile is the batch the profile was made at");
+    // The same for --seq (tokens/s would be counted at the wrong length; the helper's re-check).
+    if (options.seq > 0 && recorded && recorded->seq != options.seq)
+      throw InputError("--seq " + std::to_string(options.seq) + ": " + options.profile_path + " was made at seq " +
+                       std::to_string(recorded->seq) + " (its field 'workload'); --seq with --profile is the sequence "
+                       "length the profile was made at");
     if (options.batch > 0) request.batch = options.batch;
     else if (recorded) request.batch = recorded->batch;
     if (options.seq == 0 && recorded) request.seq = recorded->seq;

@@ -37,6 +37,7 @@ the shapes are those of public logs, the numbers are made here from the formulas
                          (allreduce_unknown_type.log: allreduce_8gpu.log with a row of that type)
   allreduce_hex_size.log, allreduce_nul_size.log, allreduce_hex_time.log  allreduce_8gpu.log with
                          a size in hex (0x8), a NUL byte after a size, a time in hex-float (0x1p+5)
+  allreduce_half_wrong.log  allreduce_8gpu.log with #wrong 0.5 in the 8 B row
   allreduce_srun_label.log  allreduce_8gpu.log as srun --label prints it ("0: " on each line)
   allreduce_time_over_a_day.log, allreduce_size_past_int64.log  allreduce_8gpu.log with a time of
                          86,400,000,001 us, or a size of 2^63 bytes, in the 8 B row
@@ -380,5 +381,8 @@ if __name__ == "__main__":
     # A time over a day (86,400,000,001 us) in the 8 B row; a size past int64 (2^63) in its own row.
     write("allreduce_time_over_a_day.log",
           good_8.replace("    30.00    0.00    0.00       0    30.00", " 86400000001    0.00    0.00       0    30.00", 1))
+    # Half a wrong element in the 8 B row: #wrong is a count.
+    write("allreduce_half_wrong.log",
+          good_8.replace("    30.00    0.00    0.00       0    30.00", "    30.00    0.00    0.00     0.5    30.00", 1))
     write("allreduce_size_past_int64.log",
           good_8.replace(first_row, "9223372036854775808  2305843009213693952  ", 1))
