@@ -193,7 +193,8 @@ void add_run_command(CLI::App& app, Action& action) {
       "Chrome trace in the simulator's schema (docs/runtime.md). Times are seconds.");
   command->add_option("--plan", options->plan_path, "syncplan.plan/v1 file to execute (its layers must be the model's)");
   command->add_option("--strategy", options->strategy,
-                      std::string("strategy to execute without a plan: ") + kScheduleStrategies);
+                      std::string("strategy to execute without a plan: ") + kScheduleStrategies +
+                          " (--plan or --strategy is required; no default)");
   command->add_option("--period", options->period, "H, iterations per period, with --strategy (1..10000)");
   command->add_option("--model", options->model, "model spec: a name in data/models (e.g. tiny-gpt) or a file")->required();
   command->add_option("--data", options->data_path,
@@ -217,7 +218,7 @@ void add_run_command(CLI::App& app, Action& action) {
       });
   command->add_option("--device", options->device, "cpu, or cuda: one GPU per rank, NCCL (default: cpu)")
       ->check(CLI::IsMember({"cpu", "cuda"}));
-  command->add_option("--lr", options->lr, "AdamW learning rate (default: 0.001)");
+  command->add_option("--lr", options->lr, "AdamW learning rate, dimensionless (default: 0.001)");
   command->add_option("--log", options->log_path, "training log to write (JSON lines, one per iteration and rank; rank 0 writes)");
   command->add_option("--trace", options->trace_path, "measured Chrome trace to write (microseconds; rank 0 writes)");
   command->add_option("--timeout-s", options->timeout_s,
@@ -227,7 +228,8 @@ void add_run_command(CLI::App& app, Action& action) {
                       "folder to save checkpoints in (DIR/step-N/rank-R.ckpt and a manifest; docs/formats.md), with "
                       "--checkpoint-every");
   command->add_option("--checkpoint-every", options->checkpoint_every,
-                      "save a checkpoint after every K-th step (the two newest complete ones are kept)")
+                      "save a checkpoint after every K-th step, steps >= 1 (the two newest complete ones are kept; "
+                      "required with --checkpoint, no default)")
       ->each([options](const std::string&) { options->every_given = true; });
   command->add_option("--resume", options->resume_dir,
                       "continue from the latest complete checkpoint in DIR (the same plan, model, batch, seq, ranks "

@@ -263,9 +263,9 @@ void add_whatif_command(CLI::App& app, Action& action) {
       "inter-node one-way latencies to sweep, microseconds, comma-separated (default: the base's)");
   whatif_app->add_option("--period", options->periods,
       "periods H to sweep, comma-separated, each 1..10000 or 'auto': the smallest H whose dp plan waits at most "
-      "--max-overhead of compute");
+      "--max-overhead of compute (required; no default)");
   whatif_app->add_option("--strategies", options->strategies,
-      "strategies to sweep, comma-separated: " + strategy_names_text(StrategyUse::kDes));
+      "strategies to sweep, comma-separated: " + strategy_names_text(StrategyUse::kDes) + " (required; no default)");
   CLI::Option* jitter = whatif_app->add_option("--jitter-sigma", options->jitter_sigma,
       "lognormal compute jitter of every worker, 0..2 (default: the base's)");
   CLI::Option* straggler = whatif_app->add_option("--straggler", options->straggler,
