@@ -599,17 +599,25 @@ std::optional<std::string> ObjectReader::optional_string(const std::string& key,
   return required_string(key);
 }
 
+std::optional<std::int64_t> whole_number_value(const Json& value) {
+  if (const std::optional<std::int64_t> whole = integer_value(value)) return whole;
+  if (!value.is_number_float()) return std::nullopt;
+  // 8.0 is accepted as 8; 8.5 is not.
+  const double number = value.get<double>();
+  if (std::isfinite(number) && number == std::floor(number) && std::fabs(number) < 9e15)
+    return static_cast<std::int64_t>(number);
+  return std::nullopt;
+}
+
 std::int64_t ObjectReader::required_integer(const std::string& key, std::int64_t minimum) {
   const Json& value = required(key);
   const std::string field = where_ + ": field '" + key + "'";
-  std::optional<std::int64_t> whole = integer_value(value);
+  const std::optional<std::int64_t> whole = whole_number_value(value);
   if (!whole && value.is_number_unsigned()) throw InputError(field + ": too large (" + value.dump() + ")");
-  if (!whole && value.is_number_float()) {
-    // 8.0 is accepted as 8; 8.5 is not.
-    const double number = value.get<double>();
-    if (std::isfinite(number) && number == std::floor(number) && std::fabs(number) < 9e15)
-      whole = static_cast<std::int64_t>(number);
-  }
+  if (!whole && value.is_number_float() && std::isfinite(value.get<double>()) &&
+      value.get<double>() == std::floor(value.get<double>()))
+    throw InputError(field + ": " + value.dump() + " is a whole number past 9e15 written with a fraction or exponent, "
+                     "which a double may not hold exactly: write it as an integer (limits: docs/formats.md)");
   if (!whole) throw InputError(field + ": expected a whole number, got " + json_type_name(value) +
                                (value.is_number() ? " " + value.dump() : ""));
   if (*whole < minimum)

@@ -174,6 +174,12 @@ class ObjectReader {
 /// The value of a JSON integer that fits in int64, or std::nullopt (not an integer, or >= 2^63).
 std::optional<std::int64_t> integer_value(const Json& value);
 
+/// The readers' rule for a whole number: a JSON integer within int64, or a number written with a
+/// fraction or exponent whose value is whole and below 9e15 in magnitude, where every whole double
+/// is exact (8.0 and 1e3 are 8 and 1000; 8.5 is none). std::nullopt otherwise. ObjectReader's
+/// required_integer and the readers of bare numbers (schedule iterations, nccl-tests' config) use it.
+std::optional<std::int64_t> whole_number_value(const Json& value);
+
 /// The JSON type name used in messages ("string", "number", ...).
 std::string json_type_name(const Json& value);
 

@@ -174,7 +174,7 @@ Plan import_dreamddp_schedule(const std::string& schedule_path, const Profile& p
     if (!profile.find(item.key())) throw InputError(where + ": not a layer of the profile");
     std::vector<int> iterations;
     const auto add = [&](const Json& value) {
-      const std::optional<std::int64_t> whole = integer_value(value);
+      const std::optional<std::int64_t> whole = whole_number_value(value);  // 1.0 as H's 2.0 is read
       if (!whole)
         throw InputError(where + ": expected an iteration number or a list of them, got " +
                          json_type_name(value) + (value.is_number() ? " " + value.dump() : ""));

@@ -466,7 +466,7 @@ void read_json_ranks(const Json& document, ParsedLog& log) {
   std::string factors;           // "nthreads 1 x ngpus 8"
   for (const char* key : {"nthreads", "ngpus"}) {
     const auto it = config->find(key);
-    const auto value = it == config->end() ? std::nullopt : integer_value(*it);
+    const auto value = it == config->end() ? std::nullopt : whole_number_value(*it);  // 8.0 as results' 8.0
     if (!value || *value < 1) {
       log.ranks_problem = "field 'config." + std::string(key) + "': " +
                           (it == config->end() ? std::string("missing") : "expected a whole number >= 1, got " + it->dump());

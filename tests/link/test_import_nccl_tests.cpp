@@ -253,6 +253,9 @@ TEST_CASE("the -J file's config: a bad rank field is named; --workers overrides 
     REQUIRE(imported.warnings.size() == 1);
     CHECK_THAT(imported.warnings[0], Contains(bad.expected) && Contains("using --workers 16"));
   }
+  // 8.0 is 8, as a result's "size": 8.0 is (the readers' whole-number rule, whole_number_value).
+  const std::string float_gpus = std::regex_replace(text, std::regex("\"ngpus\":8,"), "\"ngpus\":8.0,");
+  CHECK(import_nccl_tests(write_log("float_gpus.json", float_gpus), {}).link.workers == 16);
   // An empty device list, and more ranks than --workers allows (2^24 = 16,777,216).
   const auto devices = text.find("\"devices\":[");
   const std::string no_devices = text.substr(0, devices) + "\"devices\":[]}" + text.substr(text.find("]},\"results\"") + 2);

@@ -774,3 +774,25 @@ TEST_CASE("json: integers of 2^63 and above are reported as too large, not wrapp
   REQUIRE_THROWS_WITH(read_profile_text(text), Contains("'workers'") && Contains("too large") &&
                                                    !Contains("-1"));
 }
+
+TEST_CASE("json: whole numbers are integers or whole values below 9e15 however written", "[json]") {
+  // One rule for every reader (ObjectReader::required_integer, schedule iterations, nccl-tests'
+  // config): 8, 8.0 and 8e0 are 8; 8.5, "8", true and null are none; 2^63 (unsigned) is none.
+  CHECK(whole_number_value(Json::parse("8")) == 8);
+  CHECK(whole_number_value(Json::parse("8.0")) == 8);
+  CHECK(whole_number_value(Json::parse("8e0")) == 8);
+  CHECK(whole_number_value(Json::parse("-0.0")) == 0);
+  CHECK(whole_number_value(Json::parse("8999999999999998.0")) == 8999999999999998);
+  CHECK_FALSE(whole_number_value(Json::parse("8.5")));
+  CHECK_FALSE(whole_number_value(Json::parse("\"8\"")));
+  CHECK_FALSE(whole_number_value(Json::parse("true")));
+  CHECK_FALSE(whole_number_value(Json::parse("null")));
+  CHECK_FALSE(whole_number_value(Json::parse("9223372036854775808")));
+  CHECK_FALSE(whole_number_value(Json::parse("9007199254740992.0")));  // 2^53: past 9e15
+  // Past 9e15 with a fraction or exponent: said so, not "expected a whole number".
+  const Json object = Json::parse(R"({"param_bytes": 9007199254740992.0})");
+  ObjectReader reader(object, "p.json: layer 'x'");
+  CHECK_THROWS_WITH(reader.required_integer("param_bytes", 0),
+                    Contains("p.json: layer 'x': field 'param_bytes': 9.007199254740992e+15 is a whole number past 9e15") &&
+                        Contains("write it as an integer"));
+}
