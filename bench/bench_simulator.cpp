@@ -4,7 +4,9 @@
 // BM_des_identical_* show that identical workers cost one representative; BM_des_point_100000workers
 // times a whole point at 100,000 identical workers (topology, all-reduce model, program, run), as a
 // what-if sweep runs it, with and without the result's bytes per link (docs/des.md section 5).
+#include "core/cluster.hpp"
 #include "planner/strategy_table.hpp"
+#include "profiler/model_profile.hpp"
 #include "simulator/des/engine.hpp"
 
 #include <benchmark/benchmark.h>
@@ -121,6 +123,47 @@ void BM_des_point_100000workers(benchmark::State& state) {
   state.counters["peak_rss_MB"] = peak_rss_MB();
 }
 
+// Issue 25's jittered point: GPT-2 (data/models/gpt2.json estimated for H100-SXM, bf16, batch 8)
+// on 100,000 workers, one per node, with lognormal jitter sigma 0.05 (seed 7), a flat ring over
+// 10 Gbit/s (data/clusters/8nodes-1gpu-10gbps.json widened), wfbp (H = 1), 10 iterations: every
+// worker is simulated, so this is the cost of the per-worker compute draws and events. Target:
+// under 3 s and 200 MB peak (run it alone: peak_rss_MB is the process's, over every benchmark run
+// before it). Before and after in docs/des.md section 5.
+void BM_des_jittered_100000workers_gpt2(benchmark::State& state) {
+  ModelProfileRequest request;
+  request.spec_path = SYNCPLAN_DATA_DIR "/models/gpt2.json";
+  request.gpu_catalog_path = SYNCPLAN_DATA_DIR "/gpus.json";
+  request.device = "estimate";
+  request.dtype = "bf16";
+  request.gpu = "H100-SXM";
+  request.batch = 8;
+  const Profile profile = make_model_profile(request).profile;
+  Cluster cluster = read_cluster_file(SYNCPLAN_DATA_DIR "/clusters/8nodes-1gpu-10gbps.json");
+  cluster.workers = 100000;
+  cluster.allreduce = AllreduceAlgorithm::kRing;
+  cluster.jitter = JitterSpec{JitterSpec::Distribution::kLognormal, 0.05, 7};
+  const DesLayers layers = des_layers(profile, "gpt2", SyncTimeSource::kModel);
+  DesOptions options;
+  options.iterations = 10;
+  options.sync_time = SyncTimeSource::kModel;
+  options.link_bytes = false;
+  double total_s = 0;
+  std::size_t events = 0;
+  for (auto _ : state) {
+    const Topology topology(cluster);
+    const AllreduceModel model(cluster, topology);
+    const DesStrategyContext context{layers, model, SyncTimeSource::kModel};
+    const SyncProgram program = find_strategy("wfbp")->des_program(context, backprop_times_for_des(context), 1);
+    const DesResult result = run_des(layers, cluster, topology, model, program, options);
+    total_s = result.total_s;
+    events = result.events;
+  }
+  state.counters["layers"] = static_cast<double>(layers.size());
+  state.counters["events"] = static_cast<double>(events);
+  state.counters["simulated_s"] = total_s;
+  state.counters["peak_rss_MB"] = peak_rss_MB();
+}
+
 }  // namespace
 
 BENCHMARK(BM_des_1024workers_jitter)->Unit(benchmark::kMillisecond);
@@ -129,5 +172,7 @@ BENCHMARK(BM_des_identical_1024workers)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_des_identical_8workers)->Unit(benchmark::kMillisecond);
 // Without link_bytes first: peak_rss_MB is the process's peak so far.
 BENCHMARK(BM_des_point_100000workers)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+BENCHMARK(BM_des_jittered_100000workers_gpt2)->Unit(benchmark::kMillisecond)->Iterations(1);
 
 BENCHMARK_MAIN();

@@ -6,6 +6,7 @@ packages=(
   build-essential cmake python3
   nlohmann-json3-dev libcli11-dev catch2 libbenchmark-dev libeigen3-dev
   libre2-dev pkg-config  # plan --every-iteration's patterns (RE2: linear-time matching)
+  libboost-random-dev  # the DES's jitter draws (Boost.Random's ziggurat normal, header-only; docs/des.md)
   openmpi-bin libopenmpi-dev  # profile-link's CPU backend and its mpirun tests (docs/link.md)
   python3-torch  # tools/torch_profile.py and its tests (docs/torch.md)
   clang libclang-rt-14-dev  # the libFuzzer harnesses: clang++, libFuzzer, ASan, UBSan (docs/fuzzing.md)

@@ -20,7 +20,6 @@
 #include <deque>
 #include <limits>
 #include <numeric>
-#include <random>
 #include <variant>
 
 namespace syncplan {
@@ -158,11 +157,15 @@ struct Worker {
   double previous_end_s = 0;
 };
 
-// True when compute times draw jitter factors (lognormal, normal). Only then does each simulated
-// worker get its own random stream (2.5 kB of std::mt19937_64 state, kept apart from Worker so that
-// stragglers without jitter do not pay for it); the "measured" jitter's draws are counter-based
-// and need no state (compute_spread.hpp).
-bool has_jitter(const Cluster& cluster) { return cluster.jitter && cluster.jitter->sigma > 0; }
+// The lognormal or normal jitter's factors, when the cluster has it with sigma > 0 (sigma 0 draws
+// nothing: exactly no jitter). Counter-based, like the "measured" jitter's draws: no per-worker
+// state (compute_spread.hpp).
+std::optional<JitterFactors> jitter_factors(const Cluster& cluster) {
+  if (!cluster.jitter || cluster.jitter->distribution == JitterSpec::Distribution::kMeasured ||
+      !(cluster.jitter->sigma > 0))
+    return std::nullopt;
+  return JitterFactors(*cluster.jitter);
+}
 
 // The "measured" jitter's draws, when the cluster has it.
 std::optional<SpreadDraws> spread_draws(const Cluster& cluster) {
@@ -195,13 +198,11 @@ class Engine {
   Engine(const DesLayers& layers, const Cluster& cluster, const Topology& topology, const AllreduceModel& model,
          const SyncProgram& program, const DesOptions& options)
       : layers_(layers), cluster_(cluster), program_(program), options_(options), topology_(topology),
-        model_(model), spread_draws_(spread_draws(cluster)) {
+        model_(model), jitter_factors_(jitter_factors(cluster)), spread_draws_(spread_draws(cluster)) {
     simulated_ = cluster.identical_workers() ? 1 : cluster.workers;
     workers_.resize(simulated_);
-    if (has_jitter(cluster)) {
-      random_.resize(simulated_);
-      for (int w = 0; w < simulated_; ++w) random_[w].seed(splitmix64(cluster.jitter->seed * 0x100000001B3ull + w));
-    }
+    // Two compute intervals per iteration (forward and backward, update), allocated once.
+    for (Worker& worker : workers_) worker.compute.reserve(2 * static_cast<std::size_t>(options.iterations));
     // Transfers only ever run on a phase's bottleneck link: one state per such link (not per link
     // of the topology, which has 2 per worker), then the measured resource.
     for (const CollectivePhase& phase : model.phases()) {
@@ -273,40 +274,67 @@ class Engine {
       if (link_bytes[link] > 0) result_.link_bytes.emplace_back(topology_.link(static_cast<int>(link)).name, link_bytes[link]);
   }
 
-  // A compute duration of `worker`: the profile's time, its slowdown, and a jitter factor
-  // (docs/des.md: lognormal with mean 1, or normal 1 + sigma z cut at 0).
-  double compute_s(int worker, double seconds) {
+  // The random stream of worker w's iteration i (compute_spread.hpp; 0 without jitter).
+  std::uint64_t stream(int w, int i) const {
+    return cluster_.jitter ? worker_iteration_stream(cluster_.jitter->seed, w, i) : 0;
+  }
+
+  // A compute duration of `worker`: the profile's time, its slowdown, and the jitter factor of
+  // operation `slot` of its iteration's `stream` (docs/des.md: lognormal with mean 1, or normal
+  // 1 + sigma z cut at 0).
+  double compute_s(int worker, double seconds, std::uint64_t stream, std::uint64_t slot) const {
     if (seconds <= 0) return 0;
-    double factor = slowdown(worker);
-    if (has_jitter(cluster_)) {
-      const double sigma = cluster_.jitter->sigma;
-      const double z = normal_(random_[worker]);
-      factor *= cluster_.jitter->distribution == JitterSpec::Distribution::kLognormal
-                    ? std::exp(sigma * z - 0.5 * sigma * sigma)
-                    : std::max(0.0, 1.0 + sigma * z);
-    }
-    return seconds * factor;
+    const double factor = slowdown(worker);
+    return seconds * (jitter_factors_ ? factor * jitter_factors_->factor(stream, slot) : factor);
   }
 
   // One layer's compute of median `seconds` (docs/des.md, "Compute spread"): under the "measured"
-  // jitter, drawn from its `spread` at the worker's quantile for `slot` of iteration i, times the
-  // worker's slowdown; otherwise (or without a spread) compute_s.
-  double layer_compute_s(int worker, int i, double seconds, const TimeSpread* spread, std::uint64_t slot) {
-    if (!spread_draws_ || spread == nullptr) return compute_s(worker, seconds);
-    const double u = spread_draws_->uniform(worker, i, slot);
-    return spread_quantile_s(*spread, seconds, u) * slowdown(worker);
+  // jitter, drawn from its `spread` at the worker's quantile for `slot` of its iteration's `stream`,
+  // times the worker's slowdown; otherwise (or without a spread) compute_s.
+  double layer_compute_s(int worker, double seconds, const TimeSpread* spread, std::uint64_t stream,
+                         std::uint64_t slot) const {
+    if (!spread_draws_ || spread == nullptr) return compute_s(worker, seconds, stream, slot);
+    return spread_quantile_s(*spread, seconds, spread_draws_->uniform(stream, slot)) * slowdown(worker);
+  }
+
+  // Worker w's forward and backward durations of every layer in the iteration whose stream is
+  // `draws`, into forward_d_ and backward_d_: layer_compute_s of each, with the lognormal or normal
+  // jitter's factors drawn in one batch (the same numbers, JitterFactors::factors).
+  void layer_durations(int w, std::uint64_t draws) {
+    const std::size_t count = layers_.size();
+    forward_d_.resize(count);
+    backward_d_.resize(count);
+    if (spread_draws_ || !jitter_factors_) {
+      for (std::size_t j = 0; j < count; ++j) {
+        forward_d_[j] = layer_compute_s(w, layers_.forward_s[j], spread_at(layers_.forward_spread, j), draws,
+                                        forward_slot(j));
+        backward_d_[j] = layer_compute_s(w, layers_.backward_s[j], spread_at(layers_.backward_spread, j), draws,
+                                         backward_slot(count, j));
+      }
+      return;
+    }
+    // Forward slots are 0..L-1 and backward slots L..2L-1 (compute_spread.hpp): one batch of 2L.
+    factors_.resize(2 * count);
+    jitter_factors_->factors(draws, forward_slot(0), 2 * count, factors_.data());
+    const double slow = slowdown(w);
+    for (std::size_t j = 0; j < count; ++j) {
+      const double forward = layers_.forward_s[j], backward = layers_.backward_s[j];
+      forward_d_[j] = forward <= 0 ? 0 : forward * (slow * factors_[forward_slot(j)]);
+      backward_d_[j] = backward <= 0 ? 0 : backward * (slow * factors_[backward_slot(count, j)]);
+    }
   }
 
   // The whole optimizer update of iteration i: the layers' update_s summed. Under the "measured"
   // jitter every layer's share is drawn at one quantile (the profiler times the update whole and
   // apportions it, so the shares move together), a layer without a spread adding its update_s.
-  double update_compute_s(int worker, int i) {
+  double update_compute_s(int worker, int i) const {
     double update = 0;
+    const std::uint64_t slot = update_slot(layers_.size());
     if (!spread_draws_) {
       for (const double u : layers_.update_s) update += u;
-      return compute_s(worker, update);
+      return compute_s(worker, update, stream(worker, i), slot);
     }
-    const double u = spread_draws_->uniform(worker, i, update_slot(layers_.size()));
+    const double u = spread_draws_->uniform(stream(worker, i), slot);
     for (std::size_t j = 0; j < layers_.size(); ++j) {
       const TimeSpread* spread = spread_at(layers_.update_spread, j);
       update += spread ? spread_quantile_s(*spread, layers_.update_s[j], u) : layers_.update_s[j];
@@ -377,27 +405,17 @@ class Engine {
     if (i == options_.iterations) return;
     IterationState& state = iteration_state(i);
     // Forward in forward order (backprop indices L-1..0), then backward in backprop order.
-    double t = now_;
-    const int count = static_cast<int>(layers_.size());
-    for (int j = count - 1; j >= 0; --j) {
-      const double d =
-          layer_compute_s(w, i, layers_.forward_s[j], spread_at(layers_.forward_spread, j), forward_slot(j));
-      if (traced(w) && d > 0) record(w, 0, "forward " + layers_.names[j], "forward", t, d, i, {j}, kNoValue);
-      t += d;
-    }
+    const std::uint64_t draws = stream(w, i);
+    layer_durations(w, draws);
+    double t = run_forward(w, i, now_);
     // The profile's unattributed compute (docs/time-model.md, "Unattributed compute"): serial, the
     // forward part after the last layer's forward, the backward part before the first layer's
     // backward (where the loss's backward runs), so it delays every gradient alike.
-    t += unattributed_compute(w, layers_.unattributed_forward_s, "forward", t, i);
-    t += unattributed_compute(w, layers_.unattributed_backward_s, "backward", t, i);
-    ready_s_.resize(count);
-    for (int j = 0; j < count; ++j) {
-      const double d = layer_compute_s(w, i, layers_.backward_s[j], spread_at(layers_.backward_spread, j),
-                                       backward_slot(layers_.size(), j));
-      if (traced(w) && d > 0) record(w, 0, "backward " + layers_.names[j], "backward", t, d, i, {j}, kNoValue);
-      t += d;
-      ready_s_[j] = t;
-    }
+    t += unattributed_compute(w, layers_.unattributed_forward_s, "forward", t, i, draws,
+                              unattributed_forward_slot(layers_.size()));
+    t += unattributed_compute(w, layers_.unattributed_backward_s, "backward", t, i, draws,
+                              unattributed_backward_slot(layers_.size()));
+    t = run_backward(w, i, t);
     Worker& worker = workers_[w];
     worker.backward_end_s = t;
     worker.compute.push_back({now_, t});
@@ -410,10 +428,46 @@ class Engine {
     else state.waiting_for_update.push_back(w);
   }
 
-  // One block of unattributed compute of `seconds` (slowed and jittered like any compute) starting
-  // at `start_s`; returns its duration.
-  double unattributed_compute(int w, double seconds, const char* category, double start_s, int i) {
-    const double d = compute_s(w, seconds);
+  // Worker w's forward of every layer in iteration i from `t`, in forward order (backprop indices
+  // L-1..0), with forward_d_'s durations; returns its end. The loop without tracing has no call, so
+  // t stays in a register (the hot loop of a jittered run: docs/des.md section 5).
+  double run_forward(int w, int i, double t) {
+    const int count = static_cast<int>(layers_.size());
+    if (!traced(w)) {
+      for (int j = count - 1; j >= 0; --j) t += forward_d_[j];
+      return t;
+    }
+    for (int j = count - 1; j >= 0; --j) {
+      const double d = forward_d_[j];
+      if (d > 0) record(w, 0, "forward " + layers_.names[j], "forward", t, d, i, {j}, kNoValue);
+      t += d;
+    }
+    return t;
+  }
+
+  // Worker w's backward of every layer in iteration i from `t`, in backprop order, with
+  // backward_d_'s durations; ready_s_[j] is layer j's gradient time. Returns the backward's end.
+  double run_backward(int w, int i, double t) {
+    const int count = static_cast<int>(layers_.size());
+    ready_s_.resize(count);
+    if (!traced(w)) {
+      for (int j = 0; j < count; ++j) ready_s_[j] = t += backward_d_[j];
+      return t;
+    }
+    for (int j = 0; j < count; ++j) {
+      const double d = backward_d_[j];
+      if (d > 0) record(w, 0, "backward " + layers_.names[j], "backward", t, d, i, {j}, kNoValue);
+      t += d;
+      ready_s_[j] = t;
+    }
+    return t;
+  }
+
+  // One block of unattributed compute of `seconds` (slowed and jittered like any compute, by the
+  // draw of `slot` in `draws`) starting at `start_s`; returns its duration.
+  double unattributed_compute(int w, double seconds, const char* category, double start_s, int i, std::uint64_t draws,
+                              std::uint64_t slot) {
+    const double d = compute_s(w, seconds, draws, slot);
     if (traced(w) && d > 0)
       record(w, 0, std::string(category) + " (unattributed)", category, start_s, d, i, {}, kNoValue);
     return d;
@@ -562,8 +616,8 @@ class Engine {
   double now_ = 0;
   EventQueue<Payload> queue_;
   std::vector<Worker> workers_;
-  std::vector<std::mt19937_64> random_;  // per simulated worker, with jitter only
-  std::optional<SpreadDraws> spread_draws_;  // the "measured" jitter only
+  std::optional<JitterFactors> jitter_factors_;  // the lognormal or normal jitter only
+  std::optional<SpreadDraws> spread_draws_;     // the "measured" jitter only
   std::vector<IterationState> iterations_;
   std::vector<Collective> collectives_;
   std::vector<Transfer> transfers_;
@@ -577,9 +631,10 @@ class Engine {
   std::vector<bool> stream_busy_;
   std::uint64_t next_stream_ = 0;
   std::vector<double> ready_s_;
+  std::vector<double> forward_d_, backward_d_;  // scratch: one worker-iteration's layer durations
+  std::vector<double> factors_;                 // scratch: its jitter factors
   std::vector<double> iteration_end_s_;
   std::vector<Interval> comm_intervals_;
-  std::normal_distribution<double> normal_{0.0, 1.0};
   DesResult result_;
 };
 
@@ -621,17 +676,16 @@ double des_memory_bytes(const DesLayers& layers, const Cluster& cluster, const A
   }
   const double phases = options.sync_time == SyncTimeSource::kMeasured ? 1 : static_cast<double>(model.phases().size());
   // Per simulated worker and iteration: its iteration time, and two compute intervals (forward and
-  // backward, update).
-  const double per_worker_iteration = sizeof(double) + kGrowth * 2 * sizeof(Interval);
+  // backward, update; reserved up front).
+  const double per_worker_iteration = sizeof(double) + 2 * sizeof(Interval);
   const double per_iteration = sizeof(IterationState) + 2 * sizeof(double) * kGrowth;
   // Per collective: its state, its id in its iteration and its stream, its busy interval, and a
   // transfer per phase (transfers are kept to the end).
   const double per_collective =
       kGrowth * (sizeof(Collective) + sizeof(int) + sizeof(Interval) + phases * sizeof(Transfer)) + sizeof(int);
-  // Per simulated worker besides its iterations: its state (and random stream, with jitter), its
-  // iteration-time vector, exposed communication and overlap.
-  const double per_worker = sizeof(Worker) + sizeof(std::vector<double>) + 2 * sizeof(double) +
-                            (has_jitter(cluster) ? sizeof(std::mt19937_64) : 0);
+  // Per simulated worker besides its iterations: its state, its iteration-time vector, exposed
+  // communication and overlap (jitter draws are counter-based: no state).
+  const double per_worker = sizeof(Worker) + sizeof(std::vector<double>) + 2 * sizeof(double);
   double bytes = simulated * iterations * per_worker_iteration + iterations * per_iteration +
                  collectives * per_collective + simulated * per_worker;
   if (options.link_bytes) {

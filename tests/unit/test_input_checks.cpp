@@ -70,8 +70,8 @@ TEST_CASE("DES memory: the estimate grows with simulated workers and iterations,
   CHECK(all >= 64 * 1000 * 40.0);
   // Identical workers are one representative: 63 workers' 40 bytes per iteration fewer.
   CHECK(all - one >= 63 * 1000 * 40.0);
-  // Everything but the workers' own state (their random generators) grows linearly with the
-  // iterations: 1000 more iterations add the same bytes each time.
+  // Everything but the workers' own state grows linearly with the iterations: 1000 more iterations
+  // add the same bytes each time.
   options.iterations = 2000;
   const double two_thousand = des_memory_bytes(layers, stragglers, model, program, options);
   options.iterations = 3000;

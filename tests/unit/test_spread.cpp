@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdint>
 #include <numbers>
 #include <string>
 #include <vector>
@@ -209,6 +210,71 @@ TEST_CASE("draws: the copula's correlation between two operations of an iteratio
     INFO("copula correlation " << r);
     CHECK(correlation == Approx(rho).margin(0.025));
   }
+}
+
+TEST_CASE("jitter factors: a pure function of stream and operation, one batch equal to single draws", "[spread]") {
+  const JitterFactors lognormal(JitterSpec{JitterSpec::Distribution::kLognormal, 0.2, 7});
+  const std::uint64_t stream = worker_iteration_stream(7, 3, 11);
+  CHECK(stream == worker_iteration_stream(7, 3, 11));
+  CHECK(stream != worker_iteration_stream(7, 4, 11));
+  CHECK(stream != worker_iteration_stream(7, 3, 12));
+  CHECK(stream != worker_iteration_stream(8, 3, 11));
+  CHECK(lognormal.factor(stream, 5) == lognormal.factor(stream, 5));
+  CHECK(lognormal.factor(stream, 5) != lognormal.factor(stream, 6));
+  CHECK(lognormal.factor(stream, 5) != lognormal.factor(worker_iteration_stream(7, 4, 11), 5));
+  // A batch of an odd count from an odd first slot: the same numbers as one draw at a time (the
+  // engine draws a worker-iteration's layers in one batch and its update alone).
+  for (const auto distribution : {JitterSpec::Distribution::kLognormal, JitterSpec::Distribution::kNormal}) {
+    const JitterFactors factors(JitterSpec{distribution, 0.2, 7});
+    std::vector<double> batch(7);
+    factors.factors(stream, 3, batch.size(), batch.data());
+    for (std::size_t k = 0; k < batch.size(); ++k) CHECK(batch[k] == factors.factor(stream, 3 + k));
+  }
+  // "measured" jitter draws through SpreadDraws, not here.
+  CHECK_THROWS_AS(JitterFactors(JitterSpec{JitterSpec::Distribution::kMeasured, 0, 7}), InternalError);
+}
+
+TEST_CASE("jitter factors: lognormal of mean 1 and log-sd sigma, normal cut at 0", "[spread]") {
+  // K = 40,000 worker-iterations, one draw each (operation 4). Under the lognormal jitter
+  // log f = sigma z - sigma^2 / 2, z standard normal: with sigma = 0.2 the sample mean of log f has
+  // standard error sigma / sqrt(K) = 0.001 around -0.02, its sample sd about sigma / sqrt(2 K) =
+  // 0.0007 around 0.2, and the share of z = (log f + sigma^2 / 2) / sigma below -1.6449 (the 5%
+  // quantile) sqrt(0.05 x 0.95 / K) = 0.0011 around 0.05; 5 standard errors apart is a chance of
+  // about 6e-7 each for a correct generator. The mean of f is exp(0) = 1, its standard error
+  // sqrt(exp(sigma^2) - 1) / sqrt(K) = 0.001.
+  constexpr int kDraws = 40000;
+  constexpr double kSigma = 0.2;
+  const JitterFactors lognormal(JitterSpec{JitterSpec::Distribution::kLognormal, kSigma, 9});
+  double sum = 0, sum_log = 0, sum_log2 = 0;
+  int below = 0;
+  for (int i = 0; i < kDraws; ++i) {
+    const double f = lognormal.factor(worker_iteration_stream(9, 0, i), 4);
+    REQUIRE(f > 0);
+    sum += f;
+    sum_log += std::log(f);
+    sum_log2 += std::log(f) * std::log(f);
+    below += (std::log(f) + kSigma * kSigma / 2) / kSigma < -1.6449;
+  }
+  const double mean_log = sum_log / kDraws;
+  CHECK(sum / kDraws == Approx(1.0).margin(0.005));
+  CHECK(mean_log == Approx(-kSigma * kSigma / 2).margin(0.005));
+  CHECK(std::sqrt(sum_log2 / kDraws - mean_log * mean_log) == Approx(kSigma).margin(0.0035));
+  CHECK(below / double(kDraws) == Approx(0.05).margin(0.0055));
+  // The normal jitter max(0, 1 + sigma z) with sigma = 0.5 is 0 when z <= -2: a share Phi(-2) =
+  // 0.02275, standard error sqrt(0.02275 x 0.97725 / K) = 0.00075 (5 of them 0.0037); its mean
+  // above 0 is E[max(0, 1 + 0.5 z)] = 1 Phi(2) + 0.5 phi(2) = 0.97725 + 0.5 x 0.05399 = 1.00425,
+  // standard error below 0.5 / sqrt(K) = 0.0025 (5 of them 0.0125).
+  const JitterFactors normal(JitterSpec{JitterSpec::Distribution::kNormal, 0.5, 9});
+  int zeros = 0;
+  sum = 0;
+  for (int i = 0; i < kDraws; ++i) {
+    const double f = normal.factor(worker_iteration_stream(9, 0, i), 4);
+    REQUIRE(f >= 0);
+    zeros += f == 0;
+    sum += f;
+  }
+  CHECK(zeros / double(kDraws) == Approx(0.02275).margin(0.0037));
+  CHECK(sum / kDraws == Approx(1.00425).margin(0.0125));
 }
 
 TEST_CASE("bootstrap standard errors: the mean's by formula, none for constant samples", "[spread]") {
