@@ -13,11 +13,20 @@ namespace syncplan {
 double LinkSpec::bandwidth_Bps() const { return bandwidth_Gbps * units::kBitsPerGigabit / units::kBitsPerByte; }
 double LinkSpec::latency_s() const { return latency_us / units::kMicrosecondsPerSecond; }
 
+std::optional<AllreduceAlgorithm> allreduce_algorithm(std::string_view name) {
+  if (name == "ring") return AllreduceAlgorithm::kRing;
+  if (name == "tree") return AllreduceAlgorithm::kTree;
+  if (name == "hierarchical") return AllreduceAlgorithm::kHierarchical;
+  if (name == "auto") return AllreduceAlgorithm::kAuto;
+  return std::nullopt;
+}
+
 std::string to_string(AllreduceAlgorithm algorithm) {
   switch (algorithm) {
     case AllreduceAlgorithm::kRing: return "ring";
     case AllreduceAlgorithm::kTree: return "tree";
     case AllreduceAlgorithm::kHierarchical: return "hierarchical";
+    case AllreduceAlgorithm::kAuto: return "auto";
   }
   throw InternalError("to_string: AllreduceAlgorithm " + std::to_string(static_cast<int>(algorithm)) +
                       " is no algorithm");
@@ -75,11 +84,9 @@ Cluster cluster_from_json(const Json& document, const std::string& origin) {
     cluster.inter_node = cluster.intra_node;
   }
   const std::string algorithm = top.optional_string("allreduce", Null::kRejected).value_or("ring");
-  if (algorithm == "ring") cluster.allreduce = AllreduceAlgorithm::kRing;
-  else if (algorithm == "tree") cluster.allreduce = AllreduceAlgorithm::kTree;
-  else if (algorithm == "hierarchical") cluster.allreduce = AllreduceAlgorithm::kHierarchical;
+  if (const std::optional<AllreduceAlgorithm> named = allreduce_algorithm(algorithm)) cluster.allreduce = *named;
   else
-    throw InputError(origin + ": field 'allreduce': expected \"ring\", \"tree\" or \"hierarchical\", got \"" +
+    throw InputError(origin + ": field 'allreduce': expected " + kAllreduceAlgorithmNames + ", got \"" +
                      algorithm + "\"");
 
   if (const Json* slowdown = top.optional("compute_slowdown", Null::kRejected)) {

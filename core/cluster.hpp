@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace syncplan {
@@ -30,10 +31,19 @@ enum class AllreduceAlgorithm {
   kRing,          ///< one ring over every worker
   kTree,          ///< NCCL's double binary tree over every worker
   kHierarchical,  ///< reduce-scatter in nodes, all-reduce across nodes, all-gather in nodes
+  /// per message size the cheapest of ring, tree and (with several workers per node and several
+  /// nodes) hierarchical with a ring or a tree across nodes, as NCCL's tuner picks (docs/collectives.md 6)
+  kAuto,
 };
 
-/// "ring", "tree" or "hierarchical".
+/// "ring", "tree", "hierarchical" or "auto".
 std::string to_string(AllreduceAlgorithm algorithm);
+
+/// The algorithm named `name` ("ring", "tree", "hierarchical" or "auto"); std::nullopt for any other.
+std::optional<AllreduceAlgorithm> allreduce_algorithm(std::string_view name);
+
+/// The names allreduce_algorithm accepts, for error messages: "\"ring\", \"tree\", \"hierarchical\" or \"auto\"".
+inline constexpr const char* kAllreduceAlgorithmNames = "\"ring\", \"tree\", \"hierarchical\" or \"auto\"";
 
 /// Random per-operation compute times (docs/cluster.md, "jitter"): a factor on the profile's time
 /// (lognormal, normal), or a draw from the profile's measured spread (measured).

@@ -44,9 +44,9 @@ double best_lower_bound_s(const BackpropTimes& times, int period) {
 
 double fused_lower_bound_s(const BackpropTimes& times, int period, double alpha_s) {
   require_valid_period(period);
-  // A measured link's curve need not be monotone or have one start-up: only the per-byte share of
-  // excess_sync_times is sure to hold for its buckets (docs/link.md).
-  if (times.link) return best_lower_bound_s(excess_sync_times(times, alpha_s), period);
+  // A measured link's curve need not be monotone or have one start-up, nor an "auto" cluster's one
+  // line: only the per-byte share of excess_sync_times is sure to hold for its buckets (docs/link.md).
+  if (times.bucket_time_by_bytes()) return best_lower_bound_s(excess_sync_times(times, alpha_s), period);
   const double backprop = times.backprop_s();
   // A bucket holding layer j ends at or after B_j + c_j (fused_sync_s >= each member's c_j).
   double wait = 0;

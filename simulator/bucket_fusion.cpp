@@ -71,10 +71,10 @@ double largest_allreduce_bytes(const BackpropTimes& times, const Buckets& bucket
 
 double bucket_sync_s(const BackpropTimes& times, std::span<const int> bucket, double alpha_s) {
   if (bucket.size() == 1) return times.sync_s[bucket.front()];
-  if (times.link) {
+  if (times.bucket_time_by_bytes()) {
     double bytes = 0;
     for (const int j : bucket) bytes += times.sync_bytes[j];
-    return times.link->time_s(bytes);
+    return times.bucket_time_s(bytes);
   }
   thread_local std::vector<double> member_sync_s;  // scratch: time_buckets calls this per bucket
   member_sync_s.clear();
@@ -109,7 +109,7 @@ double fuse_iteration(const BackpropTimes& times, std::span<const int> layers, d
   for (const int j : layers)
     if (has_allreduce(times, j)) a.push_back(j);
   const std::size_t m = a.size();
-  const LinkModel* link = times.link.get();
+  const bool by_bytes = times.bucket_time_by_bytes();
   // end[i]: earliest the link can finish the first i layers when a bucket ends at layer i-1;
   // first[i]: that last bucket's first layer. Later buckets start at max(ready, link free), which
   // is monotone in the link's end, so the earliest end of every prefix is all that matters.
@@ -123,8 +123,8 @@ double fuse_iteration(const BackpropTimes& times, std::span<const int> layers, d
       const double c = times.sync_s[a[s]];
       startup = std::max(startup, std::min(c, alpha_s));
       excess += std::max(c - alpha_s, 0.0);
-      if (link) bytes += times.sync_bytes[a[s]];
-      const double cost = !link ? startup + excess : s + 1 == i ? c : link->time_s(bytes);
+      if (by_bytes) bytes += times.sync_bytes[a[s]];
+      const double cost = !by_bytes ? startup + excess : s + 1 == i ? c : times.bucket_time_s(bytes);
       const double candidate = std::max(ready, end[s]) + cost;
       if (candidate < end[i] - (s + 1 == i ? 0.0 : min_gain_s)) {
         end[i] = candidate;
@@ -252,10 +252,11 @@ Buckets buckets_from_plan(const PlanBuckets& plan_buckets, const Assignment& ass
 
 BackpropTimes excess_sync_times(const BackpropTimes& times, double alpha_s) {
   BackpropTimes excess = times;
-  if (times.link) {
-    // A bucket costs link.time_s(n) >= slope x n (LinkModel::least_s_per_byte), so each layer's
-    // share slope x n_j sums to at most any bucket's cost, whatever the curve (docs/link.md).
-    const double slope = times.link->least_s_per_byte();
+  if (times.bucket_time_by_bytes()) {
+    // A bucket costs link.time_s(n) >= slope x n (LinkModel::least_s_per_byte; an "auto" cluster's
+    // AllreduceModel::least_s_per_byte), so each layer's share slope x n_j sums to at most any
+    // bucket's cost, whatever the curve (docs/link.md, docs/collectives.md 6).
+    const double slope = times.bucket_least_s_per_byte();
     for (std::size_t j = 0; j < excess.size(); ++j)
       excess.sync_s[j] = std::min(times.sync_s[j], slope * times.sync_bytes[j]);
     return excess;

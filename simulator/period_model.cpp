@@ -3,6 +3,7 @@
 
 #include "core/errors.hpp"
 #include "core/field_error.hpp"
+#include "simulator/collectives.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -10,6 +11,16 @@
 #include <utility>
 
 namespace syncplan {
+
+double BackpropTimes::bucket_time_s(double bytes) const {
+  SYNCPLAN_CHECK(bucket_time_by_bytes());
+  return link ? link->time_s(bytes) : allreduce->time_s(bytes);
+}
+
+double BackpropTimes::bucket_least_s_per_byte() const {
+  SYNCPLAN_CHECK(bucket_time_by_bytes());
+  return link ? link->least_s_per_byte() : allreduce->least_s_per_byte();
+}
 
 double BackpropTimes::sync_total_s() const {
   return std::accumulate(sync_s.begin(), sync_s.end(), 0.0);

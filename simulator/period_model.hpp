@@ -14,6 +14,8 @@
 
 namespace syncplan {
 
+class AllreduceModel;
+
 /// Per-layer times in backprop order: index 0 is the output-most layer (SPEC 5's j = 1).
 struct BackpropTimes {
   std::vector<std::string> names;  ///< L layer names, backprop order
@@ -34,9 +36,21 @@ struct BackpropTimes {
   /// a fused bucket costs link->time_s(sum of its layers' sync_bytes) instead of fused_sync_s
   /// (docs/link.md). Null: fused_sync_s with the bucket alpha.
   std::shared_ptr<const LinkModel> link;
-  std::vector<double> sync_bytes;  ///< with `link`: bytes of each c_j's all-reduce (after the tie rule)
+  /// Set when a cluster's "auto" all-reduce times the syncs (AllreduceModel::piecewise(); set by
+  /// backprop_times_for_des): a fused bucket costs allreduce->time_s(sum of its layers' sync_bytes),
+  /// the cheapest algorithm for the bucket's size, as the DES charges it (docs/collectives.md 6).
+  std::shared_ptr<const AllreduceModel> allreduce;
+  /// With `link` or `allreduce`: bytes of each c_j's all-reduce (after the tie rule).
+  std::vector<double> sync_bytes;
 
   std::size_t size() const { return names.size(); }
+  /// True when a fused bucket's time is a function of its summed bytes (`link` or `allreduce` set).
+  bool bucket_time_by_bytes() const { return link != nullptr || allreduce != nullptr; }
+  /// That function: link->time_s or allreduce->time_s of `bytes` (s). Only when bucket_time_by_bytes().
+  double bucket_time_s(double bytes) const;
+  /// A slope under that function: bucket_time_s(n) >= this x n for every n >= 0 (s/byte;
+  /// LinkModel::least_s_per_byte, AllreduceModel::least_s_per_byte). Only when bucket_time_by_bytes().
+  double bucket_least_s_per_byte() const;
   /// B_L: the layers' backprop (s after the first layer's backward starts; SPEC 5's B_L).
   double backprop_s() const { return ready_s.empty() ? 0.0 : ready_s.back(); }
   /// When the first layer's backward starts, in s after the iteration starts: F (the unattributed

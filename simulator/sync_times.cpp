@@ -43,7 +43,14 @@ BackpropTimes backprop_times_for_des(const DesStrategyContext& context, const st
     if (synced && issues_allreduce(context.sync_time, layers.param_bytes[j], layers.sync_s[j]))
       sync_s[j] = des_allreduce_s(layers, context.model, context.sync_time, {static_cast<int>(j)});
   }
-  return backprop_times(layers, sync_s, origin);
+  BackpropTimes times = backprop_times(layers, sync_s, origin);
+  // "auto": a bucket runs the cheapest algorithm for its summed bytes, which the members' times less
+  // the start-ups saved do not give (docs/collectives.md 6).
+  if (context.sync_time == SyncTimeSource::kModel && context.model.piecewise()) {
+    times.allreduce = std::make_shared<const AllreduceModel>(context.model);
+    times.sync_bytes = layers.param_bytes;
+  }
+  return times;
 }
 
 SyncTimes choose_sync_times(Profile profile, const std::string& origin, SyncTimeInputs inputs) {

@@ -33,6 +33,7 @@ struct WhatifOptions {
   double jitter_sigma = 0, straggler = 1;
   bool jitter_given = false, straggler_given = false;
   std::string scaling = "weak";
+  std::string allreduce;  // empty: the cluster file's
   long long global_batch = 0;
   bool global_batch_given = false;
   double max_overhead = kWhatifDefaultMaxOverhead;
@@ -122,6 +123,7 @@ WhatifRequest whatif_request(const WhatifOptions& options) {
   WhatifRequest request;
   request.base = read_cluster_file(options.cluster_path);
   request.cluster_origin = options.cluster_path;
+  if (!options.allreduce.empty()) request.base.allreduce = *allreduce_algorithm(options.allreduce);
   for (const std::string& e : split_list(options.workers.empty() ? std::to_string(request.base.workers) : options.workers, "--workers"))
     request.workers.push_back(whole_element(e, "--workers", options.workers, limits::kMaxWorkers));
   const std::string bandwidth = options.bandwidth.empty() ? format_exact(request.base.inter_node.bandwidth_Gbps) : options.bandwidth;
@@ -222,7 +224,8 @@ int whatif(const MpiSession& mpi, const WhatifOptions& options) {
                         !options.html_path.empty();
   if (!to_files) std::cout << whatif_csv(outcome);
   std::ostream& out = to_files ? std::cout : std::cerr;
-  out << "whatif: " << count_text(points, "point") << " (" << to_string(request.scaling) << " scaling) on "
+  out << "whatif: " << count_text(points, "point") << " (" << to_string(request.scaling) << " scaling, "
+      << to_string(request.base.allreduce) << " all-reduce) on "
       << count_text(mpi.size(), "rank") << ", " << outcome.failed() << " failed\n";
   for (const WhatifRow& row : outcome.rows)
     if (row.status != "ok") out << "  point " << row.index << " (" << row.strategy << "): " << row.error << '\n';
@@ -255,6 +258,10 @@ void add_whatif_command(CLI::App& app, Action& action) {
   whatif_app->add_option("--cluster", options->cluster_path,
       "syncplan.cluster/v1 file: the base of every point (its workers_per_node, intra-node link, all-reduce "
       "algorithm)")->required();
+  whatif_app->add_option("--allreduce", options->allreduce,
+      "all-reduce algorithm of every point, ring, tree, hierarchical or auto (the cheapest per message size, "
+      "docs/collectives.md 6; default: the cluster file's)")
+      ->check(CLI::IsMember({"ring", "tree", "hierarchical", "auto"}));
   whatif_app->add_option("--workers", options->workers,
       "workers to sweep, comma-separated, each a multiple of the base's workers_per_node (default: the base's)");
   whatif_app->add_option("--bandwidth-Gbps", options->bandwidth,

@@ -105,7 +105,8 @@ struct Collective {
   int issued = 0;            // workers that issued it so far
   double ready_s = 0;        // latest issue time
   bool ready = false;
-  int phase = -1;            // current phase index while running
+  int phase = -1;            // current phase index (into model.phases()) while running
+  int candidate = 0;         // the model candidate it runs (AllreduceModel::choose of its bytes)
   double start_s = 0;
   double bytes = kNoValue;   // all-reduced bytes (NaN when unknown)
   double measured_s = 0;     // measured duration (kMeasured)
@@ -219,6 +220,7 @@ class Engine {
     }
     measured_link_ = static_cast<int>(links_.size());
     links_.push_back(LinkState{1.0, 0, {}});  // measured all-reduces: "bytes" are seconds at rate 1
+    allreduced_bytes_.assign(model.candidates().size(), 0.0);
     iterations_.resize(options.iterations);
     streams_.resize(options.comm_streams);
     stream_busy_.assign(options.comm_streams, false);
@@ -265,11 +267,17 @@ class Engine {
   // Bytes per directed link (docs/des.md section 4): the all-reduced total times each link's bytes
   // per byte, in link id order. The one step that is O(links) = O(workers).
   void add_link_bytes() {
-    if (allreduced_bytes_ <= 0) return;
+    double all = 0;
+    for (const double bytes : allreduced_bytes_) all += bytes;
+    if (all <= 0) return;
     std::vector<double> link_bytes(topology_.link_count(), 0.0);
-    for (const CollectivePhase& phase : model_.phases())
-      for (const LinkRange& range : phase.link_bytes_per_byte)
-        for (int i = 0; i < range.count; ++i) link_bytes[range.first + i * range.stride] += allreduced_bytes_ * range.load;
+    for (std::size_t c = 0; c < allreduced_bytes_.size(); ++c) {
+      const AllreduceCandidate& candidate = model_.candidates()[c];
+      for (int p = candidate.first_phase; p < candidate.end_phase; ++p)
+        for (const LinkRange& range : model_.phases()[p].link_bytes_per_byte)
+          for (int i = 0; i < range.count; ++i)
+            link_bytes[range.first + i * range.stride] += allreduced_bytes_[c] * range.load;
+    }
     for (std::size_t link = 0; link < link_bytes.size(); ++link)
       if (link_bytes[link] > 0) result_.link_bytes.emplace_back(topology_.link(static_cast<int>(link)).name, link_bytes[link]);
   }
@@ -514,17 +522,23 @@ class Engine {
     streams_[stream].pop_front();
     stream_busy_[stream] = true;
     collectives_[id].start_s = now_;
-    collectives_[id].phase = -1;
+    Collective& collective = collectives_[id];
+    // An "auto" cluster runs the cheapest candidate for the all-reduce's size (docs/collectives.md 6).
+    collective.candidate = options_.sync_time == SyncTimeSource::kModel ? model_.choose(collective.bytes) : 0;
+    collective.phase = options_.sync_time == SyncTimeSource::kModel
+                           ? model_.candidates()[collective.candidate].first_phase - 1
+                           : -1;
     next_phase(id);
   }
 
-  int phase_count() const {
-    return options_.sync_time == SyncTimeSource::kMeasured ? 1 : static_cast<int>(model_.phases().size());
+  // One past the last phase of `collective` (measured times: one transfer, phase 0).
+  int phase_end(const Collective& collective) const {
+    return options_.sync_time == SyncTimeSource::kMeasured ? 1 : model_.candidates()[collective.candidate].end_phase;
   }
 
   void next_phase(int id) {
     Collective& collective = collectives_[id];
-    if (++collective.phase == phase_count()) return finish(id);
+    if (++collective.phase == phase_end(collective)) return finish(id);
     const double latency = options_.sync_time == SyncTimeSource::kMeasured ? 0.0
                                                                            : model_.phases()[collective.phase].latency_s;
     if (latency > 0) queue_.schedule(now_ + latency, PhaseLatencyDone{id});
@@ -538,7 +552,7 @@ class Engine {
     if (options_.sync_time == SyncTimeSource::kModel) {
       const CollectivePhase& phase = model_.phases()[collective.phase];
       link = phase_resource_[collective.phase];
-      amount = link < 0 ? 0.0 : collective.bytes * phase.bottleneck_bytes_per_byte;
+      amount = link < 0 ? 0.0 : collective.bytes * phase.bottleneck_bytes_per_byte / phase.efficiency;
     }
     if (amount <= 0) return next_phase(id);
     progress(link);
@@ -585,7 +599,7 @@ class Engine {
     comm_intervals_.push_back({collective.start_s, now_});
     // Every all-reduce crosses the same links in the same proportions: bytes per link are the
     // all-reduced total times each link's bytes per byte, summed once at the end.
-    if (!std::isnan(collective.bytes)) allreduced_bytes_ += collective.bytes;
+    if (!std::isnan(collective.bytes)) allreduced_bytes_[collective.candidate] += collective.bytes;
     for (int w = 0; w < simulated_ && traced(w); ++w) {
       const auto& bucket = collective.op->layers;
       std::string name = "all-reduce " + layers_.names[bucket.front()];
@@ -625,7 +639,7 @@ class Engine {
   int measured_link_ = 0;
   std::vector<int> bottleneck_links_;  // topology link id of each links_ entry but the measured one
   std::vector<int> phase_resource_;    // per model phase: its links_ entry (-1: nothing moves)
-  double allreduced_bytes_ = 0;
+  std::vector<double> allreduced_bytes_;  // per model candidate
   std::vector<double> member_sync_s_;  // scratch: the measured times of one bucket's layers
   std::vector<std::deque<int>> streams_;
   std::vector<bool> stream_busy_;
@@ -674,7 +688,7 @@ double des_memory_bytes(const DesLayers& layers, const Cluster& cluster, const A
     const double repeats = std::floor(iterations / period) + (h < options.iterations % period ? 1 : 0);
     collectives += repeats * static_cast<double>(program.iterations[h].size());
   }
-  const double phases = options.sync_time == SyncTimeSource::kMeasured ? 1 : static_cast<double>(model.phases().size());
+  const double phases = options.sync_time == SyncTimeSource::kMeasured ? 1 : static_cast<double>(model.most_phases());
   // Per simulated worker and iteration: its iteration time, and two compute intervals (forward and
   // backward, update; reserved up front).
   const double per_worker_iteration = sizeof(double) + 2 * sizeof(Interval);

@@ -203,7 +203,7 @@ TEST_CASE("cluster JSON: each bad input throws InputError naming the file and th
   }
   SECTION("unknown allreduce") {
     document["allreduce"] = "butterfly";
-    expected = {"'allreduce'", "butterfly"};
+    expected = {"'allreduce'", "butterfly", "\"auto\""};
   }
   SECTION("unknown jitter distribution") {
     document["jitter"] = Json{{"distribution", "uniform"}, {"sigma", 0.1}};

@@ -26,13 +26,14 @@ TEST_CASE("collectives: ring_allreduce_s and tree_allreduce_s by hand", "[collec
   REQUIRE(ring_allreduce_s(kBytes, 2, 1e-5, 1e9) == near(1.02e-3));
   REQUIRE(ring_allreduce_s(kBytes, 4, 1e-5, 1e9) == near(1.56e-3));
   REQUIRE(ring_allreduce_s(kBytes, 8, 1e-5, 1e9) == near(1.89e-3));
-  // T_tree = 2 ceil(log2 p) alpha + the same bandwidth term.
-  //   p = 2: 2e-5 + 1e-3 = 1.02e-3; p = 4: 4e-5 + 1.5e-3 = 1.54e-3; p = 8: 6e-5 + 1.75e-3 = 1.81e-3
-  //   p = 5: ceil(log2 5) = 3: 6e-5 + 1.6e-3 = 1.66e-3
-  REQUIRE(tree_allreduce_s(kBytes, 2, 1e-5, 1e9) == near(1.02e-3));
-  REQUIRE(tree_allreduce_s(kBytes, 4, 1e-5, 1e9) == near(1.54e-3));
-  REQUIRE(tree_allreduce_s(kBytes, 8, 1e-5, 1e9) == near(1.81e-3));
-  REQUIRE(tree_allreduce_s(kBytes, 5, 1e-5, 1e9) == near(1.66e-3));
+  // T_tree = 2 ceil(log2 p) alpha + 2 n / (0.9 B); 2 n / (0.9 B) = 2e-3 / 0.9 = 2.2222...e-3.
+  //   p = 2: 2e-5 + 2.2222e-3; p = 4: 4e-5 + 2.2222e-3; p = 8: 6e-5 + 2.2222e-3
+  //   p = 5: ceil(log2 5) = 3: 6e-5 + 2.2222e-3
+  constexpr double kTreeBandwidth_s = 2e-3 / 0.9;
+  REQUIRE(tree_allreduce_s(kBytes, 2, 1e-5, 1e9) == near(2e-5 + kTreeBandwidth_s));
+  REQUIRE(tree_allreduce_s(kBytes, 4, 1e-5, 1e9) == near(4e-5 + kTreeBandwidth_s));
+  REQUIRE(tree_allreduce_s(kBytes, 8, 1e-5, 1e9) == near(6e-5 + kTreeBandwidth_s));
+  REQUIRE(tree_allreduce_s(kBytes, 5, 1e-5, 1e9) == near(6e-5 + kTreeBandwidth_s));
   // docs/collectives.md 4's example: p = 8, alpha = 10 us, n = 0: tree 60 us, ring 140 us.
   REQUIRE(tree_allreduce_s(0, 8, 1e-5, 1e9) == near(6e-5));
   REQUIRE(ring_allreduce_s(0, 8, 1e-5, 1e9) == near(1.4e-4));
@@ -43,10 +44,13 @@ TEST_CASE("collectives: ring_allreduce_s and tree_allreduce_s by hand", "[collec
 
 TEST_CASE("collectives: ring, tree and hierarchical in one node (8 Gbit/s, 10 us)", "[collectives]") {
   // In one node every hop crosses two intra-node links with load 1: B = 1e9, alpha = 1e-5.
-  // Same figures as the helpers above; hierarchical in one node is the ring (two intra phases of
-  // (p-1) steps: 2(p-1) alpha + 2(p-1)/p n/B).
+  // Ring as the helper above; hierarchical in one node is the ring (two intra phases of (p-1)
+  // steps: 2(p-1) alpha + 2(p-1)/p n/B). The tree in one node is NCCL's chain of p workers:
+  // 2 (p-1) alpha + 2 n / (0.9 B) = 2 (p-1) 1e-5 + 2.2222e-3.
   struct Case { int p; double ring, tree; };
-  for (const Case c : {Case{2, 1.02e-3, 1.02e-3}, Case{4, 1.56e-3, 1.54e-3}, Case{8, 1.89e-3, 1.81e-3}}) {
+  constexpr double kTreeBandwidth_s = 2e-3 / 0.9;
+  for (const Case c : {Case{2, 1.02e-3, 2e-5 + kTreeBandwidth_s}, Case{4, 1.56e-3, 6e-5 + kTreeBandwidth_s},
+                       Case{8, 1.89e-3, 1.4e-4 + kTreeBandwidth_s}}) {
     INFO("p = " << c.p);
     REQUIRE(model_time_s(cluster_document(c.p, c.p, 8, 10, 0, 0, "ring"), kBytes) == near(c.ring));
     REQUIRE(model_time_s(cluster_document(c.p, c.p, 8, 10, 0, 0, "tree"), kBytes) == near(c.tree));
@@ -65,22 +69,108 @@ TEST_CASE("collectives: several nodes (intra 80 Gbit/s 1 us, inter 8 Gbit/s 10 u
   // 8 workers, 2 per node, 4 nodes. Ring in index order: hops 1->2, 3->4, 5->6, 7->0 cross the
   // node links (latency max(1, 10) us = 1e-5 s); every directed link carries one hop, so the
   // bottleneck is the inter-node link, 1e9 bytes/s:
-  //   T_ring = 14 * 1e-5 + 1.75 * 1e-3 = 1.89e-3; T_tree = 6 * 1e-5 + 1.75e-3 = 1.81e-3.
+  //   T_ring = 14 * 1e-5 + 1.75 * 1e-3 = 1.89e-3.
+  // Tree (section 4): chains of q = 2 in nodes, a tree over m = 4 nodes: latency
+  // 2 ((q-1) 1e-6 + log2(4) 1e-5) = 4.2e-5; every node link carries 2 bytes per byte at 1e9 (its
+  // worker links 2 at 1e10): 2 n / (0.9 x 1e9) = 2.2222e-3. T_tree = 4.2e-5 + 2.2222e-3.
   REQUIRE(model_time_s(cluster_document(8, 2, 80, 1, 8, 10, "ring"), kBytes) == near(1.89e-3));
-  REQUIRE(model_time_s(cluster_document(8, 2, 80, 1, 8, 10, "tree"), kBytes) == near(1.81e-3));
+  REQUIRE(model_time_s(cluster_document(8, 2, 80, 1, 8, 10, "tree"), kBytes) == near(4.2e-5 + 2e-3 / 0.9));
   // Hierarchical, q = 2, m = 4:
   //   2 (q-1) alpha_intra + 2 (q-1)/q n/B_intra = 2e-6 + 1 * 1e6/1e10 = 2e-6 + 1e-4
   //   2 (m-1) alpha_inter + 2 (m-1)/m n/B_inter = 6e-5 + 1.5e-3
   //   total 1.662e-3
   REQUIRE(model_time_s(cluster_document(8, 2, 80, 1, 8, 10, "hierarchical"), kBytes) == near(1.662e-3));
-  // 4 workers, 2 per node, 2 nodes: ring 6e-5 + 1.5e-3 = 1.56e-3; tree 4e-5 + 1.5e-3 = 1.54e-3;
+  // 4 workers, 2 per node, 2 nodes: ring 6e-5 + 1.5e-3 = 1.56e-3; tree 2 (1e-6 + 1e-5) + 2.2222e-3;
   // hierarchical 2e-6 + 1e-4 + 2e-5 + 1e-3 = 1.122e-3.
   REQUIRE(model_time_s(cluster_document(4, 2, 80, 1, 8, 10, "ring"), kBytes) == near(1.56e-3));
-  REQUIRE(model_time_s(cluster_document(4, 2, 80, 1, 8, 10, "tree"), kBytes) == near(1.54e-3));
+  REQUIRE(model_time_s(cluster_document(4, 2, 80, 1, 8, 10, "tree"), kBytes) == near(2.2e-5 + 2e-3 / 0.9));
   REQUIRE(model_time_s(cluster_document(4, 2, 80, 1, 8, 10, "hierarchical"), kBytes) == near(1.122e-3));
-  // 2 workers, 1 per node (2 nodes): ring 2e-5 + 1e-3 = 1.02e-3 for all three.
-  for (const char* algorithm : {"ring", "tree", "hierarchical"})
+  // 2 workers, 1 per node (2 nodes): ring 2e-5 + 1e-3 = 1.02e-3 for ring and hierarchical; the
+  // tree 2e-5 + 2.2222e-3 (two nodes: one tree level, and a tree moves 2 n each way).
+  for (const char* algorithm : {"ring", "hierarchical"})
     REQUIRE(model_time_s(cluster_document(2, 1, 80, 1, 8, 10, algorithm), kBytes) == near(1.02e-3));
+  REQUIRE(model_time_s(cluster_document(2, 1, 80, 1, 8, 10, "tree"), kBytes) == near(2e-5 + 2e-3 / 0.9));
+}
+
+TEST_CASE("collectives: auto takes the cheapest algorithm for each size", "[collectives]") {
+  // 8 workers, 2 per node, 4 nodes; intra 80 Gbit/s (1e10 B/s) 1 us, inter 8 Gbit/s (1e9 B/s) 10 us.
+  // The four candidates (docs/collectives.md 6), as latency + seconds per byte x n:
+  //   ring:                 14 x 1e-5 = 1.4e-4      + 1.75 / 1e9                  = 1.75e-9
+  //   tree:                 2 (1e-6 + 2 x 1e-5) = 4.2e-5 + 2 / (0.9 x 1e9)        = 2.2222e-9
+  //   hierarchical, ring:   2e-6 + 6e-5 = 6.2e-5    + 1 / 1e10 + 1.5 / 1e9        = 1.6e-9
+  //   hierarchical, tree:   2e-6 + 2 x 2 x 1e-5 = 4.2e-5 + 1e-10 + 2 / (0.9e9)   = 2.3222e-9
+  // n = 0: tree and hierarchical-tree tie at 4.2e-5: the first (tree) is taken.
+  // n = 1e4: tree 4.2e-5 + 2.2222e-5 = 6.4222e-5 against hierarchical-ring 6.2e-5 + 1.6e-5 = 7.8e-5.
+  // n = 1e6: hierarchical-ring 6.2e-5 + 1.6e-3 = 1.662e-3 (ring 1.89e-3, tree 2.264e-3).
+  // Tree and hierarchical-ring cross where 2e-5 = 0.62222e-9 n: n = 32,142.9 bytes.
+  const Cluster cluster = cluster_of(cluster_document(8, 2, 80, 1, 8, 10, "auto"));
+  const Topology topology(cluster);
+  const AllreduceModel model(cluster, topology);
+  REQUIRE(model.candidates().size() == 4);
+  REQUIRE(model.piecewise());
+  REQUIRE(std::string(model.candidates()[0].name) == "ring");
+  REQUIRE(std::string(model.candidates()[1].name) == "tree");
+  REQUIRE(std::string(model.candidates()[2].name) == "hierarchical (ring across nodes)");
+  REQUIRE(std::string(model.candidates()[3].name) == "hierarchical (tree across nodes)");
+  REQUIRE(model.candidates()[0].latency_s == near(1.4e-4));
+  REQUIRE(model.candidates()[1].latency_s == near(4.2e-5));
+  REQUIRE(model.candidates()[2].latency_s == near(6.2e-5));
+  REQUIRE(model.candidates()[3].latency_s == near(4.2e-5));
+  REQUIRE(model.candidates()[0].s_per_byte == near(1.75e-9));
+  REQUIRE(model.candidates()[1].s_per_byte == near(2e-9 / 0.9));
+  REQUIRE(model.candidates()[2].s_per_byte == near(1.6e-9));
+  REQUIRE(model.candidates()[3].s_per_byte == near(1e-10 + 2e-9 / 0.9));
+  REQUIRE(model.choose(0) == 1);
+  REQUIRE(model.time_s(0) == near(4.2e-5));
+  REQUIRE(model.choose(1e4) == 1);
+  REQUIRE(model.time_s(1e4) == near(4.2e-5 + 2e-5 / 0.9));
+  REQUIRE(model.choose(32142) == 1);
+  REQUIRE(model.choose(32144) == 2);
+  REQUIRE(model.choose(1e6) == 2);
+  REQUIRE(model.time_s(1e6) == near(1.662e-3));
+  REQUIRE(model.least_s_per_byte() == near(1.6e-9));
+  // Each candidate's own time is what "ring", "tree" and "hierarchical" clusters give.
+  REQUIRE(model.candidate_time_s(0, 1e6) == near(model_time_s(cluster_document(8, 2, 80, 1, 8, 10, "ring"), 1e6)));
+  REQUIRE(model.candidate_time_s(1, 1e6) == near(model_time_s(cluster_document(8, 2, 80, 1, 8, 10, "tree"), 1e6)));
+  REQUIRE(model.candidate_time_s(2, 1e6) ==
+          near(model_time_s(cluster_document(8, 2, 80, 1, 8, 10, "hierarchical"), 1e6)));
+  // One worker per node: no hierarchical candidates (they would be the ring over nodes).
+  const Cluster flat = cluster_of(cluster_document(8, 1, 80, 1, 8, 10, "auto"));
+  REQUIRE(AllreduceModel(flat, Topology(flat)).candidates().size() == 2);
+  // One worker: one candidate, no phases, 0 s.
+  const Cluster single = cluster_of(cluster_document(1, 1, 8, 10, 0, 0, "auto"));
+  const AllreduceModel alone(single, Topology(single));
+  REQUIRE(alone.candidates().size() == 1);
+  REQUIRE(alone.phases().empty());
+  REQUIRE(alone.time_s(1e6) == 0);
+  REQUIRE_FALSE(alone.piecewise());
+}
+
+TEST_CASE("collectives: auto's busbw rises with size, latency-bound at small sizes, the link's at large", "[collectives]") {
+  // The shape of an nccl-tests all_reduce_perf table (tests/link/data/allreduce_16gpu_a100_ib.log,
+  // made after published ones: the time flat near its latency up to about 64 kB, busbw rising from
+  // near 0 at 8 B to a plateau near the link's rate): 16 nodes of 1 GPU at 10 Gbit/s
+  // (1.25e9 B/s), 50 us, sizes 8 B to 1 GiB by factors of 2. busbw = n / T x 2 (p-1)/p
+  // (nccl-tests' definition for all-reduce). time_s is the least of lines with latencies >= T(0),
+  // so T(n)/n falls and busbw rises with n. At 8 B the time is the tree's latency, 2 x 4 x 50 us =
+  // 400 us, to within the bytes' share (8 x 2 / (0.9 x 1.25e9) = 1.4e-8 s). At 1 GiB the ring:
+  // 30 x 50 us + 1.875 x 2^30 / 1.25e9 = 1.6121 s, busbw = 2^30 / 1.6121 x 1.875 = 1.2489e9 B/s,
+  // above 0.99 x 1.25e9.
+  const Cluster cluster = cluster_of(cluster_document(16, 1, 3600, 5, 10, 50, "auto"));
+  const AllreduceModel model(cluster, Topology(cluster));
+  constexpr double kBusFactor = 2.0 * 15 / 16;
+  double previous = 0;
+  for (double n = 8; n <= 1073741824.0; n *= 2) {
+    INFO("n = " << n);
+    const double busbw = n / model.time_s(n) * kBusFactor;
+    REQUIRE(busbw > previous);
+    previous = busbw;
+  }
+  REQUIRE(model.time_s(8) == Approx(4e-4).epsilon(1e-4));
+  REQUIRE(model.choose(8) == 1);
+  REQUIRE(model.choose(1073741824.0) == 0);
+  REQUIRE(previous > 0.99 * 1.25e9);
+  REQUIRE(previous < 1.25e9);
 }
 
 TEST_CASE("collectives: hierarchical with one worker per node is the ring over nodes", "[collectives]") {

@@ -3,7 +3,11 @@
 // Times are binary fractions of a second so that the sums are exact.
 #include "des_support.hpp"
 
+#include "simulator/bucket_fusion.hpp"
+#include "simulator/collectives.hpp"
 #include "simulator/des/sync_program.hpp"
+#include "simulator/sync_times.hpp"
+#include "simulator/topology.hpp"
 
 #include <algorithm>
 
@@ -246,6 +250,55 @@ TEST_CASE("DES: options out of range throw an InputError naming the option's fie
   options.comm_streams = 0;
   REQUIRE_THROWS_WITH(run_des(layers, two_workers(), every_layer_program(1, 1), options),
                       Catch::Matchers::StartsWith("comm_streams: "));
+}
+
+TEST_CASE("DES: an auto cluster runs each all-reduce's cheapest algorithm, and buckets by their bytes", "[des][hand]") {
+  // 8 workers, 2 per node, 4 nodes; intra 80 Gbit/s 1 us, inter 8 Gbit/s (1e9 B/s) 10 us; the
+  // candidates as in tests/des/test_collectives.cpp ("auto takes the cheapest"):
+  //   j0, 1e4 bytes: the tree, 4.2e-5 + 2e4 / (0.9 x 1e9) = 6.42222e-5 s;
+  //   j1, 1e6 bytes: hierarchical with rings, 6.2e-5 + 1.6e-9 x 1e6 = 1.662e-3 s.
+  // Backprop j0 (b 1), j1 (b 0): both ready at 1; one stream, wfbp: j0 1 -> 1.0000642, then j1.
+  const Cluster cluster = des_test::cluster_of(des_test::cluster_document(8, 2, 80, 1, 8, 10, "auto"));
+  const DesLayers layers = backprop_layers({1, 0}, {}, 0, 0, {1e4, 1e6});
+  DesOptions options;
+  options.trace_workers = 1;
+  options.sync_time = SyncTimeSource::kModel;
+  options.comm_streams = 1;
+  const DesResult result = run_des(layers, cluster, every_layer_program(2, 1), options);
+  const std::vector<DesTraceEvent> events = allreduces_of(result, 0);
+  REQUIRE(events.size() == 2);
+  const double tree_s = 4.2e-5 + 2e4 / 0.9e9;
+  REQUIRE(events[0].duration_s == near(tree_s));
+  REQUIRE(events[1].start_s == near(1 + tree_s));
+  REQUIRE(events[1].duration_s == near(1.662e-3));
+  REQUIRE(result.total_s == near(1 + tree_s + 1.662e-3));
+  // Bytes on node 0's link to the core (up): the tree moves 2 bytes per byte there (2e4); the
+  // hierarchical all-reduce's q = 2 rings across the 4 nodes, each of n/q bytes, 2 (m-1) = 6 steps
+  // of a quarter of it, both crossing the link: 2 x 6 x (1e6 / 2) / 4 = 1.5e6. Total 1.52e6.
+  double node0_up = -1;
+  for (const auto& [name, bytes] : result.link_bytes)
+    if (name == "node0<->core (up)") node0_up = bytes;
+  REQUIRE(node0_up == near(1.52e6));
+
+  // The period model prices a bucket of both at the cheapest algorithm for 1.01e6 bytes
+  // (hierarchical with rings: 6.2e-5 + 1.6e-9 x 1.01e6 = 1.678e-3 s), as the DES runs it; the
+  // members' times less the start-ups saved would say 4.2e-5 + 2.2222e-5 + (1.662e-3 - 4.2e-5) =
+  // 1.684222e-3 s.
+  const Topology topology(cluster);
+  const AllreduceModel model(cluster, topology);
+  const BackpropTimes times = backprop_times_for_des(DesStrategyContext{layers, model, SyncTimeSource::kModel});
+  REQUIRE(times.bucket_time_by_bytes());
+  const std::vector<int> bucket{0, 1};
+  REQUIRE(bucket_sync_s(times, bucket, model.time_s(0)) == near(1.678e-3));
+  // A lower bound's per-byte share stays under every bucket's time: 1.6e-9 x (1e4 + 1e6).
+  const BackpropTimes excess = excess_sync_times(times, model.time_s(0));
+  REQUIRE(excess.sync_s[0] + excess.sync_s[1] == near(1.6e-9 * 1.01e6));
+  // The DES agrees: one bucket of both, issued after backprop.
+  SyncProgram fused;
+  fused.iterations.resize(1);
+  fused.iterations[0].push_back(SyncOp{bucket, IssuePoint::kAfterBackward});
+  const DesResult bucketed = run_des(layers, cluster, fused, options);
+  REQUIRE(allreduces_of(bucketed, 0).at(0).duration_s == near(1.678e-3));
 }
 
 }  // namespace syncplan

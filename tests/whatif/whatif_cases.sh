@@ -100,5 +100,25 @@ assert all(r["speedup_vs_ssgd"] == "" and r["samples_per_s"] == "" for r in rows
       --absent out.csv -- "$syncplan" whatif --profile "$workdir/gpt2-dreamddp.json" --cluster "$base" \
       --workers 8,64 --period 10 --strategies ssgd,dreamddp --csv out.csv
     ;;
+  allreduce_auto)
+    # --allreduce auto (issue 25 item 6) is the cluster file's "allreduce": "auto": the same CSV byte
+    # for byte, said in the summary; and it is not the file's own algorithm (hierarchical here):
+    # ssgd's period differs at 4,096 workers.
+    point=(--workers 8,4096 --bandwidth-Gbps 10 --period 4 --strategies ssgd,best --search-rounds 3)
+    "$syncplan" whatif "${model[@]}" --cluster "$base" --allreduce auto "${point[@]}" --csv flag.csv >summary.txt
+    cat summary.txt
+    grep -q "auto all-reduce" summary.txt || { echo "FAIL: the summary does not name the auto all-reduce"; exit 1; }
+    "$python" -c 'import json, sys; d = json.load(open(sys.argv[1])); d["allreduce"] = "auto"; json.dump(d, open("auto.json", "w"))' "$base"
+    "$syncplan" whatif "${model[@]}" --cluster auto.json "${point[@]}" --csv file.csv >/dev/null
+    "$syncplan" whatif "${model[@]}" --cluster "$base" "${point[@]}" --csv own.csv >/dev/null
+    cmp flag.csv file.csv || { echo "FAIL: --allreduce auto differs from a cluster file saying auto"; exit 1; }
+    "$python" - flag.csv own.csv <<'PY'
+import csv, sys
+auto, own = (list(csv.DictReader(open(path))) for path in sys.argv[1:3])
+pick = lambda rows: next(float(r["period_s"]) for r in rows if r["workers"] == "4096" and r["strategy"] == "ssgd")
+assert pick(auto) != pick(own), (pick(auto), pick(own))
+print(f"ok: ssgd at 4,096 workers: auto {pick(auto):.6g} s, hierarchical {pick(own):.6g} s a period")
+PY
+    ;;
   *) echo "unknown case $case_name" >&2; exit 1 ;;
 esac
