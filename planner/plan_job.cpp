@@ -239,6 +239,11 @@ void apply_relaxed_bound(PlanOutcome& outcome, const std::vector<bool>& pinned, 
 
 }  // namespace
 
+long long default_proof_nodes(int placeable) {
+  if (placeable <= kProofBudgetLayers) return kDefaultProofNodes;
+  return std::max(1LL, kDefaultProofNodes * kProofBudgetLayers / placeable);
+}
+
 const PeriodTiming& PlanOutcome::strategy(const std::string& name) const {
   for (const StrategyTiming& row : strategies)
     if (row.name == name) return row.timing;
@@ -335,6 +340,9 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
     // The default proof budget: nodes, not seconds (docs/time-model.md section 14, "Proof budget").
     ExactOptions exact = request.exact;
     exact.deadline = search.deadline;
+    if (exact.node_limit == kDefaultProofNodes)
+      exact.node_limit = default_proof_nodes(exact_placeable_layers(times, search.every_iteration));
+    outcome.proof_node_limit = exact.node_limit;
     const auto unproven = [&] {
       return !outcome.proven_optimal &&
              gap_to_lower_bound(time_assignment(times, outcome.chosen.assignment).period_s, outcome.lower_bound_s) > 0;
@@ -403,7 +411,7 @@ PlanReport plan_report(const PlanOutcome& outcome, const PlanRequest& request) {
     report.relaxed = ReportRelaxed{outcome.relaxed->fraction, outcome.relaxed->dropped_layers, outcome.relaxed->nodes,
                                    outcome.relaxed->period_s};
   if (outcome.exact_run)
-    report.exact = ReportExact{outcome.exact_run->nodes, request.exact.node_limit, outcome.exact_run->proven_optimal,
+    report.exact = ReportExact{outcome.exact_run->nodes, outcome.proof_node_limit, outcome.exact_run->proven_optimal,
                                outcome.exact_run->improved, outcome.exact_run->time_limited,
                                outcome.proof_extended ? request.prove_s : std::nullopt};
   if (outcome.buckets)

@@ -26,6 +26,15 @@ inline constexpr double kAutoSearchLimit_s = 0.05;
 /// bound on any machine.
 inline constexpr long long kDefaultProofNodes = 20000;
 
+/// The default budget is work rather than nodes: a node of the exact method costs O(layers to
+/// place), so a profile with more than this many layers to place gets kDefaultProofNodes x this /
+/// its layers (default_proof_nodes). A --exact-nodes given by the user is taken as it is.
+inline constexpr int kProofBudgetLayers = 128;
+
+/// The default proof budget (nodes, >= 1) for a profile with `placeable` layers to place:
+/// kDefaultProofNodes up to kProofBudgetLayers layers, proportionally fewer beyond.
+long long default_proof_nodes(int placeable);
+
 /// The relaxed bound's relaxations in the order the plan job tries them: syncs below these
 /// fractions of the largest removed, tightest (the highest bound) first (docs/time-model.md 14).
 inline constexpr std::array<double, 3> kRelaxedFractions = {0.002, 0.01, 0.03};
@@ -112,6 +121,9 @@ struct PlanOutcome {
   std::string bound_name = "suffix";
   std::optional<ExactRun> exact_run;     ///< set when the exact method ran (nodes: of its runs together)
   bool proof_extended = false;           ///< the opt-in proof (PlanRequest::prove_s) ran
+  /// The node budget the default proof ran under (nodes): request.exact.node_limit, or
+  /// default_proof_nodes of the profile when that is kDefaultProofNodes; 0 when no proof ran.
+  long long proof_node_limit = 0;
   /// Set when the relaxed bound (docs/time-model.md section 14, "Dropped syncs") was proven: the
   /// optimum of the profile with every sync below `fraction` of the largest removed.
   std::optional<RelaxedBound> relaxed;

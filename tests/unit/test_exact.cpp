@@ -325,6 +325,19 @@ TEST_CASE("plan job: the report names the bound and says when the plan is proven
 // Against enumeration: the bound is never above the optimum, the plan never below it, a plan
 // called proven is the optimum, and the plan is never longer than any of best's candidates' (the
 // plan printed must not get worse for the budget).
+TEST_CASE("plan job: the default proof budget is work, fewer nodes past 128 layers to place", "[planner][exact][plan_job]") {
+  // kDefaultProofNodes x kProofBudgetLayers = 20,000 x 128 = 2,560,000 node-layers:
+  //   up to 128 layers: 20,000; 129: floor(2,560,000 / 129) = 19,844; 147 (GPT-2 medium's layers
+  //   to place): 17,414; 256: 10,000; 485: 5,278; 2,560,000 layers and more: 1.
+  REQUIRE(default_proof_nodes(1) == 20000);
+  REQUIRE(default_proof_nodes(128) == 20000);
+  REQUIRE(default_proof_nodes(129) == 19844);
+  REQUIRE(default_proof_nodes(147) == 17414);
+  REQUIRE(default_proof_nodes(256) == 10000);
+  REQUIRE(default_proof_nodes(485) == 5278);
+  REQUIRE(default_proof_nodes(5000000) == 1);
+}
+
 TEST_CASE("plan job: the default proof budget on hard random profiles, against enumeration", "[planner][exact][plan_job]") {
   std::mt19937 rng(3025);
   std::uniform_real_distribution<double> unit(0.0, 1.0);
