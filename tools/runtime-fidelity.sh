@@ -16,7 +16,7 @@
 # usage: tools/runtime-fidelity.sh [--shaped RATES] [--ranks P] [OUT_DIR]   (default out/runtime-fidelity;
 #        SYNCPLAN=path/to/syncplan, MPIEXEC=mpirun, PYTHON=python3; FIDELITY_ITERATIONS, FIDELITY_SKIP,
 #        FIDELITY_ROUNDS as in fidelity_cases.sh)
-# Needs mpirun and /usr/share/common-licenses/GPL-3; --shaped needs root (or user namespaces) and tc.
+# Needs mpirun (it trains on tests/runtime/data/training.txt); --shaped needs root (or user namespaces) and tc.
 # Run it on an otherwise idle machine: the tables measure time. The default takes about two minutes on
 # 2 cores; --shaped 200mbit,50mbit about eight, and about 2.5 more per rate for the executor's example.
 set -euo pipefail

@@ -24,7 +24,7 @@ set -uo pipefail
 
 case_name="$1" syncplan="$2" workdir="$3" mpiexec="${4:-mpirun}"
 ranks="${RANKS:-2}" victim=1 timeout_s=5
-data=/usr/share/common-licenses/GPL-3
+data="$(cd "$(dirname "$0")" && pwd)/data/training.txt"  # the project's own text, in the checkout
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 rm -rf "$workdir" && mkdir -p "$workdir" || exit 1
 
@@ -131,7 +131,6 @@ every_survivor_said() {
 # that the job ends within --timeout-s + 10 s with each survivor's line matching $2.
 fault_case() {
   local signal="$1" pattern="$2" pid
-  [[ -r "$data" ]] || { echo "skipped: $data is not on this system"; exit 77; }
   mkdir -p "$workdir/checkpoints"
   # shellcheck disable=SC2046
   start_job "$syncplan" $(run_args "$workdir/checkpoints" --iterations 100000 --log "$workdir/log.jsonl" --trace "$workdir/trace.json")
@@ -188,7 +187,6 @@ case "$case_name" in
     echo "ok: sigstop on $ranks ranks"
     ;;
   resume)
-    [[ -r "$data" ]] || { echo "skipped: $data is not on this system"; exit 77; }
     iterations=200 final=$(printf 'step-%08d' 200)
     # A: uninterrupted.
     mkdir -p "$workdir/a" "$workdir/b"
@@ -226,7 +224,6 @@ case "$case_name" in
     echo "ok: resume on $ranks ranks"
     ;;
   setup_stall)
-    [[ -r "$data" ]] || { echo "skipped: $data is not on this system"; exit 77; }
     [[ -x "${STALL_PARTNER:-}" ]] || die "STALL_PARTNER is not an executable"
     # shellcheck disable=SC2046
     "$mpiexec" --oversubscribe -np 1 "$syncplan" $(run_args "$workdir/checkpoints" --iterations 10 --log "$workdir/log.jsonl") \

@@ -1,6 +1,6 @@
 // The byte-token data (runtime/byte_data.hpp): shards of a file, batches at a cursor with
 // wrap-around, a restored cursor, and the refusals (missing file, a shard shorter than a window);
-// on the real text /usr/share/common-licenses/GPL-3 when the system has it.
+// on the project's own training text (tests/runtime/data/training.txt, about 10 kB of prose).
 #include "core/errors.hpp"
 #include "runtime/byte_data.hpp"
 
@@ -117,19 +117,16 @@ TEST_CASE("byte data: the model must embed all 256 bytes", "[byte_data]") {
   CHECK_NOTHROW(require_byte_vocabulary(spec));
 }
 
-TEST_CASE("byte data on GPL-3: each rank's shard is its part of the file, read independently", "[byte_data]") {
-  const std::string gpl = "/usr/share/common-licenses/GPL-3";
-  if (!std::filesystem::is_regular_file(gpl)) {
-    WARN("skipped: " << gpl << " is not on this system");
-    return;
-  }
+TEST_CASE("byte data on the training text: each rank's shard is its part of the file, read independently", "[byte_data]") {
+  const std::string text_path = SYNCPLAN_TRAINING_TEXT;
+  REQUIRE(std::filesystem::is_regular_file(text_path));
   // The independent reading: the whole file through an ifstream, cut at floor(r F / 4).
-  std::ifstream in(gpl, std::ios::binary);
+  std::ifstream in(text_path, std::ios::binary);
   const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   const auto size = static_cast<std::int64_t>(text.size());
   std::int64_t covered = 0;
   for (int rank = 0; rank < 4; ++rank) {
-    ByteShard shard(gpl, rank, 4, 2, 32);
+    ByteShard shard(text_path, rank, 4, 2, 32);
     const std::int64_t begin = size * rank / 4;
     CHECK(shard.range().begin_byte == begin);
     CHECK(shard.range().bytes == size * (rank + 1) / 4 - begin);

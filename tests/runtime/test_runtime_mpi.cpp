@@ -1,5 +1,5 @@
 // The executor's semantics under mpirun (issue 12's acceptance), driving the executor and CpuGraph
-// directly on tiny-gpt and each rank's shard of the GPL-3 text, with every expected value computed
+// directly on tiny-gpt and each rank's shard of tests/runtime/data/training.txt, with every expected value computed
 // here from all ranks' parameters (MPI_Allgather):
 //  * partial: right after each parameter sync (plsgd-even, a plan with fused buckets, flsgd) the
 //    synced layers' parameters are bit-identical on every rank and equal the mean of the ranks'
@@ -270,7 +270,7 @@ int equivalence(Context& context) {
 
 int main(int argc, char** argv) {
   const std::string mode = argc > 1 ? argv[1] : "";
-  const std::string text = argc > 2 ? argv[2] : "/usr/share/common-licenses/GPL-3";
+  const std::string text = argc > 2 ? argv[2] : SYNCPLAN_TRAINING_TEXT;
   if (!std::filesystem::is_regular_file(text)) {
     std::printf("skip: no training text at %s\n", text.c_str());
     return 77;

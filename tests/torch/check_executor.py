@@ -50,7 +50,7 @@ is computed here independently of the executor: the averages by hand from every 
               stderr line naming the flag, nothing written, within 60 s; a read FIFO gets the log.
   faults      two ranks of the driver (wfbp, --timeout-s 5): kill -9 of rank 1, then SIGSTOP of
               rank 1: rank 0 exits 1 within 5 + 10 s with one line naming it.
-  logs        tiny-gpt on the GPL-3 text: `mpirun -np 2 syncplan run` and syncplan.torch_train of
+  logs        tiny-gpt on tests/runtime/data/training.txt: `mpirun -np 2 syncplan run` and syncplan.torch_train of
               the same plan (dp, fused buckets), a delayed plan (--max-delay 1) and plsgd-even
               (H = 4, 4 iterations): per iteration and rank the same synced_layers, buckets and
               sync_delays, the plan's buckets; `syncplan compare` reads the torch log and trace
@@ -1058,7 +1058,7 @@ def check_faults(workdir, checks):
 # logs (d) and compare (item 3)
 # --------------------------------------------------------------------------------------------------
 
-TEXT = "/usr/share/common-licenses/GPL-3"
+TEXT = os.path.join(ROOT, "tests", "runtime", "data", "training.txt")  # the project's own text
 
 
 def read_log(path):
