@@ -153,7 +153,7 @@ AllreduceModel::AllreduceModel(const Cluster& cluster, const Topology& topology)
     const double seconds_per_byte = phase.s_per_byte();
     if (seconds_per_byte > slowest) {
       slowest = seconds_per_byte;
-      measured_link_ = phase.bottleneck_link;
+      slowest_link_ = phase.bottleneck_link;
     }
   }
 }

@@ -89,12 +89,12 @@ class AllreduceModel {
   /// The bottleneck link of the slowest phase (-1 when there is a single worker): where this
   /// cluster's all-reduces are limited. (The DES charges measured times to one shared resource of
   /// its own instead, docs/des.md section 2.)
-  int measured_link() const { return measured_link_; }
+  int slowest_link() const { return slowest_link_; }
 
  private:
   std::vector<CollectivePhase> phases_;
   std::vector<AllreduceCandidate> candidates_;
-  int measured_link_ = -1;
+  int slowest_link_ = -1;
 };
 
 /// T_ring = 2(p-1) alpha + 2(p-1)/p n / B (docs/collectives.md 3), for hand calculations and tests.

@@ -2,6 +2,7 @@
 #include "simulator/sync_times.hpp"
 
 #include "core/errors.hpp"
+#include "core/units.hpp"
 #include "simulator/des/engine.hpp"
 #include "simulator/topology.hpp"
 
@@ -113,7 +114,8 @@ Cluster link_cluster(const LinkFit& link) {
   cluster.workers_per_node = 1;
   // Never charged (the DES charges the link fit's times, kMeasured); a ring over these links
   // has the link's bandwidth, so that the per-link byte counts stay meaningful.
-  const double bandwidth_Gbps = link.beta_s_per_byte > 0 ? 8 / link.beta_s_per_byte / 1e9 : 1e6;
+  const double bandwidth_Gbps =
+      link.beta_s_per_byte > 0 ? units::kBitsPerByte / link.beta_s_per_byte / units::kBitsPerGigabit : 1e6;
   cluster.intra_node = cluster.inter_node = LinkSpec{std::min(bandwidth_Gbps, 1e6), 0};
   return cluster;
 }

@@ -218,7 +218,7 @@ class Engine {
       }
       phase_resource_.push_back(resource);
     }
-    measured_link_ = static_cast<int>(links_.size());
+    measured_resource_ = static_cast<int>(links_.size());
     links_.push_back(LinkState{1.0, 0, {}});  // measured all-reduces: "bytes" are seconds at rate 1
     allreduced_bytes_.assign(model.candidates().size(), 0.0);
     iterations_.resize(options.iterations);
@@ -547,7 +547,7 @@ class Engine {
 
   void start_transfer(int id) {
     Collective& collective = collectives_[id];
-    int link = measured_link_;
+    int link = measured_resource_;
     double amount = collective.measured_s;
     if (options_.sync_time == SyncTimeSource::kModel) {
       const CollectivePhase& phase = model_.phases()[collective.phase];
@@ -636,7 +636,7 @@ class Engine {
   std::vector<Collective> collectives_;
   std::vector<Transfer> transfers_;
   std::vector<LinkState> links_;
-  int measured_link_ = 0;
+  int measured_resource_ = 0;
   std::vector<int> bottleneck_links_;  // topology link id of each links_ entry but the measured one
   std::vector<int> phase_resource_;    // per model phase: its links_ entry (-1: nothing moves)
   std::vector<double> allreduced_bytes_;  // per model candidate

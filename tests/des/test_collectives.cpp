@@ -62,7 +62,7 @@ TEST_CASE("collectives: ring, tree and hierarchical in one node (8 Gbit/s, 10 us
   const AllreduceModel model(single, topology);
   REQUIRE(model.phases().empty());
   REQUIRE(model.time_s(kBytes) == 0);
-  REQUIRE(model.measured_link() == -1);
+  REQUIRE(model.slowest_link() == -1);
 }
 
 TEST_CASE("collectives: several nodes (intra 80 Gbit/s 1 us, inter 8 Gbit/s 10 us)", "[collectives]") {
@@ -201,7 +201,7 @@ TEST_CASE("collectives: a flat ring across 2 nodes is bottlenecked by the inter-
   const DirectedLink bottleneck = topology.link(phase.bottleneck_link);
   REQUIRE_THAT(bottleneck.name, Catch::Matchers::Contains("<->core"));
   REQUIRE(bottleneck.bandwidth_Bps == near(1e9));
-  REQUIRE(model.measured_link() == phase.bottleneck_link);
+  REQUIRE(model.slowest_link() == phase.bottleneck_link);
   // Each directed link carries 2(p-1)/p = 1.5 bytes per byte all-reduced (one hop of each step).
   REQUIRE(phase.bottleneck_bytes_per_byte == near(1.5));
   // Ring latency: 2(p-1) = 6 steps of the slowest hop's 10 us.
