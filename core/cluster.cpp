@@ -62,7 +62,7 @@ double slowdown_factor(const Json& value, const std::string& where) {
 
 }  // namespace
 
-Cluster cluster_from_json(const Json& document, const std::string& origin) {
+Cluster cluster_from_json(const Json& document, const std::string& origin, AllreduceAlgorithm unnamed) {
   ObjectReader top(document, origin);
   top.require_format(kClusterFormat);
   Cluster cluster;
@@ -83,7 +83,7 @@ Cluster cluster_from_json(const Json& document, const std::string& origin) {
   } else {
     cluster.inter_node = cluster.intra_node;
   }
-  const std::string algorithm = top.optional_string("allreduce", Null::kRejected).value_or("ring");
+  const std::string algorithm = top.optional_string("allreduce", Null::kRejected).value_or(to_string(unnamed));
   if (const std::optional<AllreduceAlgorithm> named = allreduce_algorithm(algorithm)) cluster.allreduce = *named;
   else
     throw InputError(origin + ": field 'allreduce': expected " + kAllreduceAlgorithmNames + ", got \"" +
@@ -146,7 +146,9 @@ Cluster cluster_from_json(const Json& document, const std::string& origin) {
   return cluster;
 }
 
-Cluster read_cluster_file(const std::string& path) { return cluster_from_json(read_json_file(path), path); }
+Cluster read_cluster_file(const std::string& path, AllreduceAlgorithm unnamed) {
+  return cluster_from_json(read_json_file(path), path, unnamed);
+}
 
 namespace {
 Json link_to_json(const LinkSpec& link) {

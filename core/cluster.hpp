@@ -88,11 +88,14 @@ struct Cluster {
 /// workers not divisible by workers_per_node, a bandwidth, latency, slowdown factor or jitter sigma
 /// outside the limits of core/limits.hpp, a slowdown list of the wrong length, an unknown algorithm
 /// or distribution, a jitter correlation outside 0..1, a sigma with "measured" or a correlation
-/// without it throw InputError naming `origin` and the field.
-Cluster cluster_from_json(const Json& document, const std::string& origin);
+/// without it throw InputError naming `origin` and the field. A document without `allreduce` gets
+/// `unnamed`: "ring" as docs/cluster.md says, "auto" for the commands that estimate a model
+/// (`plan --model`, `whatif --model`: docs/collectives.md 6).
+Cluster cluster_from_json(const Json& document, const std::string& origin,
+                          AllreduceAlgorithm unnamed = AllreduceAlgorithm::kRing);
 
 /// Reads a cluster file (read_json_file + cluster_from_json).
-Cluster read_cluster_file(const std::string& path);
+Cluster read_cluster_file(const std::string& path, AllreduceAlgorithm unnamed = AllreduceAlgorithm::kRing);
 
 /// The syncplan.cluster/v1 document for `cluster`.
 Json cluster_to_json(const Cluster& cluster);

@@ -593,6 +593,7 @@ WhatifOutcome run_whatif_job(const WhatifRequest& request, const WhatifRun& run)
   outcome.model = prepared.profiles.begin()->second.model.value_or("");
   outcome.origin = request.origin;
   outcome.cluster_origin = request.cluster_origin;
+  outcome.allreduce = request.base.allreduce;
   outcome.scaling = request.scaling;
   outcome.global_batch = request.global_batch;
   outcome.seq = prepared.seq;
@@ -674,6 +675,7 @@ Json whatif_to_json(const WhatifOutcome& outcome) {
           {"model", outcome.model},
           {"profile", outcome.origin},
           {"cluster", outcome.cluster_origin},
+          {"allreduce", to_string(outcome.allreduce)},
           {"scaling", to_string(outcome.scaling)},
           {"global_batch", optional_json(outcome.global_batch)},
           {"seq", optional_json(outcome.seq)},

@@ -117,6 +117,7 @@ struct WhatifOutcome {
   std::string model;               ///< the profile's model name
   std::string origin;
   std::string cluster_origin;
+  AllreduceAlgorithm allreduce = AllreduceAlgorithm::kRing;  ///< every point's all-reduce algorithm
   WhatifScaling scaling = WhatifScaling::kWeak;
   std::optional<std::int64_t> global_batch;
   std::optional<std::int64_t> seq;

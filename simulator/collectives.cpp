@@ -30,6 +30,18 @@ CollectivePhase phase_from_rings(const Topology& topology, const char* name, con
   return phase;
 }
 
+// Two candidates' times within this relative difference are equal (the first is taken).
+constexpr double kTieRelative = 1e-12;
+
+// True when `a` is never slower than `b` at any size: its latency and its seconds per byte are
+// both at most b's (within kTieRelative), and one is smaller, or `a` comes first.
+bool dominates(const AllreduceCandidate& a, const AllreduceCandidate& b, bool a_first) {
+  const auto at_most = [](double x, double y) { return x <= y * (1 + kTieRelative); };
+  const auto below = [](double x, double y) { return x < y * (1 - kTieRelative); };
+  return at_most(a.latency_s, b.latency_s) && at_most(a.s_per_byte, b.s_per_byte) &&
+         (below(a.latency_s, b.latency_s) || below(a.s_per_byte, b.s_per_byte) || a_first);
+}
+
 // A double binary tree phase (docs/collectives.md 4): `worker_load` and `node_load` bytes per byte
 // all-reduced on every worker link and every node link (0: none), at kTreeBandwidthEfficiency; the
 // bottleneck is the link of least B / load, the lowest id (a worker link) on a tie.
@@ -147,6 +159,17 @@ AllreduceModel::AllreduceModel(const Cluster& cluster, const Topology& topology)
       c.latency_s += phases_[i].latency_s;
       c.s_per_byte += phases_[i].s_per_byte();
     }
+  // A candidate that another is never slower than at any size (latency and seconds per byte both
+  // at most its own, within rounding; the earlier on a tie) is never chosen: dropped, so that a
+  // cluster where one algorithm always wins is one line again (piecewise() false).
+  std::vector<AllreduceCandidate> kept;
+  for (std::size_t b = 0; b < candidates_.size(); ++b) {
+    bool dominated = false;
+    for (std::size_t a = 0; a < candidates_.size() && !dominated; ++a)
+      dominated = a != b && dominates(candidates_[a], candidates_[b], a < b);
+    if (!dominated) kept.push_back(candidates_[b]);
+  }
+  candidates_ = std::move(kept);
   double slowest = -1;
   for (const CollectivePhase& phase : phases_) {
     if (phase.bottleneck_link < 0) continue;
@@ -175,9 +198,6 @@ double AllreduceModel::candidate_time_s(int candidate, double bytes) const {
   }
   return total;
 }
-
-// Two candidates' times within this relative difference are equal (the first is taken).
-constexpr double kTieRelative = 1e-12;
 
 int AllreduceModel::choose(double bytes) const {
   int best = 0;

@@ -59,7 +59,9 @@ class AllreduceModel {
 
   /// Every candidate's phases, candidate after candidate.
   const std::vector<CollectivePhase>& phases() const { return phases_; }
-  /// The ways the all-reduce may run (at least one; one unless the algorithm is "auto").
+  /// The ways the all-reduce may run (at least one; one unless the algorithm is "auto"), in the
+  /// order ring, tree, hierarchical with rings, hierarchical with trees, less those that another is
+  /// never slower than at any size (both latency and seconds per byte at most its own).
   const std::vector<AllreduceCandidate>& candidates() const { return candidates_; }
   /// The most phases of any candidate (the phases one all-reduce runs, at most).
   int most_phases() const;

@@ -198,7 +198,7 @@ SyncTimes read_sync_times(Profile profile, const std::string& origin, const Sync
   if (options.sync_time_given && options.cluster_path.empty() && options.link_path.empty())
     throw InputError("--sync-time: needs --cluster or --link (without them the profile's sync_s are used)");
   SyncTimeInputs inputs;
-  if (!options.cluster_path.empty()) inputs.cluster = read_cluster_file(options.cluster_path);
+  if (!options.cluster_path.empty()) inputs.cluster = read_cluster_file(options.cluster_path, options.unnamed_allreduce);
   if (!options.link_path.empty()) inputs.link = read_link_file(options.link_path);
   inputs.cluster_origin = options.cluster_path;
   inputs.link_origin = options.link_path;

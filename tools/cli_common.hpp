@@ -116,6 +116,8 @@ struct SyncTimeOptions {
   std::string link_path;        ///< --link (empty: none)
   std::string sync_time = "auto";  ///< --sync-time: auto, measured or model
   bool sync_time_given = false;
+  /// The algorithm of a cluster file that names none: "ring" (docs/cluster.md), "auto" with --model.
+  AllreduceAlgorithm unnamed_allreduce = AllreduceAlgorithm::kRing;
 };
 
 /// Reads the profile, and the cluster and link files when given, and lets choose_sync_times

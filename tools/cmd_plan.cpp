@@ -278,8 +278,11 @@ int run_plan(const PlanOptions& options) {
   request.origin = options.model.model.empty() ? options.profile_path : "--model " + options.model.model;
   Profile model_profile;  // --model: the profile made, as written by --profile-out
   if (!options.model.model.empty()) model_profile = model_profile_for_plan(options);
-  SyncTimes choice = options.model.model.empty() ? read_sync_times(options.profile_path, options.sync)
-                                                 : read_sync_times(model_profile, request.origin, options.sync);
+  // A model estimate is of an NCCL cluster: a cluster file that names no algorithm runs "auto".
+  SyncTimeOptions sync = options.sync;
+  if (!options.model.model.empty()) sync.unnamed_allreduce = AllreduceAlgorithm::kAuto;
+  SyncTimes choice = options.model.model.empty() ? read_sync_times(options.profile_path, sync)
+                                                 : read_sync_times(model_profile, request.origin, sync);
   request.times = sync_backprop_times(choice, request.origin);
   std::string alpha_text = options.alpha_given ? "--alpha-s" : choice.alpha_text;
   if (options.fuse_buckets && !options.alpha_given) request.bucket_alpha_s = choice.alpha_s;

@@ -121,7 +121,9 @@ WhatifRequest whatif_request(const WhatifOptions& options) {
                       {"--html", options.html_path}},
                      {{"--profile", options.profile_path}, {"--cluster", options.cluster_path}});
   WhatifRequest request;
-  request.base = read_cluster_file(options.cluster_path);
+  // A model estimate is of an NCCL cluster: a cluster file that names no algorithm runs "auto".
+  request.base = read_cluster_file(options.cluster_path,
+                                   options.model.empty() ? AllreduceAlgorithm::kRing : AllreduceAlgorithm::kAuto);
   request.cluster_origin = options.cluster_path;
   if (!options.allreduce.empty()) request.base.allreduce = *allreduce_algorithm(options.allreduce);
   for (const std::string& e : split_list(options.workers.empty() ? std::to_string(request.base.workers) : options.workers, "--workers"))
@@ -260,7 +262,7 @@ void add_whatif_command(CLI::App& app, Action& action) {
       "algorithm)")->required();
   whatif_app->add_option("--allreduce", options->allreduce,
       "all-reduce algorithm of every point, ring, tree, hierarchical or auto (the cheapest per message size, "
-      "docs/collectives.md 6; default: the cluster file's)")
+      "docs/collectives.md 6; default: the cluster file's; with --model, auto where the file names none)")
       ->check(CLI::IsMember({"ring", "tree", "hierarchical", "auto"}));
   whatif_app->add_option("--workers", options->workers,
       "workers to sweep, comma-separated, each a multiple of the base's workers_per_node (default: the base's)");

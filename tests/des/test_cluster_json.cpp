@@ -138,6 +138,20 @@ TEST_CASE("cluster JSON: defaults, array slowdown and normal jitter", "[cluster]
   }
 }
 
+TEST_CASE("cluster JSON: a file that names no algorithm gets the caller's default", "[cluster]") {
+  // docs/cluster.md: "ring", or "auto" for plan --model and whatif --model; a named one is kept.
+  Json document = two_nodes();
+  document.erase("allreduce");
+  REQUIRE(cluster_from_json(document, "c.json").allreduce == AllreduceAlgorithm::kRing);
+  REQUIRE(cluster_from_json(document, "c.json", AllreduceAlgorithm::kAuto).allreduce == AllreduceAlgorithm::kAuto);
+  document["allreduce"] = "ring";
+  REQUIRE(cluster_from_json(document, "c.json", AllreduceAlgorithm::kAuto).allreduce == AllreduceAlgorithm::kRing);
+  document["allreduce"] = "auto";
+  const Cluster automatic = cluster_from_json(document, "c.json");
+  REQUIRE(automatic.allreduce == AllreduceAlgorithm::kAuto);
+  REQUIRE(cluster_to_json(automatic)["allreduce"] == "auto");
+}
+
 TEST_CASE("cluster JSON: each bad input throws InputError naming the file and the field", "[cluster]") {
   Json document = two_nodes();
   std::vector<std::string> expected;  // substrings of the message besides the file name

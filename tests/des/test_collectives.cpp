@@ -94,49 +94,54 @@ TEST_CASE("collectives: several nodes (intra 80 Gbit/s 1 us, inter 8 Gbit/s 10 u
 
 TEST_CASE("collectives: auto takes the cheapest algorithm for each size", "[collectives]") {
   // 8 workers, 2 per node, 4 nodes; intra 80 Gbit/s (1e10 B/s) 1 us, inter 8 Gbit/s (1e9 B/s) 10 us.
-  // The four candidates (docs/collectives.md 6), as latency + seconds per byte x n:
+  // The four candidates built (docs/collectives.md 6), as latency + seconds per byte x n:
   //   ring:                 14 x 1e-5 = 1.4e-4      + 1.75 / 1e9                  = 1.75e-9
   //   tree:                 2 (1e-6 + 2 x 1e-5) = 4.2e-5 + 2 / (0.9 x 1e9)        = 2.2222e-9
   //   hierarchical, ring:   2e-6 + 6e-5 = 6.2e-5    + 1 / 1e10 + 1.5 / 1e9        = 1.6e-9
   //   hierarchical, tree:   2e-6 + 2 x 2 x 1e-5 = 4.2e-5 + 1e-10 + 2 / (0.9e9)   = 2.3222e-9
-  // n = 0: tree and hierarchical-tree tie at 4.2e-5: the first (tree) is taken.
-  // n = 1e4: tree 4.2e-5 + 2.2222e-5 = 6.4222e-5 against hierarchical-ring 6.2e-5 + 1.6e-5 = 7.8e-5.
+  // The ring is never the cheapest (hierarchical-ring has less latency and fewer seconds per byte),
+  // nor hierarchical-tree (the tree's latency, more seconds per byte): both are dropped.
+  // n = 0 and n = 1e4: the tree (4.2e-5; 4.2e-5 + 2.2222e-5 = 6.4222e-5 against 6.2e-5 + 1.6e-5).
   // n = 1e6: hierarchical-ring 6.2e-5 + 1.6e-3 = 1.662e-3 (ring 1.89e-3, tree 2.264e-3).
   // Tree and hierarchical-ring cross where 2e-5 = 0.62222e-9 n: n = 32,142.9 bytes.
   const Cluster cluster = cluster_of(cluster_document(8, 2, 80, 1, 8, 10, "auto"));
   const Topology topology(cluster);
   const AllreduceModel model(cluster, topology);
-  REQUIRE(model.candidates().size() == 4);
+  REQUIRE(model.candidates().size() == 2);
   REQUIRE(model.piecewise());
-  REQUIRE(std::string(model.candidates()[0].name) == "ring");
-  REQUIRE(std::string(model.candidates()[1].name) == "tree");
-  REQUIRE(std::string(model.candidates()[2].name) == "hierarchical (ring across nodes)");
-  REQUIRE(std::string(model.candidates()[3].name) == "hierarchical (tree across nodes)");
-  REQUIRE(model.candidates()[0].latency_s == near(1.4e-4));
-  REQUIRE(model.candidates()[1].latency_s == near(4.2e-5));
-  REQUIRE(model.candidates()[2].latency_s == near(6.2e-5));
-  REQUIRE(model.candidates()[3].latency_s == near(4.2e-5));
-  REQUIRE(model.candidates()[0].s_per_byte == near(1.75e-9));
-  REQUIRE(model.candidates()[1].s_per_byte == near(2e-9 / 0.9));
-  REQUIRE(model.candidates()[2].s_per_byte == near(1.6e-9));
-  REQUIRE(model.candidates()[3].s_per_byte == near(1e-10 + 2e-9 / 0.9));
-  REQUIRE(model.choose(0) == 1);
+  REQUIRE(std::string(model.candidates()[0].name) == "tree");
+  REQUIRE(std::string(model.candidates()[1].name) == "hierarchical (ring across nodes)");
+  REQUIRE(model.candidates()[0].latency_s == near(4.2e-5));
+  REQUIRE(model.candidates()[1].latency_s == near(6.2e-5));
+  REQUIRE(model.candidates()[0].s_per_byte == near(2e-9 / 0.9));
+  REQUIRE(model.candidates()[1].s_per_byte == near(1.6e-9));
+  REQUIRE(model.choose(0) == 0);
   REQUIRE(model.time_s(0) == near(4.2e-5));
-  REQUIRE(model.choose(1e4) == 1);
+  REQUIRE(model.choose(1e4) == 0);
   REQUIRE(model.time_s(1e4) == near(4.2e-5 + 2e-5 / 0.9));
-  REQUIRE(model.choose(32142) == 1);
-  REQUIRE(model.choose(32144) == 2);
-  REQUIRE(model.choose(1e6) == 2);
+  REQUIRE(model.choose(32142) == 0);
+  REQUIRE(model.choose(32144) == 1);
+  REQUIRE(model.choose(1e6) == 1);
   REQUIRE(model.time_s(1e6) == near(1.662e-3));
   REQUIRE(model.least_s_per_byte() == near(1.6e-9));
-  // Each candidate's own time is what "ring", "tree" and "hierarchical" clusters give.
-  REQUIRE(model.candidate_time_s(0, 1e6) == near(model_time_s(cluster_document(8, 2, 80, 1, 8, 10, "ring"), 1e6)));
-  REQUIRE(model.candidate_time_s(1, 1e6) == near(model_time_s(cluster_document(8, 2, 80, 1, 8, 10, "tree"), 1e6)));
-  REQUIRE(model.candidate_time_s(2, 1e6) ==
+  // Each candidate's own time is what "tree" and "hierarchical" clusters give; "ring" is slower
+  // at every size.
+  REQUIRE(model.candidate_time_s(0, 1e6) == near(model_time_s(cluster_document(8, 2, 80, 1, 8, 10, "tree"), 1e6)));
+  REQUIRE(model.candidate_time_s(1, 1e6) ==
           near(model_time_s(cluster_document(8, 2, 80, 1, 8, 10, "hierarchical"), 1e6)));
-  // One worker per node: no hierarchical candidates (they would be the ring over nodes).
+  for (const double n : {0.0, 1e4, 1e6, 1e9})
+    REQUIRE(model.time_s(n) < model_time_s(cluster_document(8, 2, 80, 1, 8, 10, "ring"), n));
+  // One worker per node: no hierarchical candidates (they would be the ring over nodes); ring
+  // (1.4e-4 + 1.75e-9 n) and tree (6e-5 + 2.2222e-9 n) each win somewhere.
   const Cluster flat = cluster_of(cluster_document(8, 1, 80, 1, 8, 10, "auto"));
   REQUIRE(AllreduceModel(flat, Topology(flat)).candidates().size() == 2);
+  // Two workers in one node: the ring (2e-5 + 1e-9 n) is never slower than the chain (2e-5 +
+  // 2.2222e-9 n): one candidate, one line, as a "ring" cluster.
+  const Cluster pair = cluster_of(cluster_document(2, 2, 8, 10, 0, 0, "auto"));
+  const AllreduceModel pair_model(pair, Topology(pair));
+  REQUIRE(pair_model.candidates().size() == 1);
+  REQUIRE(std::string(pair_model.candidates()[0].name) == "ring");
+  REQUIRE_FALSE(pair_model.piecewise());
   // One worker: one candidate, no phases, 0 s.
   const Cluster single = cluster_of(cluster_document(1, 1, 8, 10, 0, 0, "auto"));
   const AllreduceModel alone(single, Topology(single));

@@ -105,9 +105,12 @@ assert all(r["speedup_vs_ssgd"] == "" and r["samples_per_s"] == "" for r in rows
     # for byte, said in the summary; and it is not the file's own algorithm (hierarchical here):
     # ssgd's period differs at 4,096 workers.
     point=(--workers 8,4096 --bandwidth-Gbps 10 --period 4 --strategies ssgd,best --search-rounds 3)
-    "$syncplan" whatif "${model[@]}" --cluster "$base" --allreduce auto "${point[@]}" --csv flag.csv >summary.txt
+    "$syncplan" whatif "${model[@]}" --cluster "$base" --allreduce auto "${point[@]}" --csv flag.csv --json flag.json \
+      >summary.txt
     cat summary.txt
     grep -q "auto all-reduce" summary.txt || { echo "FAIL: the summary does not name the auto all-reduce"; exit 1; }
+    "$python" -c 'import json, sys; a = json.load(open("flag.json"))["allreduce"]; assert a == "auto", a' ||
+      { echo "FAIL: the JSON does not record the auto all-reduce"; exit 1; }
     "$python" -c 'import json, sys; d = json.load(open(sys.argv[1])); d["allreduce"] = "auto"; json.dump(d, open("auto.json", "w"))' "$base"
     "$syncplan" whatif "${model[@]}" --cluster auto.json "${point[@]}" --csv file.csv >/dev/null
     "$syncplan" whatif "${model[@]}" --cluster "$base" "${point[@]}" --csv own.csv >/dev/null
@@ -119,6 +122,15 @@ pick = lambda rows: next(float(r["period_s"]) for r in rows if r["workers"] == "
 assert pick(auto) != pick(own), (pick(auto), pick(own))
 print(f"ok: ssgd at 4,096 workers: auto {pick(auto):.6g} s, hierarchical {pick(own):.6g} s a period")
 PY
+    # A cluster file that names no algorithm: "auto" under --model (an estimate of an NCCL
+    # cluster), "ring" under --profile (docs/cluster.md).
+    "$python" -c 'import json, sys; d = json.load(open(sys.argv[1])); del d["allreduce"]; json.dump(d, open("unnamed.json", "w"))' "$base"
+    "$syncplan" whatif "${model[@]}" --cluster unnamed.json "${point[@]}" --csv unnamed.csv >unnamed.txt
+    grep -q "auto all-reduce" unnamed.txt || { echo "FAIL: --model with no algorithm named did not run auto"; cat unnamed.txt; exit 1; }
+    cmp flag.csv unnamed.csv || { echo "FAIL: --model with no algorithm named differs from --allreduce auto"; exit 1; }
+    "$syncplan" profile "${model[@]}" --device estimate -o gpt2.json >/dev/null
+    "$syncplan" whatif --profile gpt2.json --cluster unnamed.json "${point[@]}" --csv profile.csv >profile.txt
+    grep -q "ring all-reduce" profile.txt || { echo "FAIL: --profile with no algorithm named did not run the ring"; cat profile.txt; exit 1; }
     ;;
   *) echo "unknown case $case_name" >&2; exit 1 ;;
 esac
