@@ -597,8 +597,9 @@ class Engine {
     Collective& collective = collectives_[id];
     collective.phase = kFinished;
     comm_intervals_.push_back({collective.start_s, now_});
-    // Every all-reduce crosses the same links in the same proportions: bytes per link are the
-    // all-reduced total times each link's bytes per byte, summed once at the end.
+    // Every all-reduce of one model candidate crosses the same links in the same proportions: bytes
+    // per link are each candidate's all-reduced total times its links' bytes per byte, summed once
+    // at the end.
     if (!std::isnan(collective.bytes)) allreduced_bytes_[collective.candidate] += collective.bytes;
     for (int w = 0; w < simulated_ && traced(w); ++w) {
       const auto& bucket = collective.op->layers;
