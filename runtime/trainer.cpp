@@ -5,6 +5,7 @@
 #include "runtime/trainer.hpp"
 
 #include "comm/arrivals.hpp"
+#include "runtime/late_rank_watch.hpp"
 #include "comm/mpi_check.hpp"
 #include "core/errors.hpp"
 #include "core/field_error.hpp"
@@ -27,7 +28,6 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
-#include <map>
 #include <numeric>
 #include <sstream>
 #include <unistd.h>
@@ -39,10 +39,6 @@ namespace {
 // The largest batch or sequence a request may ask for: B S tokens of activations must fit in memory
 // long before this (CpuGraph refuses nothing itself).
 constexpr std::int64_t kMaxTokensPerBatch = std::int64_t{1} << 24;
-// How long a peer may give no sign of life before the late-rank text calls it silent or absent
-// (s; comm/arrivals.hpp's quiet_s), and how often the fatal-signal line's note is refreshed.
-constexpr double kQuiet_s = 1.0;
-constexpr double kNoteInterval_s = 0.5;
 // Complete checkpoints kept in --checkpoint DIR (older ones are removed).
 constexpr int kCheckpointsKept = 2;
 // The shortest --timeout-s (s): a deadline detects a dead or hung rank; far shorter ones fail healthy runs.
@@ -364,257 +360,213 @@ void agree_on_input(const MpiSession& mpi, const std::function<void()>& fn, doub
   }
 }
 
-TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_comm, const TrainRequest& request,
-                         const TrainProgress& progress, FatalSignalLine* line) {
+
+namespace {
+
+// ---- the run's pieces, in the order run_training uses them -------------------------------------
+
+// Everything the run reads and builds before its first iteration. Built in place and never moved:
+// the training device keeps references to the setup's model and GPU backend and to the clock.
+struct PreparedRun {
+  RunClock clock;
+  std::optional<Setup> setup;
+  std::unique_ptr<TrainingDevice> device;
+  std::optional<CheckpointIdentity> identity;
+  std::int64_t first_step = 0;  // the step the loop starts at: 0, or a resumed checkpoint's
+};
+
+// The setup and training device (agreed on every rank), the check that every rank runs the same
+// run, the initial parameters and, with --resume, the checkpoint put back. Throws as run_training.
+void prepare_run(const MpiSession& mpi, const TrainRequest& request, FatalSignalLine* line, PreparedRun& run) {
   const double setup_s = setup_deadline_s(request.timeout_s);
   const std::string me = "rank " + std::to_string(mpi.rank());
-  std::optional<Setup> setup;
-  RunClock clock;
-  std::unique_ptr<TrainingDevice> device_holder;
-  std::optional<CheckpointIdentity> identity;
   try {
     // A model too large for one rank's device memory is bad input on that rank, agreed like the rest.
     agree_on_input(mpi, [&] {
-      setup.emplace(read_setup(mpi, request));
-      device_holder = setup->gpu ? make_cuda_training_device(*setup->gpu, setup->model, setup->workload, request.adamw,
-                                                             setup->cuda_device, clock)
-                                 : make_cpu_training_device(setup->model, setup->workload, request.adamw, clock);
+      const Setup& setup = run.setup.emplace(read_setup(mpi, request));
+      run.device = setup.gpu ? make_cuda_training_device(*setup.gpu, setup.model, setup.workload, request.adamw,
+                                                         setup.cuda_device, run.clock)
+                             : make_cpu_training_device(setup.model, setup.workload, request.adamw, run.clock);
     }, setup_s);
-    identity = CheckpointIdentity{fingerprint_run(setup->schedule_identity, setup->spec, request.batch, request.seq, mpi.size()),
-                                  mpi.rank(), mpi.size(), run_settings(request)};
-    require_same_run(mpi, identity->fingerprint, setup_s);
+    run.identity = CheckpointIdentity{
+        fingerprint_run(run.setup->schedule_identity, run.setup->spec, request.batch, request.seq, mpi.size()),
+        mpi.rank(), mpi.size(), run_settings(request)};
+    require_same_run(mpi, run.identity->fingerprint, setup_s);
   } catch (const CommTimeout& e) {
     throw RunTimeout(me + ": before the first iteration: " + e.what());
   }
-  TrainingDevice& device = *device_holder;
-  ByteShard& shard = *setup->shard;
-  device.initialize(request.seed);
-  const Schedule& schedule = setup->schedule;
-  const std::size_t layers = device.layer_count();
-  std::int64_t first_step = 0;
-  if (!request.resume_dir.empty()) {
-    if (line) line->set_place("while reading the checkpoint of --resume");
-    try {
-      const TrainingState state = load_checkpoint(mpi, request.resume_dir, *identity,
-                                                  device.parameter_count(), request.timeout_s);
-      run_agreed(mpi, "the agreement on the resumed state", request.timeout_s,
-                 [&] { restore_state(state, request, schedule.period(), device, shard); });
-      first_step = state.step;
-    } catch (const CommTimeout& e) {
-      throw RunTimeout(me + ": while reading the checkpoint of --resume: " + e.what());
-    }
-  }
-
-  // The setup's agreements passed: the bucket communicator (MPI_Comm_idup under the deadline)
-  // comes after them, so that bad input never reaches it.
-  std::optional<Communicator> comm_holder;
-  std::optional<Arrivals> arrivals_holder;
+  run.device->initialize(request.seed);
+  if (request.resume_dir.empty()) return;
+  if (line) line->set_place("while reading the checkpoint of --resume");
   try {
-    comm_holder.emplace(make_comm(setup->cuda_device));
-    arrivals_holder.emplace(mpi, request.timeout_s);
+    const TrainingState state =
+        load_checkpoint(mpi, request.resume_dir, *run.identity, run.device->parameter_count(), request.timeout_s);
+    run_agreed(mpi, "the agreement on the resumed state", request.timeout_s, [&] {
+      restore_state(state, request, run.setup->schedule.period(), *run.device, *run.setup->shard);
+    });
+    run.first_step = state.step;
   } catch (const CommTimeout& e) {
-    throw RunTimeout(me + ": before the first iteration: " + e.what());
+    throw RunTimeout(me + ": while reading the checkpoint of --resume: " + e.what());
   }
-  Communicator& comm = *comm_holder;
-  Arrivals& arrivals = *arrivals_holder;
+}
 
-  const LayerBuffers buffers = [&](std::size_t layer) {
-    return device.layer_buffers(layer, schedule.kind == SyncKind::kGradients);
-  };
-  // Each layer's backward gives what its buckets wait for (a GPU's event; the same event object
-  // every iteration, recorded anew).
-  std::vector<void*> ready(layers, nullptr);
+// The run's communicators (the buckets' and the arrival messages'), made once the setup's
+// agreements have passed, so that bad input never reaches them.
+struct RunChannels {
+  RunChannels(const MpiSession& mpi, const CommunicatorFactory& make_comm, int cuda_device, double timeout_s)
+      : comm(make_comm(cuda_device)), arrivals(mpi, timeout_s) {}
+  Communicator comm;
+  Arrivals arrivals;
+};
+
+// The executor's options: what each bucket waits for (`ready`, by layer: the loop stores each
+// layer's backward result there), a GPU's device-memory snapshots of a delayed plan (on the CPU
+// the executor keeps them itself; docs/runtime.md section 11), the deadline, the emulated link,
+// the first iteration and the watch's hooks. `device`, `ready` and `watch` must outlive the executor.
+ExecutorOptions executor_options(const TrainRequest& request, TrainingDevice& device, const std::vector<void*>& ready,
+                                 std::int64_t first_step, LateRankWatch& watch) {
   ExecutorOptions options;
-  options.ready_event = [&](std::size_t layer) { return ready.at(layer); };
-  // A delayed plan on a GPU: its snapshots live in device memory, copied and corrected on the
-  // device's stream (docs/runtime.md section 11); on the CPU the executor keeps them itself.
+  options.ready_event = [&ready](std::size_t layer) { return ready.at(layer); };
   if (device.device_snapshots())
     options.device_snapshots = DeviceSnapshots{
-        [&](std::size_t floats) { return device.snapshot_buffer(floats); },
-        [&](std::span<const std::span<float>> tensors, std::span<float> own, std::span<float> mean) {
+        [&device](std::size_t floats) { return device.snapshot_buffer(floats); },
+        [&device](std::span<const std::span<float>> tensors, std::span<float> own, std::span<float> mean) {
           return device.snapshot(tensors, own, mean);
         },
-        [&](std::span<const std::span<float>> tensors, std::span<const float> own, std::span<const float> mean) {
+        [&device](std::span<const std::span<float>> tensors, std::span<const float> own, std::span<const float> mean) {
           device.correct(tensors, own, mean);
         }};
   options.timeout_s = request.timeout_s;
   options.link = request.link;
   options.first_iteration = first_step;
-  // Every bucket and checkpoint agreement is one Arrivals sequence number, in the same order on
-  // every rank. The buckets in flight belong to the current iteration (the executor waits for
-  // them before it ends) or, delayed, to earlier ones of the same period (no sync crosses its
-  // end), so their first layers are kept by sequence number for the period.
-  std::int64_t next_sequence = 0, newest = -1, place_iteration = -1;
-  std::map<std::int64_t, std::string> period_buckets;  // sequence -> the bucket's first layer
-  std::int64_t noted_sequence = -1;
-  double noted_s = 0;
-  // Who is late at bucket `sequence`, for the timeout line: a rank stopped later in backprop has
-  // arrived at the waited bucket and looks alive there (its arrival at a later bucket), so the
-  // first of this rank's later buckets where someone is late is named instead.
-  const auto late = [&](std::int64_t sequence) {
-    arrivals.progress();
-    for (std::int64_t s = sequence; s <= std::max(sequence, newest); ++s) {
-      const LateRanks ranks = arrivals.late(s, kQuiet_s);
-      if (ranks.absent.empty() && ranks.behind.empty() && ranks.silent.empty()) continue;
-      const auto named = s != sequence ? period_buckets.find(s) : period_buckets.end();
-      return (named != period_buckets.end() ? "at bucket '" + named->second + "': " : std::string()) +
-             late_ranks_text(ranks, kQuiet_s);
-    }
-    return late_ranks_text(LateRanks{}, kQuiet_s);
-  };
-  options.watch.started = [&](std::int64_t iteration, const std::string& first_layer) {
-    // A new period (not merely position 0: flsgd starts buckets only in its last iteration).
-    if (place_iteration < 0 || iteration / schedule.period() != place_iteration / schedule.period()) period_buckets.clear();
-    place_iteration = iteration;
-    const std::int64_t sequence = next_sequence++;
-    arrivals.arrive(sequence);
-    newest = sequence;
-    period_buckets[sequence] = first_layer;
-    if (line) line->set_place(iteration, first_layer);
-    return sequence;
-  };
-  options.watch.waiting = [&](std::int64_t sequence, double waited_s) {
-    arrivals.progress();
-    arrivals.heartbeat(newest);
-    // After a second of waiting the line names the late ranks, so that a rank mpirun ends before
-    // its own deadline still says who they are.
-    if (line && waited_s > kQuiet_s && (sequence != noted_sequence || waited_s - noted_s > kNoteInterval_s)) {
-      const auto waited = period_buckets.find(sequence);
-      line->set_place(place_iteration, waited != period_buckets.end() ? waited->second : std::string(), late(sequence));
-      noted_sequence = sequence;
-      noted_s = waited_s;
-    }
-  };
-  Executor executor(schedule, comm, buffers, clock, options);
+  options.watch = watch.hooks();
+  return options;
+}
 
-  const std::int64_t steps = request.iterations - first_step;
-  MeasuredTrace trace;
-  trace.reserve(static_cast<std::size_t>(steps) * (2 * layers + 8));
-  TrainResult result;
-  result.records.reserve(static_cast<std::size_t>(steps));
-  // The clocks of all ranks start together (to within the barrier's exit skew); a rank that hangs
-  // before it ends the others at the deadline rather than never.
+// Starts every rank's clock together (to within the barrier's exit skew); a rank that hangs before
+// it ends the others at the deadline rather than never.
+void start_clocks(const MpiSession& mpi, double timeout_s, RunClock& clock) {
   MPI_Request barrier = MPI_REQUEST_NULL;
   SYNCPLAN_MPI_CHECK(MPI_Ibarrier(MPI_COMM_WORLD, &barrier));
-  wait_or_throw(barrier, request.timeout_s, mpi.rank(), "the barrier that starts the run's clock");
+  wait_or_throw(barrier, timeout_s, mpi.rank(), "the barrier that starts the run's clock");
   clock.restart();
+}
 
-  try {
-    for (std::int64_t step = first_step; step < request.iterations; ++step) {
-      IterationRecord record;
-      record.rank = mpi.rank();
-      const double begin_s = clock.now_s();
-      executor.begin_iteration();
-      record.iteration = executor.iteration();
-      if (line) line->set_place(record.iteration, {});
-      const ByteBatch batch = shard.next();
-      device.set_batch(batch.ids, batch.targets, request.seed + static_cast<std::uint64_t>(record.iteration));
-      device.begin();
-      for (std::size_t l = 0; l < layers; ++l) {
-        device.forward(l);
-        executor.layer_forward_done(l);
-      }
-      for (std::size_t l = layers; l-- > 0;) {
-        ready[l] = device.backward(l);
-        executor.layer_backward_done(l);
-      }
-      executor.before_step();
-      device.step();
-      // The step is done before after_step's buckets (flsgd) read the parameters.
-      const IterationCompute compute = device.finish();
-      executor.after_step();
-      record.iteration_s = clock.now_s() - begin_s;
-      record.loss = compute.loss;
-      record.compute_s = compute.compute_s();
-      for (std::size_t l = 0; l < layers; ++l)
-        trace.record({EventKind::kForward, record.iteration, {l}, compute.forward[l].start_s, compute.forward[l].duration_s, 0});
-      for (std::size_t l = layers; l-- > 0;)
-        trace.record({EventKind::kBackward, record.iteration, {l}, compute.backward[l].start_s, compute.backward[l].duration_s, 0});
-      trace.record({EventKind::kUpdate, record.iteration, {}, compute.update.start_s, compute.update.duration_s, 0});
-
-      const ExecutedIteration& executed = executor.last_executed();
-      // On the CPU the executor's time in before_step and after_step; on a GPU the host runs ahead
-      // of the device and waits there for the computation too, so the wait is the time the compute
-      // stream was idle (docs/runtime.md section 10).
-      record.wait_s = device.asynchronous() ? std::max(0.0, record.iteration_s - record.compute_s) : executed.wait_s;
-      record.delayed = schedule.delayed();
-      const auto names_of = [&](const std::vector<std::size_t>& bucket) {
-        std::vector<std::string> names;
-        for (const std::size_t layer : bucket) names.push_back(schedule.layer_names[layer]);
-        return names;
-      };
-      for (const ExecutedBucket& bucket : executed.buckets) {
-        record.buckets.push_back(names_of(bucket.layers));
-        if (record.delayed) record.sync_delays.push_back(bucket.delay);
-        if (bucket.delay > 0) continue;  // it ends in a later iteration: traced when applied, below
-        // A GPU's bucket is launched (enqueued) before its layers' backward has run; it starts
-        // when the last of them has (on the CPU it is launched after them already).
-        double start_s = bucket.launch_s;
-        for (const std::size_t layer : bucket.layers)
-          start_s = std::max(start_s, compute.backward[layer].start_s + compute.backward[layer].duration_s);
-        trace.record({EventKind::kAllreduce, record.iteration, bucket.layers, start_s,
-                      std::max(0.0, bucket.end_s - start_s), bucket.bytes});
-        // Averaged in place: in the parameters when this rank saw it complete.
-        if (record.delayed)
-          record.applied.push_back({record.iteration, record.buckets.back(), 0, bucket.launch_s, bucket.end_s, bucket.end_s});
-      }
-      // Delayed buckets (CPU only: launched after their layers' backward) span from their launch
-      // iteration into this one; the trace files them under their launch iteration.
-      for (const AppliedSync& sync : executed.applied) {
-        const ExecutedBucket& bucket = sync.bucket;
-        trace.record({EventKind::kAllreduce, sync.started_iteration, bucket.layers, bucket.launch_s,
-                      std::max(0.0, bucket.end_s - bucket.launch_s), bucket.bytes, bucket.delay});
-        record.applied.push_back({sync.started_iteration, names_of(bucket.layers), bucket.delay, bucket.launch_s,
-                                  bucket.end_s, sync.applied_s});
-      }
-      if (step == first_step) result.first_loss = record.loss;
-      result.last_loss = record.loss;
-      if (progress) progress(record);
-      result.records.push_back(std::move(record));
-
-      const std::int64_t done = executor.iteration();
-      if (!request.checkpoint_dir.empty() && done % request.checkpoint_every == 0) {
-        // The agreement is announced like a bucket, so that its timeout can name the late ranks.
-        const std::int64_t sequence = next_sequence++;
-        arrivals.arrive(sequence);
-        newest = sequence;
-        if (line) line->set_place("while writing the checkpoint of step " + std::to_string(done));
-        const double checkpoint_start_s = clock.now_s();
-        try {
-          save_checkpoint(mpi, request.checkpoint_dir,
-                          training_state(device, shard, done, schedule.period(), request.seed), *identity,
-                          request.timeout_s, kCheckpointsKept, [&] {
-                            arrivals.progress();
-                            arrivals.heartbeat(sequence);
-                          });
-        } catch (const CommTimeout&) {
-          throw RunTimeout(me + ": iteration " + std::to_string(done - 1) + ": the checkpoint of step " +
-                           std::to_string(done) + " was not agreed within its deadline of " +
-                           number_text(request.timeout_s) + " s; " + late(sequence));
-        }
-        // Between iterations done - 1 and done: not an iteration's time, in the log or the trace.
-        trace.record({EventKind::kCheckpoint, done - 1, {}, checkpoint_start_s, clock.now_s() - checkpoint_start_s, 0});
-      }
-    }
-    // A run that ends inside a period leaves delayed syncs in flight, due before steps it does not
-    // run: every rank waits for them (collectives must complete) and drops them.
-    executor.drain();
-  } catch (const SyncTimeout& e) {
-    throw RunTimeout(std::string(e.what()) + "; " + late(e.tag()));
+// One iteration's computation with the executor's hooks around it: the batch, forward, backward
+// (each layer's ready event into `ready`), the step. The executor's iteration has begun.
+IterationCompute train_iteration(TrainingDevice& device, Executor& executor, ByteShard& shard, std::uint64_t seed,
+                                 std::vector<void*>& ready) {
+  const ByteBatch batch = shard.next();
+  device.set_batch(batch.ids, batch.targets, seed + static_cast<std::uint64_t>(executor.iteration()));
+  device.begin();
+  const std::size_t layers = device.layer_count();
+  for (std::size_t l = 0; l < layers; ++l) {
+    device.forward(l);
+    executor.layer_forward_done(l);
   }
-  if (line) line->set_place("while gathering the log and trace to rank 0");
+  for (std::size_t l = layers; l-- > 0;) {
+    ready[l] = device.backward(l);
+    executor.layer_backward_done(l);
+  }
+  executor.before_step();
+  device.step();
+  // The step is done before after_step's buckets (flsgd) read the parameters.
+  const IterationCompute compute = device.finish();
+  executor.after_step();
+  return compute;
+}
 
-  // Gather: each rank's log lines and trace events as text, merged on rank 0.
+// The iteration's layer computations and update in the trace.
+void trace_compute(MeasuredTrace& trace, std::int64_t iteration, const IterationCompute& compute) {
+  const std::size_t layers = compute.forward.size();
+  for (std::size_t l = 0; l < layers; ++l)
+    trace.record({EventKind::kForward, iteration, {l}, compute.forward[l].start_s, compute.forward[l].duration_s, 0});
+  for (std::size_t l = layers; l-- > 0;)
+    trace.record({EventKind::kBackward, iteration, {l}, compute.backward[l].start_s, compute.backward[l].duration_s, 0});
+  trace.record({EventKind::kUpdate, iteration, {}, compute.update.start_s, compute.update.duration_s, 0});
+}
+
+// The log record of iteration `iteration` (`iteration_s` long) on rank `rank`, and its buckets in
+// the trace: each undelayed bucket under this iteration, each delayed one applied in it under the
+// iteration that launched it. `asynchronous`: the device runs behind the host (a GPU), so the
+// wait is the time the compute stream was idle (docs/runtime.md section 10); on the CPU it is
+// the executor's time in before_step and after_step.
+IterationRecord record_iteration(int rank, std::int64_t iteration, double iteration_s, const IterationCompute& compute,
+                                 const ExecutedIteration& executed, const Schedule& schedule, bool asynchronous,
+                                 MeasuredTrace& trace) {
+  IterationRecord record;
+  record.rank = rank;
+  record.iteration = iteration;
+  record.iteration_s = iteration_s;
+  record.loss = compute.loss;
+  record.compute_s = compute.compute_s();
+  record.wait_s = asynchronous ? std::max(0.0, iteration_s - record.compute_s) : executed.wait_s;
+  record.delayed = schedule.delayed();
+  const auto names_of = [&](const std::vector<std::size_t>& bucket) {
+    std::vector<std::string> names;
+    for (const std::size_t layer : bucket) names.push_back(schedule.layer_names[layer]);
+    return names;
+  };
+  for (const ExecutedBucket& bucket : executed.buckets) {
+    record.buckets.push_back(names_of(bucket.layers));
+    if (record.delayed) record.sync_delays.push_back(bucket.delay);
+    if (bucket.delay > 0) continue;  // it ends in a later iteration: traced when applied, below
+    // A GPU's bucket is launched (enqueued) before its layers' backward has run; it starts
+    // when the last of them has (on the CPU it is launched after them already).
+    double start_s = bucket.launch_s;
+    for (const std::size_t layer : bucket.layers)
+      start_s = std::max(start_s, compute.backward[layer].start_s + compute.backward[layer].duration_s);
+    trace.record({EventKind::kAllreduce, iteration, bucket.layers, start_s, std::max(0.0, bucket.end_s - start_s),
+                  bucket.bytes});
+    // Averaged in place: in the parameters when this rank saw it complete.
+    if (record.delayed) record.applied.push_back({iteration, record.buckets.back(), 0, bucket.launch_s, bucket.end_s, bucket.end_s});
+  }
+  // Delayed buckets (CPU only: launched after their layers' backward) span from their launch
+  // iteration into this one; the trace files them under their launch iteration.
+  for (const AppliedSync& sync : executed.applied) {
+    const ExecutedBucket& bucket = sync.bucket;
+    trace.record({EventKind::kAllreduce, sync.started_iteration, bucket.layers, bucket.launch_s,
+                  std::max(0.0, bucket.end_s - bucket.launch_s), bucket.bytes, bucket.delay});
+    record.applied.push_back({sync.started_iteration, names_of(bucket.layers), bucket.delay, bucket.launch_s, bucket.end_s,
+                              sync.applied_s});
+  }
+  return record;
+}
+
+// After step `done`: this rank's state saved into request.checkpoint_dir (collective, under the
+// run's deadline; a timeout names the late ranks), traced between iterations done - 1 and done
+// (not an iteration's time). Throws RunTimeout.
+void save_step(const MpiSession& mpi, const TrainRequest& request, PreparedRun& run, std::int64_t done,
+               LateRankWatch& watch, FatalSignalLine* line, MeasuredTrace& trace) {
+  const std::int64_t sequence = watch.agreement_started();
+  if (line) line->set_place("while writing the checkpoint of step " + std::to_string(done));
+  const double start_s = run.clock.now_s();
+  try {
+    save_checkpoint(mpi, request.checkpoint_dir,
+                    training_state(*run.device, *run.setup->shard, done, run.setup->schedule.period(), request.seed),
+                    *run.identity, request.timeout_s, kCheckpointsKept, [&] { watch.agreement_waiting(sequence); });
+  } catch (const CommTimeout&) {
+    throw RunTimeout("rank " + std::to_string(mpi.rank()) + ": iteration " + std::to_string(done - 1) +
+                     ": the checkpoint of step " + std::to_string(done) + " was not agreed within its deadline of " +
+                     number_text(request.timeout_s) + " s; " + watch.late(sequence));
+  }
+  trace.record({EventKind::kCheckpoint, done - 1, {}, start_s, run.clock.now_s() - start_s, 0});
+}
+
+// Every rank's log lines and trace events gathered to rank 0 and merged there: result.log_text
+// sorted by iteration, then rank, and result.trace. Nothing changes on the other ranks.
+void gather_to_root(const MpiSession& mpi, const TrainRequest& request, const Schedule& schedule,
+                    const MeasuredTrace& trace, TrainResult& result) {
   std::string log_text;
   for (const IterationRecord& record : result.records) log_text += json_text(log_line(record, request.link)) + '\n';
   const std::vector<std::string> logs = gather_text(mpi, log_text, request.timeout_s);
   const std::vector<std::string> traces =
       gather_text(mpi, json_text(measured_trace_events(trace, mpi.rank(), schedule.layer_names)), request.timeout_s);
-  if (!mpi.is_root()) return result;
-  // Lines sorted by iteration, then rank: every rank ran the same iterations, so take one line of each in turn.
+  if (!mpi.is_root()) return;
+  // Every rank ran the same iterations: take one line of each in turn.
   std::vector<std::istringstream> streams;
   for (const std::string& text : logs) streams.emplace_back(text);
-  for (std::int64_t step = 0; step < steps; ++step)
+  for (std::size_t step = 0; step < result.records.size(); ++step)
     for (std::istringstream& stream : streams) {
       std::string line_text;
       if (std::getline(stream, line_text)) result.log_text += line_text + '\n';
@@ -623,6 +575,59 @@ TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_
   for (std::size_t r = 0; r < traces.size(); ++r)
     for (Json& event : parse_json_text(traces[r], "rank " + std::to_string(r) + "'s trace")) events.push_back(std::move(event));
   result.trace = measured_trace_document(std::move(events), about_run(request, schedule, mpi.size()));
+}
+
+}  // namespace
+
+TrainResult run_training(const MpiSession& mpi, const CommunicatorFactory& make_comm, const TrainRequest& request,
+                         const TrainProgress& progress, FatalSignalLine* line) {
+  PreparedRun run;
+  prepare_run(mpi, request, line, run);
+  TrainingDevice& device = *run.device;
+  const Schedule& schedule = run.setup->schedule;
+  std::optional<RunChannels> channels;
+  try {
+    channels.emplace(mpi, make_comm, run.setup->cuda_device, request.timeout_s);
+  } catch (const CommTimeout& e) {
+    throw RunTimeout("rank " + std::to_string(mpi.rank()) + ": before the first iteration: " + e.what());
+  }
+  LateRankWatch watch(channels->arrivals, schedule.period(), line);
+  std::vector<void*> ready(device.layer_count(), nullptr);  // each layer's backward result (a GPU's event)
+  const bool gradients = schedule.kind == SyncKind::kGradients;
+  Executor executor(schedule, channels->comm, [&](std::size_t layer) { return device.layer_buffers(layer, gradients); },
+                    run.clock, executor_options(request, device, ready, run.first_step, watch));
+
+  TrainResult result;
+  result.records.reserve(static_cast<std::size_t>(request.iterations - run.first_step));
+  MeasuredTrace trace;
+  trace.reserve(result.records.capacity() * (2 * device.layer_count() + 8));
+  start_clocks(mpi, request.timeout_s, run.clock);
+  try {
+    for (std::int64_t step = run.first_step; step < request.iterations; ++step) {
+      const double begin_s = run.clock.now_s();
+      executor.begin_iteration();
+      const std::int64_t iteration = executor.iteration();
+      if (line) line->set_place(iteration, {});
+      const IterationCompute compute = train_iteration(device, executor, *run.setup->shard, request.seed, ready);
+      trace_compute(trace, iteration, compute);
+      IterationRecord record = record_iteration(mpi.rank(), iteration, run.clock.now_s() - begin_s, compute,
+                                                executor.last_executed(), schedule, device.asynchronous(), trace);
+      if (progress) progress(record);
+      result.records.push_back(std::move(record));
+      const std::int64_t done = executor.iteration();
+      if (!request.checkpoint_dir.empty() && done % request.checkpoint_every == 0)
+        save_step(mpi, request, run, done, watch, line, trace);
+    }
+    // A run that ends inside a period leaves delayed syncs in flight, due before steps it does not
+    // run: every rank waits for them (collectives must complete) and drops them.
+    executor.drain();
+  } catch (const SyncTimeout& e) {
+    throw RunTimeout(std::string(e.what()) + "; " + watch.late(e.tag()));
+  }
+  result.first_loss = result.records.front().loss;
+  result.last_loss = result.records.back().loss;
+  if (line) line->set_place("while gathering the log and trace to rank 0");
+  gather_to_root(mpi, request, schedule, trace, result);
   return result;
 }
 
