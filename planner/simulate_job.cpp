@@ -23,18 +23,36 @@ double relative_difference(double a, double b) {
   return scale == 0 ? 0.0 : std::fabs(a - b) / scale;
 }
 
-// A strategy's period: 1..kMaxPeriod (a plan brings its own, checked when it was read).
-void require_strategy_period(const SimulateRequest& request) {
-  if (request.plan) return;
-  require_valid_period(request.period);
-}
-
 ResultSubject subject_of(const SimulateRequest& request) {
   return {request.sync.profile.model, request.origin, request.plan ? request.plan_origin : "",
           request.plan ? "" : request.strategy};
 }
 
 }  // namespace
+
+void validate_simulate_request(const SimulateRequest& request) {
+  // A strategy's period (a plan brings its own, checked when it was read).
+  if (!request.plan && !request.strategy.empty()) require_valid_period(request.period);
+  if (request.iterations && (*request.iterations < 1 || *request.iterations > limits::kMaxIterations))
+    throw FieldError("iterations", "iterations: must be in 1.." + std::to_string(limits::kMaxIterations) + ", got " +
+                                       std::to_string(*request.iterations));
+  if (request.comm_streams < 1 || request.comm_streams > limits::kMaxCommStreams)
+    throw FieldError("comm_streams", "comm_streams: must be in 1.." + std::to_string(limits::kMaxCommStreams) +
+                                         ", got " + std::to_string(request.comm_streams));
+  if (!(request.bucket_cap_bytes > 0 && request.bucket_cap_bytes <= static_cast<double>(limits::kMaxSizeBytes)))
+    throw FieldError("bucket_cap_bytes", "bucket_cap_bytes: must be > 0 and at most 1 PiB, got " +
+                                             format_shortest(request.bucket_cap_bytes / units::kBytesPerMiB) + " MiB");
+  if (request.trace_workers < 0)
+    throw FieldError("trace_workers", "trace_workers: must be >= 0 (0: no trace), got " + std::to_string(request.trace_workers));
+  const SyncTimes& sync = request.sync;
+  const std::optional<int> workers = sync.cluster ? std::optional<int>(sync.cluster->workers)
+                                     : sync.link  ? std::optional<int>(sync.link->workers)
+                                                  : std::nullopt;
+  if (workers && request.trace_workers > *workers)
+    throw FieldError("trace_workers", "trace_workers: " + std::to_string(request.trace_workers) + " is more than the " +
+                                          std::to_string(*workers) + " worker" + (*workers == 1 ? "" : "s") + " of " +
+                                          (sync.cluster ? sync.cluster_origin : "the link fit " + sync.link_origin));
+}
 
 void check_trace_extent(double latest_us, const std::string& field) {
   if (latest_us <= limits::kLongestTraceTime_us) return;
@@ -54,7 +72,7 @@ void check_result_iterations(const std::vector<double>& iteration_s, const std::
 }
 
 PeriodModelOutcome simulate_period_model(const SimulateRequest& request) {
-  require_strategy_period(request);
+  validate_simulate_request(request);
   PeriodModelOutcome outcome;
   // With a link fit in use, a plan's buckets are charged the link model on their bytes.
   outcome.times = sync_backprop_times(request.sync, request.origin);
@@ -110,7 +128,7 @@ DesOutcome simulate_des(const SimulateRequest& request) {
   const std::shared_ptr<const LinkModel> link_model =
       request.sync.link_used ? std::make_shared<const LinkModel>(*request.sync.link) : nullptr;
   const LinkModel* link = link_model.get();
-  require_strategy_period(request);
+  validate_simulate_request(request);
   DesOutcome outcome;
   outcome.layers = des_layers(request.sync.profile, request.origin, source);
   const bool measured_spread = cluster.jitter && cluster.jitter->distribution == JitterSpec::Distribution::kMeasured;
@@ -136,10 +154,10 @@ DesOutcome simulate_des(const SimulateRequest& request) {
     if (strategy.period_model()) outcome.assignment = strategy.run_period_model(times, request.period).assignment;
   }
   DesOptions options;
-  options.iterations = request.iterations.value_or(outcome.program.period());
-  options.comm_streams = request.comm_streams;
+  options.iterations = static_cast<int>(request.iterations.value_or(outcome.program.period()));
+  options.comm_streams = static_cast<int>(request.comm_streams);
   options.sync_time = source;
-  options.trace_workers = request.trace_workers;
+  options.trace_workers = static_cast<int>(request.trace_workers);
   options.link_bytes = request.link_bytes;
   options.result_document = request.result_document;
   if (outcome.buckets && source == SyncTimeSource::kMeasured) options.bucket_alpha_s = outcome.buckets->alpha_s;
@@ -161,7 +179,7 @@ DesOutcome simulate_des(const SimulateRequest& request) {
                      "or slowdowns are out of any meaningful range");
   }
   // A trace of a run longer than a trace's event times may be (compare refuses them) is not written.
-  if (options.trace_workers > 0) check_trace_extent(result.total_s * units::kMicrosecondsPerSecond, "trace_workers");
+  if (options.trace_workers > 0) check_trace_extent(result.total_s * units::kMicrosecondsPerSecond, "trace");
   if (request.result_document) check_result_iterations(result.iteration_s, "result_document");
   if (outcome.assignment)
     outcome.period_model = outcome.buckets ? time_buckets(times, *outcome.buckets) : time_assignment(times, *outcome.assignment);

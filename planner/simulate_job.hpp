@@ -16,7 +16,8 @@
 namespace syncplan {
 
 /// What to simulate: a plan (checked against the profile) or a strategy of the table with a period.
-/// Errors name these fields (FieldError: "strategy", "period").
+/// The numbers are as the caller was given them (wide integers, so that a command line's value
+/// is reported as typed); validate_simulate_request checks their ranges, naming these fields.
 struct SimulateRequest {
   SyncTimes sync;            ///< the profile and where its all-reduce times come from (choose_sync_times)
   std::string origin;        ///< the profile's path, for messages and the result
@@ -25,10 +26,10 @@ struct SimulateRequest {
   std::string strategy;      ///< a strategy name (when no plan)
   int period = 0;            ///< H for `strategy`, 1..kMaxPeriod
   // The DES only (sync.cluster set, or ddp/mgwfbp on a link fit alone):
-  std::optional<int> iterations;   ///< iterations to run (1..100,000); unset: one period
-  int comm_streams = 1;            ///< communication streams per worker (1..64)
-  double bucket_cap_bytes = kDdpBucketCapMiB * units::kBytesPerMiB;  ///< ddp's bucket cap (bytes, > 0)
-  int trace_workers = 0;           ///< record the timelines of this many workers (0: no trace)
+  std::optional<std::int64_t> iterations;  ///< iterations to run (1..limits::kMaxIterations); unset: one period
+  std::int64_t comm_streams = 1;           ///< communication streams per worker (1..limits::kMaxCommStreams)
+  double bucket_cap_bytes = kDdpBucketCapMiB * units::kBytesPerMiB;  ///< ddp's bucket cap (bytes, > 0, <= limits::kMaxSizeBytes)
+  std::int64_t trace_workers = 0;  ///< record the timelines of this many workers (0: no trace; at most the workers)
   /// Report bytes per directed link (DesOptions::link_bytes): 2 links per worker and 2 per node,
   /// the only part of a run of identical workers that grows with the worker count (about 45 MB
   /// at 100,000 workers, docs/des.md section 5). false: the result's link_bytes is empty.
@@ -37,6 +38,16 @@ struct SimulateRequest {
   /// document (DesOptions::result_document).
   bool result_document = false;
 };
+
+/// The one check of a simulate request's ranges, made by both engines' jobs before anything is
+/// simulated (and by the command line and the what-if job before any file is read). Throws
+/// FieldError naming the field: "period" (with a strategy and no plan: 1..kMaxPeriod, require_valid_period),
+/// "iterations" (when set: 1..limits::kMaxIterations), "comm_streams" (1..limits::kMaxCommStreams),
+/// "bucket_cap_bytes" (> 0 and at most limits::kMaxSizeBytes; the message gives MiB, as
+/// `--bucket-cap-mb` does), "trace_workers" (>= 0, and at most the workers of request.sync's
+/// cluster or link fit when it has one). The strategy's name is checked where the engine is
+/// known (strategy_for with StrategyUse::kDes or kPeriodModel).
+void validate_simulate_request(const SimulateRequest& request);
 
 /// Refuses a trace that compare could not read back (what the tool writes it reads back, SPEC
 /// section 2): `latest_us` is the end of its latest event (microseconds); past

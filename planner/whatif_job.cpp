@@ -192,10 +192,20 @@ void validate_whatif_values(const WhatifRequest& request) {
     if (!(value >= 0 && value <= limits::kMaxLatency_us))
       throw FieldError("latency_us", "latency_us: " + format_shortest(value) + " is outside 0.." +
                                          format_shortest(limits::kMaxLatency_us) + " us");
-  for (const std::optional<int>& period : request.periods)
-    if (period && (*period < 1 || *period > limits::kMaxPeriod))
-      throw FieldError("periods", "periods: " + std::to_string(*period) + " is outside 1.." +
-                                      std::to_string(limits::kMaxPeriod));
+  // Each point's simulate request has these ranges (one rule: validate_simulate_request), checked
+  // here before any point runs; an `auto` period is chosen in range.
+  for (const std::optional<int>& period : request.periods) {
+    SimulateRequest point;
+    point.strategy = request.strategies.front();
+    point.period = period.value_or(1);
+    point.iterations = request.iterations;
+    try {
+      validate_simulate_request(point);
+    } catch (const FieldError& e) {
+      if (e.field() != "period") throw;
+      throw FieldError("periods", e.renamed("periods"));
+    }
+  }
   for (const std::string& name : request.strategies) {
     try {
       strategy_for(name, StrategyUse::kDes);
@@ -222,9 +232,6 @@ void validate_whatif_values(const WhatifRequest& request) {
   if (!(request.max_overhead > 0 && request.max_overhead <= 100))
     throw FieldError("max_overhead", "max_overhead: must be a fraction of compute in (0, 100], got " +
                                          format_shortest(request.max_overhead));
-  if (request.iterations && (*request.iterations < 1 || *request.iterations > limits::kMaxIterations))
-    throw FieldError("iterations", "iterations: must be in 1.." + std::to_string(limits::kMaxIterations) + ", got " +
-                                       std::to_string(*request.iterations));
   // The grid's size, counted in double so that no product of list sizes overflows.
   const double points = static_cast<double>(request.workers.size()) * static_cast<double>(request.bandwidth_Gbps.size()) *
                         static_cast<double>(request.latency_us.size()) * static_cast<double>(request.periods.size()) *
@@ -395,7 +402,7 @@ class SettingRunner {
     // Whole periods only (issue 24 item 17: at 15 iterations of H = 10 the row's period_s fell
     // below the plan's proven lower bound): K rounded up to a multiple of this point's H, or down
     // when that passes the iteration limit (docs/whatif.md).
-    if (request_.iterations) simulate.iterations = whole_periods(*request_.iterations, period_);
+    if (request_.iterations) simulate.iterations = whole_periods(static_cast<int>(*request_.iterations), period_);
     simulate.link_bytes = false;  // the rows read no per-link bytes: a point costs no memory per worker
     const Strategy& strategy = strategy_for(name, StrategyUse::kDes);
     if (strategy.plannable()) {

@@ -71,7 +71,7 @@ struct WhatifRequest {
   SearchOptions search = {kWhatifSearchLimit_s, SearchOptions{}.rounds, 1, {}, std::nullopt, std::nullopt};
   bool fill_bubbles = false;
   bool fuse_buckets = false;
-  std::optional<int> iterations;  ///< DES iterations per point (1..100,000); unset: one period
+  std::optional<std::int64_t> iterations;  ///< DES iterations per point (1..limits::kMaxIterations); unset: one period
 };
 
 /// How the sweep runs: threads here, ranks of an MPI job, and who hears of progress.

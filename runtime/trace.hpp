@@ -1,10 +1,11 @@
 // The measured trace of a run (docs/runtime.md section 4): compute and all-reduce events timed
-// with a steady clock from the run's start, written as a Chrome trace in the discrete-event
-// simulator's schema (simulator/des/engine.hpp des_trace_json: pid = rank, tid 0 compute,
-// tid 1 all-reduces) so that `syncplan compare` reads both alike.
+// with a steady clock from the run's start, written by the discrete-event simulator's own writer
+// (simulator/trace.hpp timeline_slice_json: pid = rank, tid 0 compute, tid 1 all-reduces) so
+// that `syncplan compare` reads both alike.
 #pragma once
 
 #include "core/json_io.hpp"
+#include "simulator/trace.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -35,10 +36,6 @@ class RunClock {
   Clock::time_point start_;
 };
 
-/// What a measured event is; the DES's categories, and the checkpoint written between two
-/// iterations (no DES event: `compare` leaves its time out of the iterations, as the log does).
-enum class EventKind { kForward, kBackward, kUpdate, kAllreduce, kCheckpoint };
-
 /// One measured event of one rank.
 struct MeasuredEvent {
   EventKind kind = EventKind::kForward;
@@ -67,18 +64,14 @@ class MeasuredTrace {
 };
 
 /// The Chrome trace events of `trace` for rank `rank` (the "traceEvents" entries): process and
-/// thread names ("rank R", "compute", "comm stream 0"), then one "X" event per measured event with
-/// ts/dur in microseconds: tid 0 "forward NAME"/"backward NAME" (cat forward/backward, args layer,
+/// thread names ("rank R", "compute", "comm stream 0"), then one "X" event per measured event
+/// (timeline_slice_json, the DES's writer) with ts/dur in microseconds: tid 0 "forward NAME"/"backward NAME" (cat forward/backward, args layer,
 /// iteration) and "update" (cat update); tid 1 "all-reduce FIRST .. LAST (n layers)" (cat
 /// allreduce, args iteration, layer or layers in backprop order, bytes, and for a delayed one
 /// delay and applied_iteration = iteration + delay); tid 0 "checkpoint" (cat checkpoint, args
 /// after_iteration: the iteration it follows, and no `iteration`: it belongs to none).
 /// `layer_names` are the model's, forward order.
 Json measured_trace_events(const MeasuredTrace& trace, int rank, const std::vector<std::string>& layer_names);
-
-/// The all-reduce event name the DES uses: "all-reduce FIRST" or "all-reduce FIRST .. LAST (n
-/// layers)", layers in backprop order.
-std::string allreduce_event_name(const std::vector<std::size_t>& layers, const std::vector<std::string>& layer_names);
 
 /// The whole trace document: {"traceEvents": events, "displayTimeUnit": "ms", "syncplan": about},
 /// `about` saying where it came from (source "measured", strategy, plan, ranks, emulated link).

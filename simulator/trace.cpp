@@ -29,6 +29,56 @@ Json thread_name(int stream, const char* name) {
 }
 }  // namespace
 
+const char* event_category(EventKind kind) {
+  switch (kind) {
+    case EventKind::kForward: return "forward";
+    case EventKind::kBackward: return "backward";
+    case EventKind::kUpdate: return "update";
+    case EventKind::kAllreduce: return "allreduce";
+    case EventKind::kCheckpoint: return "checkpoint";
+  }
+  return "";
+}
+
+std::string timeline_slice_name(EventKind kind, const std::vector<std::string>& layers) {
+  switch (kind) {
+    case EventKind::kForward:
+    case EventKind::kBackward:
+      return std::string(event_category(kind)) + (layers.empty() ? " (unattributed)" : " " + layers.front());
+    case EventKind::kAllreduce: {
+      std::string name = "all-reduce " + layers.at(0);
+      if (layers.size() > 1) name += " .. " + layers.back() + " (" + std::to_string(layers.size()) + " layers)";
+      return name;
+    }
+    case EventKind::kUpdate:
+    case EventKind::kCheckpoint: return event_category(kind);
+  }
+  return "";
+}
+
+Json timeline_slice_json(const TimelineSlice& slice) {
+  Json args = slice.kind == EventKind::kCheckpoint ? Json{{"after_iteration", slice.iteration}}
+                                                   : Json{{"iteration", slice.iteration}};
+  if (slice.layers.size() == 1) args["layer"] = slice.layers.front();
+  else if (slice.layers.size() > 1) args["layers"] = slice.layers;
+  if (slice.bytes) args["bytes"] = *slice.bytes;
+  if (slice.delay > 0) {
+    args["delay"] = slice.delay;
+    args["applied_iteration"] = slice.iteration + slice.delay;
+  }
+  return Json{{"name", timeline_slice_name(slice.kind, slice.layers)}, {"cat", event_category(slice.kind)},
+              {"ph", "X"}, {"pid", slice.pid}, {"tid", slice.tid}, {"ts", units::seconds_to_us(slice.start_s)},
+              {"dur", units::seconds_to_us(slice.duration_s)}, {"args", std::move(args)}};
+}
+
+void append_timeline_tracks(Json& events, int pid, const std::string& process, int comm_streams) {
+  events.push_back(Json{{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"args", {{"name", process}}}});
+  events.push_back(Json{{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0}, {"args", {{"name", "compute"}}}});
+  for (int s = 0; s < comm_streams; ++s)
+    events.push_back(Json{{"name", "thread_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 1 + s},
+                          {"args", {{"name", "comm stream " + std::to_string(s)}}}});
+}
+
 Json period_trace(const BackpropTimes& times, const PeriodTiming& timing) {
   Json events = Json::array();
   events.push_back(Json{{"name", "process_name"}, {"ph", "M"}, {"pid", 0},

@@ -168,13 +168,6 @@ void print_table(std::ostream& out, const std::vector<std::vector<std::string>>&
   }
 }
 
-int checked_iterations(long long iterations) {
-  if (iterations < 1 || iterations > limits::kMaxIterations)
-    throw InputError("--iterations: must be in 1.." + std::to_string(limits::kMaxIterations) + ", got " +
-                     std::to_string(iterations));
-  return static_cast<int>(iterations);
-}
-
 int checked_period(const std::string& text) {
   std::size_t digits = text.size() > 0 && (text[0] == '-' || text[0] == '+') ? 1 : 0;
   const bool whole = digits < text.size() &&

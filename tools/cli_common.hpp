@@ -86,10 +86,6 @@ void print_table(std::ostream& out, const std::vector<std::vector<std::string>>&
 /// "--period: ..." quoting the text otherwise (also when it is too large for any integer type).
 int checked_period(const std::string& text);
 
-/// --iterations N of simulate and whatif as the int a request holds: checked against
-/// [1, limits::kMaxIterations] before it is narrowed (whatif once ran 1 iteration for 4294967297).
-/// Throws InputError "--iterations: must be in 1..100000, got N".
-int checked_iterations(long long iterations);
 
 /// A library request's field and the flag that sets it, e.g. {"period", "--period"}.
 struct FieldFlag {

@@ -39,7 +39,7 @@ struct SimulateOptions {
 constexpr std::initializer_list<FieldFlag> kSimulateFlags = {
     {"strategy", "--strategy"}, {"period", "--period"}, {"bucket_cap_bytes", "--bucket-cap-mb"},
     {"sync_time", "--sync-time"}, {"iterations", "--iterations"}, {"comm_streams", "--comm-streams"},
-    {"trace_workers", "--trace"}, {"result_document", "-o"}};
+    {"trace_workers", "--trace-workers"}, {"trace", "--trace"}, {"result_document", "-o"}};
 
 int run_simulate_des(const SimulateOptions& options, SimulateRequest request);
 
@@ -81,6 +81,16 @@ int run_simulate(const SimulateOptions& options) {
   request.strategy = options.strategy;
   request.result_document = !options.output_path.empty();
   request.period = period;
+  if (options.iterations_given) request.iterations = options.iterations;
+  request.comm_streams = options.comm_streams;
+  request.bucket_cap_bytes = options.bucket_cap_mb * units::kBytesPerMiB;
+  // 0 workers is the request's "no trace": the flag itself asks for at least one.
+  if (options.trace_workers < 1)
+    throw InputError("--trace-workers: must be >= 1 (a trace of no worker is empty), got " +
+                     std::to_string(options.trace_workers));
+  request.trace_workers = options.trace_path.empty() ? 0 : options.trace_workers;
+  // The ranges, before any file is read; again with the cluster's workers known (simulate_des).
+  with_flags(kSimulateFlags, [&] { validate_simulate_request(request); });
   // ddp and mgwfbp run only in the DES: with --link alone, on the link fit's workers.
   const Strategy* strategy = options.plan_path.empty() ? find_strategy(options.strategy) : nullptr;
   const bool des_only = strategy && strategy->needs_cluster();
@@ -92,6 +102,7 @@ int run_simulate(const SimulateOptions& options) {
     throw InputError("--comm-streams: needs --cluster CLUSTER.json (the period model has one link)");
   if (options.trace_workers_given)
     throw InputError("--trace-workers: needs --cluster CLUSTER.json (the period model traces one worker)");
+  request.trace_workers = 0;  // the period model's trace is one worker's, whatever the workers
 
   request.sync = read_sync_times(options.profile_path, options.sync);
   const Profile& profile = request.sync.profile;
@@ -185,21 +196,6 @@ std::string cluster_text(const Cluster& cluster, const std::string& path) {
 }
 
 int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
-  if (options.iterations_given) request.iterations = checked_iterations(options.iterations);
-  if (options.comm_streams < 1 || options.comm_streams > limits::kMaxCommStreams)
-    throw InputError("--comm-streams: must be in 1.." + std::to_string(limits::kMaxCommStreams) + ", got " +
-                     std::to_string(options.comm_streams));
-  if (options.trace_workers < 1)
-    throw InputError("--trace-workers: must be >= 1 (a trace of no worker is empty), got " +
-                     std::to_string(options.trace_workers));
-  const double max_cap_mb = static_cast<double>(limits::kMaxSizeBytes) / units::kBytesPerMiB;
-  if (!(options.bucket_cap_mb > 0 && options.bucket_cap_mb <= max_cap_mb))
-    throw InputError("--bucket-cap-mb: must be a number > 0 and at most " + format_short(max_cap_mb, 0) +
-                     " (1 PiB), got " + format_shortest(options.bucket_cap_mb));
-  request.comm_streams = static_cast<int>(options.comm_streams);
-  request.bucket_cap_bytes = options.bucket_cap_mb * units::kBytesPerMiB;
-  request.trace_workers = options.trace_path.empty() ? 0 : static_cast<int>(options.trace_workers);
-
   // Measured all-reduce times hold for the worker count they were measured at (SPEC section 3).
   request.sync = read_sync_times(options.profile_path, options.sync);
   const Profile& profile = request.sync.profile;
@@ -207,11 +203,10 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
     throw InputError("--strategy " + options.strategy + ": with --link and no --cluster the simulator needs the "
                      "link's all-reduce times, but " + request.sync.text + " were chosen (--sync-time measured "
                      "needs --cluster)");
+  // --trace alone: the first 8 workers, or every worker of a smaller cluster.
   const int workers = request.sync.cluster ? request.sync.cluster->workers : request.sync.link->workers;
-  if (options.trace_workers_given && options.trace_workers > workers)
-    throw InputError("--trace-workers: " + std::to_string(options.trace_workers) + " is more than the " +
-                     count_text(workers, "worker") + " of " +
-                     (request.sync.cluster ? options.sync.cluster_path : "the link fit " + options.sync.link_path));
+  if (!options.trace_workers_given) request.trace_workers = std::min<std::int64_t>(request.trace_workers, workers);
+  with_flags(kSimulateFlags, [&] { validate_simulate_request(request); });  // --trace-workers against the workers
   std::string what;
   if (!options.plan_path.empty()) {
     request.plan = read_plan_file(options.plan_path, profile);

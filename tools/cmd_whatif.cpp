@@ -147,7 +147,7 @@ WhatifRequest whatif_request(const WhatifOptions& options) {
   request.search.time_limit_s = options.time_limit_s;
   request.search.rounds = options.rounds;
   request.search.seed = std::stoull(options.seed_text);
-  if (options.iterations_given) request.iterations = checked_iterations(options.iterations);
+  if (options.iterations_given) request.iterations = options.iterations;
   if (options.seq > 0) request.seq = options.seq;
   if (!options.model.empty()) {
     ModelProfileRequest model;

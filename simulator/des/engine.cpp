@@ -13,6 +13,7 @@
 #include "simulator/des/compute_spread.hpp"
 #include "simulator/des/event_queue.hpp"
 #include "simulator/period_model.hpp"
+#include "simulator/trace.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -355,10 +356,12 @@ class Engine {
 
   bool traced(int worker) const { return worker < options_.trace_workers; }
 
-  void record(int worker, int stream, std::string name, const char* category, double start, double duration,
-              int iteration, std::vector<int> layers, double bytes, int delay = 0) {
-    result_.trace.push_back(DesTraceEvent{worker, stream, std::move(name), category, start, duration, iteration,
-                                          std::move(layers), bytes, delay});
+  void record(int worker, int stream, EventKind kind, double start, double duration, int iteration,
+              std::vector<int> layers, double bytes, int delay = 0) {
+    std::vector<std::string> names;
+    for (const int j : layers) names.push_back(layers_.names[j]);
+    result_.trace.push_back(DesTraceEvent{worker, stream, kind, timeline_slice_name(kind, names), event_category(kind),
+                                          start, duration, iteration, std::move(layers), bytes, delay});
   }
 
   IterationState& iteration_state(int i) {
@@ -373,15 +376,14 @@ class Engine {
       collective.iteration = i;
       collective.op = &op;
       double bytes = 0;
-      member_sync_s_.clear();
-      for (const int j : op.layers) {
-        bytes += layers_.param_bytes[j];
-        if (options_.sync_time == SyncTimeSource::kMeasured) member_sync_s_.push_back(layers_.sync_s[j]);
-      }
+      for (const int j : op.layers) bytes += layers_.param_bytes[j];
       collective.bytes = bytes;
-      collective.measured_s = options_.link && options_.sync_time == SyncTimeSource::kMeasured
-                                  ? link_allreduce_s(layers_, op.layers, *options_.link)
-                                  : fused_sync_s(member_sync_s_, options_.bucket_alpha_s);
+      // Measured times: the all-reduce's seconds by the one cost rule (des_allreduce_s); the
+      // model's phases time it otherwise.
+      collective.measured_s = options_.sync_time == SyncTimeSource::kMeasured
+                                  ? des_allreduce_s(layers_, model_, SyncTimeSource::kMeasured, op.layers,
+                                                    options_.bucket_alpha_s, options_.link)
+                                  : 0.0;
       if (!issues_allreduce(options_.sync_time, bytes, collective.measured_s)) continue;
       collective.stream = static_cast<int>(next_stream_++ % streams_.size());
       const int id = static_cast<int>(collectives_.size());
@@ -419,9 +421,9 @@ class Engine {
     // The profile's unattributed compute (docs/time-model.md, "Unattributed compute"): serial, the
     // forward part after the last layer's forward, the backward part before the first layer's
     // backward (where the loss's backward runs), so it delays every gradient alike.
-    t += unattributed_compute(w, layers_.unattributed_forward_s, "forward", t, i, draws,
+    t += unattributed_compute(w, layers_.unattributed_forward_s, EventKind::kForward, t, i, draws,
                               unattributed_forward_slot(layers_.size()));
-    t += unattributed_compute(w, layers_.unattributed_backward_s, "backward", t, i, draws,
+    t += unattributed_compute(w, layers_.unattributed_backward_s, EventKind::kBackward, t, i, draws,
                               unattributed_backward_slot(layers_.size()));
     t = run_backward(w, i, t);
     Worker& worker = workers_[w];
@@ -447,7 +449,7 @@ class Engine {
     }
     for (int j = count - 1; j >= 0; --j) {
       const double d = forward_d_[j];
-      if (d > 0) record(w, 0, "forward " + layers_.names[j], "forward", t, d, i, {j}, kNoValue);
+      if (d > 0) record(w, 0, EventKind::kForward, t, d, i, {j}, kNoValue);
       t += d;
     }
     return t;
@@ -464,7 +466,7 @@ class Engine {
     }
     for (int j = 0; j < count; ++j) {
       const double d = backward_d_[j];
-      if (d > 0) record(w, 0, "backward " + layers_.names[j], "backward", t, d, i, {j}, kNoValue);
+      if (d > 0) record(w, 0, EventKind::kBackward, t, d, i, {j}, kNoValue);
       t += d;
       ready_s_[j] = t;
     }
@@ -473,11 +475,11 @@ class Engine {
 
   // One block of unattributed compute of `seconds` (slowed and jittered like any compute, by the
   // draw of `slot` in `draws`) starting at `start_s`; returns its duration.
-  double unattributed_compute(int w, double seconds, const char* category, double start_s, int i, std::uint64_t draws,
+  double unattributed_compute(int w, double seconds, EventKind kind, double start_s, int i, std::uint64_t draws,
                               std::uint64_t slot) {
     const double d = compute_s(w, seconds, draws, slot);
     if (traced(w) && d > 0)
-      record(w, 0, std::string(category) + " (unattributed)", category, start_s, d, i, {}, kNoValue);
+      record(w, 0, kind, start_s, d, i, {}, kNoValue);
     return d;
   }
 
@@ -485,7 +487,7 @@ class Engine {
     Worker& worker = workers_[w];
     result_.worker_exposed_comm_s[w] += start_s - worker.backward_end_s;
     const double d = update_compute_s(w, i);
-    if (traced(w) && d > 0) record(w, 0, "update", "update", start_s, d, i, {}, kNoValue);
+    if (traced(w) && d > 0) record(w, 0, EventKind::kUpdate, start_s, d, i, {}, kNoValue);
     if (d > 0) worker.compute.push_back({start_s, start_s + d});
     queue_.schedule(start_s + d, UpdateDone{w, i});
   }
@@ -602,11 +604,8 @@ class Engine {
     // at the end.
     if (!std::isnan(collective.bytes)) allreduced_bytes_[collective.candidate] += collective.bytes;
     for (int w = 0; w < simulated_ && traced(w); ++w) {
-      const auto& bucket = collective.op->layers;
-      std::string name = "all-reduce " + layers_.names[bucket.front()];
-      if (bucket.size() > 1) name += " .. " + layers_.names[bucket.back()] + " (" + std::to_string(bucket.size()) + " layers)";
-      record(w, 1 + collective.stream, std::move(name), "allreduce", collective.start_s, now_ - collective.start_s,
-             collective.iteration, bucket, collective.bytes, collective.op->delay);
+      record(w, 1 + collective.stream, EventKind::kAllreduce, collective.start_s, now_ - collective.start_s,
+             collective.iteration, collective.op->layers, collective.bytes, collective.op->delay);
     }
     stream_busy_[collective.stream] = false;
     IterationState& state = iterations_[collective.iteration];
@@ -641,7 +640,6 @@ class Engine {
   std::vector<int> bottleneck_links_;  // topology link id of each links_ entry but the measured one
   std::vector<int> phase_resource_;    // per model phase: its links_ entry (-1: nothing moves)
   std::vector<double> allreduced_bytes_;  // per model candidate
-  std::vector<double> member_sync_s_;  // scratch: the measured times of one bucket's layers
   std::vector<std::deque<int>> streams_;
   std::vector<bool> stream_busy_;
   std::uint64_t next_stream_ = 0;
@@ -735,13 +733,10 @@ DesResult run_des(const DesLayers& layers, const Cluster& cluster, const SyncPro
 DesResult run_des(const DesLayers& layers, const Cluster& cluster, const Topology& topology,
                   const AllreduceModel& model, const SyncProgram& program, const DesOptions& options) {
   SYNCPLAN_CHECK(topology.workers() == cluster.workers);
-  if (options.iterations < 1)
-    throw FieldError("iterations", "iterations: must be >= 1, got " + std::to_string(options.iterations));
-  if (!(options.bucket_alpha_s >= 0) || !std::isfinite(options.bucket_alpha_s))
-    throw FieldError("bucket_alpha_s",
-                     "bucket_alpha_s: must be a finite number >= 0 s, got " + format_shortest(options.bucket_alpha_s));
-  if (options.comm_streams < 1)
-    throw FieldError("comm_streams", "comm_streams: must be >= 1, got " + std::to_string(options.comm_streams));
+  // The caller's request was validated (validate_simulate_request; plans when read).
+  SYNCPLAN_CHECK(options.iterations >= 1);
+  SYNCPLAN_CHECK(options.bucket_alpha_s >= 0 && std::isfinite(options.bucket_alpha_s));
+  SYNCPLAN_CHECK(options.comm_streams >= 1);
   SYNCPLAN_CHECK(program.period() >= 1);
   for (const auto& ops : program.iterations)
     for (const SyncOp& op : ops) {
@@ -778,24 +773,13 @@ Json des_trace_json(const DesResult& result, const DesLayers& layers) {
     streams = std::max(streams, event.stream + 1);
     traced_workers = std::max(traced_workers, event.worker + 1);
   }
-  for (int w = 0; w < traced_workers; ++w) {
-    events.push_back(Json{{"name", "process_name"}, {"ph", "M"}, {"pid", w}, {"args", {{"name", "worker " + std::to_string(w)}}}});
-    events.push_back(Json{{"name", "thread_name"}, {"ph", "M"}, {"pid", w}, {"tid", 0}, {"args", {{"name", "compute"}}}});
-    for (int s = 1; s < streams; ++s)
-      events.push_back(Json{{"name", "thread_name"}, {"ph", "M"}, {"pid", w}, {"tid", s},
-                            {"args", {{"name", "comm stream " + std::to_string(s - 1)}}}});
-  }
+  for (int w = 0; w < traced_workers; ++w) append_timeline_tracks(events, w, "worker " + std::to_string(w), std::max(streams - 1, 0));
   for (const DesTraceEvent& event : result.trace) {
-    Json names = Json::array();
-    for (const int j : event.layers) names.push_back(layers.names[j]);
-    Json args{{"iteration", event.iteration}};
-    if (event.layers.size() == 1) args["layer"] = layers.names[event.layers.front()];
-    else if (!event.layers.empty()) args["layers"] = std::move(names);
-    if (!std::isnan(event.bytes) && event.stream > 0) args["bytes"] = event.bytes;
-    if (event.delay > 0) args["delay"] = event.delay;
-    events.push_back(Json{{"name", event.name}, {"cat", event.category}, {"ph", "X"}, {"pid", event.worker},
-                          {"tid", event.stream}, {"ts", units::seconds_to_us(event.start_s)},
-                          {"dur", units::seconds_to_us(event.duration_s)}, {"args", std::move(args)}});
+    TimelineSlice slice{event.kind, event.worker, event.stream, event.start_s, event.duration_s, event.iteration};
+    for (const int j : event.layers) slice.layers.push_back(layers.names[j]);
+    if (event.kind == EventKind::kAllreduce && !std::isnan(event.bytes)) slice.bytes = event.bytes;
+    slice.delay = event.delay;
+    events.push_back(timeline_slice_json(slice));
   }
   return Json{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
 }

@@ -11,6 +11,7 @@
 #include "simulator/des/sync_program.hpp"
 #include "simulator/layer_times.hpp"
 #include "simulator/topology.hpp"
+#include "simulator/trace.hpp"
 
 #include <optional>
 #include <string>
@@ -48,8 +49,9 @@ struct DesOptions {
 struct DesTraceEvent {
   int worker = 0;
   int stream = 0;           ///< 0 = compute, 1.. = communication stream
-  std::string name;
-  const char* category = "";///< "forward", "backward", "update", "allreduce"
+  EventKind kind = EventKind::kForward;
+  std::string name;         ///< timeline_slice_name (simulator/trace.hpp)
+  const char* category = "";///< event_category: "forward", "backward", "update", "allreduce"
   double start_s = 0, duration_s = 0;
   int iteration = 0;
   std::vector<int> layers;  ///< backprop indices (all-reduces; the layer of compute events)
@@ -96,8 +98,9 @@ double des_memory_bytes(const DesLayers& layers, const Cluster& cluster, const A
 
 /// Runs `program` (repeated every period) on `cluster` for options.iterations iterations, with
 /// the cluster's topology and all-reduce model already built (they cost O(workers) to build).
-/// Throws FieldError naming the DesOptions field ("iterations", "comm_streams", "bucket_alpha_s")
-/// for options out of range, and InputError "the discrete-event simulation needs about N bytes
+/// options.iterations and options.comm_streams must be >= 1 and options.bucket_alpha_s finite and
+/// >= 0 (InternalError otherwise: the simulate job checks its request first,
+/// validate_simulate_request, and a plan's alpha is checked when the plan is read). Throws InputError "the discrete-event simulation needs about N bytes
 /// (G GiB) ..., more than the M bytes (G GiB) available ..." when des_memory_bytes exceeds
 /// options.memory_limit_bytes, before allocating anything. A SyncOp::delay d > 0 (delayed
 /// averaging, docs/time-model.md section 13) makes the update of iteration h + d, not h's, wait

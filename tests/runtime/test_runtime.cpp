@@ -11,6 +11,7 @@
 #include "runtime/schedule.hpp"
 #include "runtime/trace.hpp"
 #include "runtime/trainer.hpp"
+#include "simulator/des/engine.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -415,26 +416,73 @@ TEST_CASE("a bucket that never completes ends the wait with SyncTimeout naming r
                   FieldError);
 }
 
-TEST_CASE("the trace names events as the DES does", "[runtime]") {
-  const std::vector<std::string> names{"a", "b", "c"};
+TEST_CASE("buckets sent through the DES and the runtime's trace writer give the same events", "[runtime]") {
+  // Three layers, forward order a, b, c (the runtime's model indices 0..2); the DES numbers them in
+  // backprop order, c = 0, b = 1, a = 2, so DES layer j is model layer 2 - j. Period 2: iteration 0
+  // syncs the bucket {c, b} with delay 1 (applied before iteration 1's update), iteration 1 syncs
+  // {a}. One worker, measured all-reduce times: the DES decides every start and duration; the same
+  // events are then recorded as the trainer records them and written by the runtime's writer.
+  DesLayers layers;
+  layers.names = {"c", "b", "a"};
+  layers.forward_s = {0.0, 0.0, 0.25};
+  layers.backward_s = {0.25, 0.5, 0.25};
+  layers.update_s = {0.0, 0.0, 0.125};
+  layers.sync_s = {0.5, 0.25, 0.5};
+  layers.param_bytes = {1024, 2048, 512};
+  SyncProgram program;
+  program.iterations = {{SyncOp{{0, 1}, IssuePoint::kGradientReady, 1}}, {SyncOp{{2}, IssuePoint::kGradientReady, 0}}};
+  const Cluster cluster = cluster_from_json(Json{{"format", "syncplan.cluster/v1"}, {"workers", 1}, {"workers_per_node", 1},
+                                                 {"intra_node", {{"bandwidth_Gbps", 10}, {"latency_us", 5}}}},
+                                            "cluster.json");
+  DesOptions options;
+  options.iterations = 2;
+  options.trace_workers = 1;
+  const DesResult result = run_des(layers, cluster, program, options);
+  const Json des_events = des_trace_json(result, layers)["traceEvents"];
+
   MeasuredTrace trace;
-  trace.record({EventKind::kBackward, 3, {2}, 0.5, 0.25, 0});
-  trace.record({EventKind::kAllreduce, 3, {2, 1}, 0.75, 0.5, 1024});
-  trace.record({EventKind::kUpdate, 3, {}, 1.5, 0.125, 0});
-  const Json events = measured_trace_events(trace, 1, names);
-  REQUIRE(events.size() == 6);  // 3 metadata + 3 events
-  CHECK(events[3]["name"] == "backward c");
-  CHECK(events[3]["cat"] == "backward");
-  CHECK(events[3]["tid"] == 0);
-  CHECK(events[3]["pid"] == 1);
-  CHECK(events[3]["ts"].get<double>() == 500000.0);  // 0.5 s in microseconds
-  CHECK(events[3]["dur"].get<double>() == 250000.0);
-  CHECK(events[4]["name"] == "all-reduce c .. b (2 layers)");
-  CHECK(events[4]["tid"] == 1);
-  CHECK(events[4]["args"]["layers"] == Json::array({"c", "b"}));
-  CHECK(events[4]["args"]["bytes"] == 1024);
-  CHECK(events[4]["args"]["iteration"] == 3);
-  CHECK(events[5]["name"] == "update");
+  int allreduces = 0;
+  for (const DesTraceEvent& event : result.trace) {
+    std::vector<std::size_t> model_layers;
+    for (const int j : event.layers) model_layers.push_back(static_cast<std::size_t>(2 - j));
+    const std::int64_t bytes = event.kind == EventKind::kAllreduce ? static_cast<std::int64_t>(event.bytes) : 0;
+    trace.record({event.kind, event.iteration, model_layers, event.start_s, event.duration_s, bytes, event.delay});
+    allreduces += event.kind == EventKind::kAllreduce;
+  }
+  REQUIRE(allreduces == 2);
+  const Json runtime_events = measured_trace_events(trace, 0, {"a", "b", "c"});
+
+  // The slices: every one equal, field by field (name, cat, tid, ts, dur and args).
+  const auto slices = [](const Json& events) {
+    Json kept = Json::array();
+    for (const Json& event : events)
+      if (event["ph"] == "X") kept.push_back(event);
+    return kept;
+  };
+  REQUIRE(slices(des_events).size() == result.trace.size());
+  CHECK(slices(runtime_events) == slices(des_events));
+  // The tracks: the same thread names; the process is a worker in one and a rank in the other.
+  const auto thread_names = [](const Json& events) {
+    std::vector<std::string> names;
+    for (const Json& event : events)
+      if (event["name"] == "thread_name") names.push_back(event["args"]["name"]);
+    return names;
+  };
+  CHECK(thread_names(runtime_events) == thread_names(des_events));
+  CHECK(thread_names(des_events) == std::vector<std::string>{"compute", "comm stream 0"});
+  // What the delayed bucket's slice says, written out once (docs/formats.md "Measured trace").
+  const Json delayed = [&] {
+    for (const Json& event : slices(des_events))
+      if (event["cat"] == "allreduce" && event["args"].contains("delay")) return event;
+    return Json();
+  }();
+  CHECK(delayed["name"] == "all-reduce c .. b (2 layers)");
+  CHECK(delayed["tid"] == 1);
+  CHECK(delayed["args"]["layers"] == Json::array({"c", "b"}));
+  CHECK(delayed["args"]["bytes"] == 3072);  // 1024 + 2048
+  CHECK(delayed["args"]["iteration"] == 0);
+  CHECK(delayed["args"]["delay"] == 1);
+  CHECK(delayed["args"]["applied_iteration"] == 1);
 }
 
 TEST_CASE("train requests are checked before anything is read", "[runtime]") {

@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <string>
 
 using namespace syncplan;
@@ -175,4 +176,58 @@ TEST_CASE("torch-trace: a negative or far-future timestamp is no clock reading")
   const Json epoch = parse_json_text(
       R"([{"name": "syncplan.forward:a", "ph": "X", "ts": 1712345678901234, "dur": 10, "tid": 1, "pid": 1}])", "t.json");
   CHECK_THAT(error_of([&] { torch_trace_to_profile(epoch, "t.json", {}); }), !Contains("field 'ts'"));
+}
+
+TEST_CASE("simulate requests: one validator checks every range, naming the field", "[unit]") {
+  // The limits (core/limits.hpp): iterations 1..100,000, comm streams 1..64, bucket cap up to
+  // 2^50 bytes (1 PiB), period 1..kMaxPeriod; trace workers up to the cluster's.
+  SimulateRequest request;
+  request.strategy = "wfbp";
+  request.period = 1;
+  validate_simulate_request(request);  // the defaults pass
+  const auto fails_with = [&](const std::string& expected) {
+    const std::string message = error_of([&] { validate_simulate_request(request); });
+    CHECK(message == expected);
+  };
+  request.period = 0;
+  fails_with("period: must be >= 1, got 0");
+  request.period = kMaxPeriod + 1;
+  fails_with("period: at most " + std::to_string(kMaxPeriod) + ", got " + std::to_string(kMaxPeriod + 1));
+  request.strategy.clear();  // a plan still to be read: its own period counts
+  validate_simulate_request(request);
+  request.strategy = "wfbp";
+  request.period = kMaxPeriod;
+  request.iterations = 0;
+  fails_with("iterations: must be in 1..100000, got 0");
+  request.iterations = 100'001;
+  fails_with("iterations: must be in 1..100000, got 100001");
+  request.iterations = 4'294'967'297;  // past int: reported as given, not narrowed
+  fails_with("iterations: must be in 1..100000, got 4294967297");
+  request.iterations = 100'000;
+  validate_simulate_request(request);
+  request.comm_streams = 0;
+  fails_with("comm_streams: must be in 1..64, got 0");
+  request.comm_streams = 65;
+  fails_with("comm_streams: must be in 1..64, got 65");
+  request.comm_streams = 64;
+  request.bucket_cap_bytes = 0;
+  fails_with("bucket_cap_bytes: must be > 0 and at most 1 PiB, got 0 MiB");
+  request.bucket_cap_bytes = std::nan("");
+  fails_with("bucket_cap_bytes: must be > 0 and at most 1 PiB, got nan MiB");
+  request.bucket_cap_bytes = 2 * 1125899906842624.0;  // 2 PiB = 2^31 MiB
+  fails_with("bucket_cap_bytes: must be > 0 and at most 1 PiB, got 2.147483648e+09 MiB");  // format_shortest
+  request.bucket_cap_bytes = 1125899906842624.0;
+  request.trace_workers = -1;
+  fails_with("trace_workers: must be >= 0 (0: no trace), got -1");
+  // With a cluster the trace may name at most its workers.
+  request.sync.cluster = cluster_of(2, false);
+  request.sync.cluster_origin = "cluster.json";
+  request.trace_workers = 3;
+  fails_with("trace_workers: 3 is more than the 2 workers of cluster.json");
+  request.trace_workers = 2;
+  validate_simulate_request(request);
+  // Both engines' jobs run it first.
+  request.period = 0;
+  CHECK(error_of([&] { simulate_des(request); }) == "period: must be >= 1, got 0");
+  CHECK(error_of([&] { simulate_period_model(request); }) == "period: must be >= 1, got 0");
 }
