@@ -48,17 +48,17 @@ class JobPlans {
   // The same, `best` choosing by the candidates' periods fused with `choose_alpha_s` (unset:
   // unfused) whatever options.bucket_alpha_s their searches weighed (PlanRequest::fuse_after_planning).
   PlanCandidate plan(const Strategy& strategy, const SearchOptions& options, const std::optional<double>& choose_alpha_s) {
-    if (std::string_view(strategy.name) == "best") {
+    if (!strategy.members.empty()) {  // a composite (best): its members' shared plans
       std::vector<PlanCandidate> candidates;
-      for (const char* name : kBestCandidates) candidates.push_back(plan(*find_strategy(name), options));
+      for (const char* name : strategy.members) candidates.push_back(plan(*find_strategy(name), options));
       return choose_best(times_, std::move(candidates), choose_alpha_s);
     }
     const Key key{strategy.name, options.bucket_alpha_s};
     for (const auto& [known, candidate] : plans_)
       if (known == key) return candidate;
-    // search starts from dp's plan: the job's own, planned once.
+    // A search starts from another strategy's plan (search: dp's): the job's own, planned once.
     SearchOptions with_dp = options;
-    if (std::string_view(strategy.name) == "search") with_dp.dp_plan = plan(*find_strategy("dp"), options).assignment;
+    if (strategy.starts_from) with_dp.dp_plan = plan(*find_strategy(strategy.starts_from), options).assignment;
     PlanCandidate candidate = strategy.plan(times_, period_, with_dp);
     if (candidate.search_run) runs_.push_back(*candidate.search_run);
     plans_.emplace_back(key, candidate);
@@ -326,7 +326,7 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
     }
     // An algorithm that does not search (dp, dreamddp, ...) runs none: the table then has no
     // `search` row (docs/time-model.md section 7).
-    if (name == "search" && !outcome.chosen_search) continue;
+    if (strategy.time_limited && !outcome.chosen_search) continue;
     const PlanCandidate candidate = plans.plan(strategy, unfused_search);
     outcome.strategies.push_back({name, time_assignment(times, candidate.assignment)});
   }
@@ -336,7 +336,7 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
   outcome.lower_bound_s = alpha_s ? fused_lower_bound_s(times, period, *alpha_s) : outcome.unfused_lower_bound_s;
   outcome.link_limit_s = link_limit_s(times, period);
   outcome.bound_name = alpha_s ? "fused" : "suffix";  // the suffix bound is never below SPEC's (time-model 6)
-  if (!alpha_s && request.max_delay == 0 && algorithm.name == std::string_view("best")) {
+  if (!alpha_s && request.max_delay == 0 && algorithm.proven) {
     // The default proof budget: nodes, not seconds (docs/time-model.md section 14, "Proof budget").
     ExactOptions exact = request.exact;
     exact.deadline = search.deadline;

@@ -414,12 +414,12 @@ class SettingRunner {
       simulate.period = period_;
     }
     run.des = simulate_des(simulate);
-    // `best` means best (issue 25 item 4): every point has a cluster, so the all-reduce start-up
+    // A composite (`best`) means best: every point has a cluster, so the all-reduce start-up
     // time is known, and the fused plan (docs/time-model.md section 12) is planned and timed too;
     // the shorter period in the DES is the row's. At 100,000 workers the flat ring's start-up term
     // made mgwfbp's merged buckets 14 times faster than best's unfused plan. --fuse-buckets forces
     // fusion on every plan instead.
-    if (name == "best" && !request_.fuse_buckets && sync_->alpha_s && *sync_->alpha_s > 0) {
+    if (!strategy.members.empty() && !request_.fuse_buckets && sync_->alpha_s && *sync_->alpha_s > 0) {
       PlanRequest fused_request = plan_request(name);
       fused_request.bucket_alpha_s = sync_->alpha_s;
       fused_request.fuse_after_planning = true;  // no fused search: a point costs about an unfused plan

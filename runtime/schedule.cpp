@@ -8,25 +8,34 @@
 #include "simulator/des/sync_program.hpp"
 #include "simulator/layer_times.hpp"
 #include "simulator/period_model.hpp"
-#include "simulator/strategies/strategies.hpp"
+#include "core/units.hpp"
+#include "planner/strategy_table.hpp"
+#include "simulator/collectives.hpp"
+#include "simulator/sync_times.hpp"
+#include "simulator/topology.hpp"
 
 namespace syncplan {
 
 namespace {
 
-// The simulator's per-layer view of the model with no times: every c_j is the fp32 bytes the
-// layer's all-reduce carries after the tied-layer and frozen rules (des_layers), so that
-// has_allreduce(times, j) says exactly which layers the simulator issues an all-reduce for, and
-// assignment_from_plan / buckets_from_plan check a plan as `simulate --plan` does.
-BackpropTimes byte_times(const Model& model) {
+// The simulator's per-layer view of the model with no times: every sync_s is the fp32 bytes the
+// layer's all-reduce carries after the tied-layer and frozen rules (des_layers).
+DesLayers byte_layers(const Model& model) {
   Profile profile = runtime_profile(model);
   for (LayerProfile& layer : profile.layers) {
     layer.backward_s = 0.0;
     layer.sync_s = layer.frozen ? 0.0 : static_cast<double>(*layer.param_bytes);
   }
-  const DesLayers layers = des_layers(profile, "model " + model.name, SyncTimeSource::kMeasured);
+  return des_layers(profile, "model " + model.name, SyncTimeSource::kMeasured);
+}
+
+// byte_layers as the period model's times: c_j is the layer's bytes, so that has_allreduce(times,
+// j) says exactly which layers the simulator issues an all-reduce for, and assignment_from_plan /
+// buckets_from_plan check a plan as `simulate --plan` does.
+BackpropTimes byte_times(const DesLayers& layers, const Model& model) {
   return backprop_times(layers, layers.sync_s, "model " + model.name);
 }
+BackpropTimes byte_times(const Model& model) { return byte_times(byte_layers(model), model); }
 
 LaunchPoint launch_point(IssuePoint issue) {
   switch (issue) {
@@ -88,32 +97,22 @@ Profile runtime_profile(const Model& model) { return model_profile_skeleton(mode
 
 Schedule strategy_schedule(const Model& model, const std::string& strategy, int period) {
   require_valid_period(period);
-  const BackpropTimes times = byte_times(model);
-  const std::size_t count = times.size();
-  SyncProgram program;
-  SyncKind kind = SyncKind::kParameters;
-  if (strategy == "ssgd") {
-    program = ssgd_program(count, period);
-    kind = SyncKind::kGradients;
-  } else if (strategy == "wfbp") {
-    program = program_from_assignment(wfbp_assignment(count, period));
-    kind = SyncKind::kGradients;
-  } else if (strategy == "flsgd") {
-    program = flsgd_program(count, period);
-  } else if (strategy == "plsgd-even") {
-    program = program_from_assignment(plsgd_even_assignment(count, period));
-  } else {
-    const bool planned = strategy == "dreamddp" || strategy == "dp" || strategy == "search" || strategy == "best";
-    throw FieldError("strategy", "strategy: " + std::string(planned ? "'" + strategy + "' is planned on a profile: "
-                                                                         "write its plan with `syncplan plan --algorithm " +
-                                                                         strategy + "` and run that plan"
-                                                                   : "unknown '" + strategy + "'") +
-                                     " (the runtime runs " + kScheduleStrategies + ", or a plan)");
-  }
-  Schedule schedule = from_program(model, times, program);
+  const Strategy& row = strategy_for(strategy, StrategyUse::kRun);
+  // The strategy's DES program on the model's layers, as `simulate --strategy` runs it. The
+  // runtime's rows need no cost model (needs_cost_model is false for each): one worker's.
+  SYNCPLAN_CHECK(!row.needs_cost_model);
+  const DesLayers layers = byte_layers(model);
+  const BackpropTimes times = byte_times(layers, model);
+  Cluster one_worker;
+  one_worker.intra_node = one_worker.inter_node = LinkSpec{1.0, 0.0};
+  const Topology topology(one_worker);
+  const AllreduceModel cost(one_worker, topology);
+  const DesStrategyContext context{layers, cost, SyncTimeSource::kMeasured, kDdpBucketCapMiB * units::kBytesPerMiB,
+                                   kDdpFirstBucketMiB * units::kBytesPerMiB, nullptr};
+  Schedule schedule = from_program(model, times, row.des_program(context, times, period));
   schedule.strategy = strategy;
   schedule.algorithm = strategy;
-  schedule.kind = kind;
+  schedule.kind = row.runtime == RuntimeExecution::kGradients ? SyncKind::kGradients : SyncKind::kParameters;
   return schedule;
 }
 

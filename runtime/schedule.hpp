@@ -69,20 +69,19 @@ struct Schedule {
   std::optional<std::pair<int, std::size_t>> in_flight_at(int position) const;
 };
 
-/// The strategies a schedule can be made of without a plan file.
-inline constexpr const char* kScheduleStrategies = "ssgd, wfbp, flsgd and plsgd-even";
-
 /// The profile the runtime checks plans against: the model's layers, parameter counts and bytes at
 /// fp32, tied_to and frozen, no times (model_profile_skeleton with source "model").
 Profile runtime_profile(const Model& model);
 
-/// The schedule of strategy `strategy` over a period of `period` iterations (SPEC section 5, with
-/// the simulator's sync programs: simulator/strategies/): ssgd (every layer's gradient after
-/// backprop), wfbp (every layer's gradient as its backward ends), flsgd (every layer's parameters
-/// after the step of iteration H-1), plsgd-even (backprop order cut into H groups of ceil(L/H)
-/// layers, group h's parameters before the step of iteration h). Each layer is its own bucket.
-/// Throws FieldError "strategy: ..." for another name (dreamddp, dp, search and best need a
-/// profile: plan them and pass the plan) and "period: ..." outside [1, kMaxPeriod].
+/// The schedule of strategy `strategy` over a period of `period` iterations: the strategy table's
+/// row (planner/strategy_table.hpp, StrategyUse::kRun) gives its DES program on the model's layers,
+/// the one `simulate --strategy` runs, and whether gradients or parameters are averaged
+/// (RuntimeExecution). Today's rows: ssgd (every layer's gradient after backprop), wfbp (every
+/// layer's gradient as its backward ends), flsgd (every layer's parameters after the step of
+/// iteration H-1), plsgd-even (backprop order cut into H groups of ceil(L/H) layers, group h's
+/// parameters before the step of iteration h). Throws FieldError "strategy: ..." for another name
+/// (dreamddp, dp, search and best need a profile: plan them and pass the plan) and "period: ..."
+/// outside [1, kMaxPeriod].
 Schedule strategy_schedule(const Model& model, const std::string& strategy, int period);
 
 /// The schedule of `plan` (read against runtime_profile(model), so its layers are exactly the

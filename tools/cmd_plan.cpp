@@ -170,13 +170,17 @@ PlanRequest plan_request(const PlanOptions& options) {
   if (options.alpha_given && !options.fuse_buckets) throw InputError("--alpha-s: only with --fuse-buckets");
   if (options.fusion_given && !options.fuse_buckets) throw InputError("--fusion: only with --fuse-buckets");
   request.fuse_after_planning = options.fusion == "after";
-  // The exact method runs only for best's unfused plans without delays (docs/time-model.md 14).
-  if (options.exact_nodes_given && (options.algorithm != "best" || options.fuse_buckets || options.max_delay > 0))
-    throw InputError("--exact-nodes: only with --algorithm best, without --fuse-buckets and --max-delay (the exact "
-                     "method runs for nothing else)");
-  if (options.prove_s_given && (options.algorithm != "best" || options.fuse_buckets || options.max_delay > 0))
-    throw InputError("--prove-s: only with --algorithm best, without --fuse-buckets and --max-delay (the exact "
-                     "method runs for nothing else)");
+  // The exact method runs only for the table's proven algorithms (best), unfused and without
+  // delays (docs/time-model.md 14).
+  const Strategy* chosen = find_strategy(options.algorithm);
+  const bool exact_runs = chosen && chosen->proven && !options.fuse_buckets && options.max_delay == 0;
+  std::string proven;
+  for (const Strategy& strategy : strategies())
+    if (strategy.proven) proven += (proven.empty() ? "" : " or ") + std::string(strategy.name);
+  for (const auto& [given, flag] : {std::pair{options.exact_nodes_given, "--exact-nodes"}, std::pair{options.prove_s_given, "--prove-s"}})
+    if (given && !exact_runs)
+      throw InputError(std::string(flag) + ": only with --algorithm " + proven +
+                       ", without --fuse-buckets and --max-delay (the exact method runs for nothing else)");
   return request;
 }
 

@@ -7,6 +7,7 @@
 #include "profiler/gpu_backend.hpp"
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
+#include "planner/strategy_table.hpp"
 #include "runtime/trainer.hpp"
 #include "tools/cli_common.hpp"
 #include "tools/model_profile.hpp"
@@ -193,7 +194,7 @@ void add_run_command(CLI::App& app, Action& action) {
       "Chrome trace in the simulator's schema (docs/runtime.md). Times are seconds.");
   command->add_option("--plan", options->plan_path, "syncplan.plan/v1 file to execute (its layers must be the model's)");
   command->add_option("--strategy", options->strategy,
-                      std::string("strategy to execute without a plan: ") + kScheduleStrategies +
+                      "strategy to execute without a plan: " + strategy_names_text(StrategyUse::kRun) +
                           " (--plan or --strategy is required; no default)");
   command->add_option("--period", options->period, "H, iterations per period, with --strategy (1..10000)");
   command->add_option("--model", options->model, "model spec: a name in data/models (e.g. tiny-gpt) or a file")->required();

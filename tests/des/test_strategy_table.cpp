@@ -8,6 +8,8 @@
 #include "core/field_error.hpp"
 #include "planner/plan_job.hpp"
 #include "planner/simulate_job.hpp"
+#include "planner/whatif_job.hpp"
+#include "test_strategy_row.hpp"
 
 #include <set>
 
@@ -67,6 +69,12 @@ TEST_CASE("strategy table: names unique, capabilities consistent", "[des][table]
     if (strategy.plannable()) REQUIRE(strategy.time == nullptr);  // a plan is timed as its assignment
     // A plan's DES program is its assignment; a non-plan brings its own.
     REQUIRE((strategy.plan != nullptr) != (strategy.program != nullptr));
+    // The runtime builds its rows' programs without a cost model; a row planned first is a plan.
+    if (strategy.runs_in_runtime()) REQUIRE_FALSE(strategy.needs_cost_model);
+    if (strategy.runtime == RuntimeExecution::kPlanFirst) REQUIRE(strategy.plannable());
+    for (const char* member : strategy.members) REQUIRE((find_strategy(member) && find_strategy(member)->plannable()));
+    if (strategy.starts_from) REQUIRE((find_strategy(strategy.starts_from) && find_strategy(strategy.starts_from)->plannable()));
+    if (strategy.proven) REQUIRE(strategy.plannable());
   }
   std::vector<std::string> compared;
   for (const Strategy& strategy : strategies())
@@ -142,6 +150,61 @@ TEST_CASE("strategy table: every entry through plan, the period model and the DE
   REQUIRE(timed > 0);
   REQUIRE(planned > 0);
   REQUIRE(timed < simulated);  // the DES-only entries ran too
+}
+
+TEST_CASE("strategy table: a row added in one place runs in plan, simulate and whatif", "[des][table]") {
+  // test::kStrideRow, at H = 2 on the five layers: backprop order is layer4 .. layer0 (j = 0..4),
+  // so iteration 0 syncs j 0, 2, 4 (layer4, layer2, layer0) and iteration 1 j 1, 3 (layer3, layer1).
+  const ScopedStrategyRow row(test::kStrideRow);
+  const Profile profile = table_profile();
+  const std::vector<std::vector<int>> expected = {{0}, {1}, {0}, {1}, {0}};  // layer0 .. layer4
+  // plan --algorithm test-stride, and its row in plan's comparison table.
+  PlanRequest plan_request;
+  plan_request.profile = profile;
+  plan_request.origin = "table.json";
+  plan_request.period = 2;
+  plan_request.algorithm = "test-stride";
+  const PlanOutcome planned = run_plan_job(plan_request);
+  REQUIRE(planned.plan.algorithm == "test-stride");
+  for (std::size_t i = 0; i < profile.layers.size(); ++i) CHECK(planned.plan.layers[i].sync_iterations == expected[i]);
+  const auto compared = std::find_if(planned.strategies.begin(), planned.strategies.end(),
+                                     [](const auto& entry) { return entry.name == "test-stride"; });
+  REQUIRE(compared != planned.strategies.end());
+  CHECK(compared->timing.period_s == planned.timing.period_s);
+  // simulate --strategy test-stride: the period model gives the plan's period, the DES with
+  // identical workers and measured times the same (docs/des.md 2).
+  SimulateRequest simulate;
+  simulate.sync = choose_sync_times(profile, "table.json", {});
+  simulate.origin = "table.json";
+  simulate.strategy = "test-stride";
+  simulate.period = 2;
+  CHECK(simulate_period_model(simulate).timing.period_s == planned.timing.period_s);
+  SyncTimeInputs inputs;
+  inputs.cluster = des_test::cluster_of(des_test::cluster_document(4, 2, 80, 1, 8, 10));
+  inputs.cluster_origin = "cluster.json";
+  inputs.mode = SyncTimeMode::kMeasured;
+  simulate.sync = choose_sync_times(profile, "table.json", inputs);
+  CHECK(des_test::relative_difference(simulate_des(simulate).result.total_s, planned.timing.period_s) <= 1e-9);
+  // whatif --strategies test-stride: one row per point, each simulated.
+  WhatifRequest whatif;
+  whatif.profile = profile;
+  whatif.origin = "table.json";
+  whatif.base = *inputs.cluster;
+  whatif.cluster_origin = "cluster.json";
+  whatif.workers = {4, 8};
+  whatif.bandwidth_Gbps = {8};
+  whatif.latency_us = {10};
+  whatif.periods = {2};
+  whatif.strategies = {"test-stride"};
+  const WhatifOutcome swept = run_whatif_job(whatif);
+  REQUIRE(swept.rows.size() == 2);
+  for (const WhatifRow& point : swept.rows) {
+    CHECK(point.strategy == "test-stride");
+    CHECK(point.status == "ok");
+    REQUIRE(point.period_s.has_value());
+    CHECK(*point.period_s > 0);
+  }
+  // Gone with the row.
 }
 
 TEST_CASE("period model: a plan's own bound is the bound where its figures are these, else not", "[des][bound]") {

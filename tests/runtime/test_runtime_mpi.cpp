@@ -7,9 +7,12 @@
 //    ranks' different batches have moved them apart); what the executor ran is the schedule.
 //  * equivalence: H = 1 with every layer every iteration equals parameter-averaging S-SGD written
 //    out without the executor (average the whole parameter arena, then step).
+//  * row: a strategy defined in one table row for tests (tests/test_strategy_row.hpp, test-stride
+//    at H = 2) runs in the trainer (run_training, as `syncplan run --strategy` does): each
+//    iteration's log lists the layers the row assigns to it, averaged as parameters.
 // Prints "ok: ..." lines and exits 0; a mismatch prints the first ones and exits 1; no text: 77.
 //
-// usage: test_runtime_mpi partial|equivalence [TEXT]
+// usage: test_runtime_mpi partial|equivalence|row [TEXT]
 #include "comm/communicator.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/mpi_session.hpp"
@@ -20,6 +23,7 @@
 #include "runtime/executor.hpp"
 #include "runtime/schedule.hpp"
 #include "runtime/trainer.hpp"
+#include "../test_strategy_row.hpp"
 
 #include <mpi.h>
 
@@ -266,6 +270,45 @@ int equivalence(Context& context) {
   return ok ? 0 : 1;
 }
 
+// test-stride through the trainer: in iteration i the layers with parameters (those wfbp syncs)
+// whose backprop index j = L - 1 - m (m the model index) has j mod 2 = i mod 2.
+int row(Context& context, const std::string& text) {
+  const ScopedStrategyRow added(test::kStrideRow);
+  TrainRequest request;
+  request.model = "tiny-gpt";
+  request.models_dir = SYNCPLAN_DATA_DIR "/models";
+  request.strategy = "test-stride";
+  request.period = 2;
+  request.data_path = text;
+  request.iterations = 4;
+  request.batch = kBatch;
+  request.seq = kSeq;
+  request.seed = kSeed;
+  const CommunicatorFactory make_comm = [&](int) { return make_mpi_communicator(context.mpi, request.timeout_s); };
+  const TrainResult result = run_training(context.mpi, make_comm, request);
+  const std::vector<std::size_t> owning = strategy_schedule(context.model, "wfbp", 1).synced_layers(0);
+  const std::size_t count = context.model.layers.size();
+  for (const IterationRecord& record : result.records) {
+    std::multiset<std::string> expected, synced;
+    for (const std::size_t m : owning)
+      if ((count - 1 - m) % 2 == static_cast<std::size_t>(record.iteration % 2)) expected.insert(context.model.layers[m].name);
+    for (const std::vector<std::string>& bucket : record.buckets) synced.insert(bucket.begin(), bucket.end());
+    if (synced != expected || expected.empty()) {
+      std::printf("FAIL: rank %d: iteration %lld synced %zu layers, the row assigns %zu\n", context.mpi.rank(),
+                  static_cast<long long>(record.iteration), synced.size(), expected.size());
+      ++context.failures;
+    }
+  }
+  if (context.mpi.is_root() && result.trace["syncplan"]["sync"] != "parameters") {
+    std::printf("FAIL: the run averaged %s, the row says parameters\n", result.trace["syncplan"]["sync"].dump().c_str());
+    ++context.failures;
+  }
+  if (context.failures == 0)
+    std::printf("ok: rank %d: test-stride (one table row) ran %zu iterations with the row's layers\n", context.mpi.rank(),
+                result.records.size());
+  return context.failures == 0 ? 0 : 1;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -283,7 +326,8 @@ int main(int argc, char** argv) {
   int code = 2;
   if (mode == "partial") code = partial(context);
   else if (mode == "equivalence") code = equivalence(context);
-  else std::printf("usage: test_runtime_mpi partial|equivalence [TEXT]\n");
+  else if (mode == "row") code = row(context, text);
+  else std::printf("usage: test_runtime_mpi partial|equivalence|row [TEXT]\n");
   std::fflush(stdout);
   // Every rank's verdict: the job fails when one rank's check did.
   return mpi.first_failing_rank(code == 0) < 0 ? 0 : std::max(code, 1);
