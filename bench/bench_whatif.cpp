@@ -41,7 +41,7 @@ void BM_whatif_issue_sweep(benchmark::State& state) {
   int failed = 0;
   std::size_t points = 0;
   for (auto _ : state) {
-    const WhatifOutcome outcome = run_whatif_job(request, {jobs, nullptr, {}});
+    const WhatifOutcome outcome = run_whatif_job(request, {jobs, {}});
     failed = outcome.failed();
     points = outcome.rows.size();
     benchmark::DoNotOptimize(outcome.rows.data());

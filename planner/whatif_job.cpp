@@ -348,7 +348,7 @@ class SettingRunner {
   }
 
   static void fail(WhatifRow& row, const std::string& message) {
-    row.status = "error";
+    row.status = WhatifStatus::kError;
     row.error = message;
   }
 
@@ -477,46 +477,80 @@ Json optional_json(const std::optional<T>& value) {
   return value ? Json(*value) : Json(nullptr);
 }
 
+// A row field's JSON value and back: a value, or null for an unset optional.
+template <class T>
+Json cell_json(const T& value) {
+  return Json(value);
+}
+template <class T>
+Json cell_json(const std::optional<T>& value) {
+  return optional_json(value);
+}
+template <class T>
+void read_cell(const Json& value, T& field) {
+  field = value.get<T>();
+}
+template <class T>
+void read_cell(const Json& value, std::optional<T>& field) {
+  field = value.is_null() ? std::nullopt : std::optional<T>(value.get<T>());
+}
+
+// One column: its name, its value in a row, and (for a column that is a row's field) how the row
+// reads it back; nullptr for columns made from the outcome (model, scaling, seq) or other columns.
 struct WhatifColumn {
   const char* name;
   Json (*value)(const WhatifOutcome& outcome, const WhatifRow& row);
+  void (*read)(const Json& value, WhatifRow& row);
 };
 
-// Every column, in CSV order (docs/whatif.md says what each holds).
+// The column of the row field `Member`, both ways.
+template <auto Member>
+WhatifColumn field_column(const char* name) {
+  return {name, [](const WhatifOutcome&, const WhatifRow& row) { return cell_json(row.*Member); },
+          [](const Json& value, WhatifRow& row) { read_cell(value, row.*Member); }};
+}
+
+// Every column, in CSV order (docs/whatif.md says what each holds): the one table that writes
+// the CSV and JSON rows and reads a JSON row back (whatif_row_from_json).
 const std::vector<WhatifColumn>& whatif_columns() {
   static const std::vector<WhatifColumn> columns = {
-      {"index", [](const WhatifOutcome&, const WhatifRow& r) { return Json(r.index); }},
-      {"model", [](const WhatifOutcome& o, const WhatifRow&) { return Json(o.model); }},
-      {"scaling", [](const WhatifOutcome& o, const WhatifRow&) { return Json(to_string(o.scaling)); }},
-      {"workers", [](const WhatifOutcome&, const WhatifRow& r) { return Json(r.workers); }},
-      {"nodes", [](const WhatifOutcome&, const WhatifRow& r) { return Json(r.nodes); }},
-      {"bandwidth_Gbps", [](const WhatifOutcome&, const WhatifRow& r) { return Json(r.bandwidth_Gbps); }},
-      {"latency_us", [](const WhatifOutcome&, const WhatifRow& r) { return Json(r.latency_us); }},
-      {"period_requested", [](const WhatifOutcome&, const WhatifRow& r) { return Json(r.period_requested); }},
-      {"period", [](const WhatifOutcome&, const WhatifRow& r) { return optional_json(r.period); }},
-      {"strategy", [](const WhatifOutcome&, const WhatifRow& r) { return Json(r.strategy); }},
-      {"batch_per_worker", [](const WhatifOutcome&, const WhatifRow& r) { return optional_json(r.batch_per_worker); }},
-      {"global_batch", [](const WhatifOutcome&, const WhatifRow& r) {
+      field_column<&WhatifRow::index>("index"),
+      {"model", [](const WhatifOutcome& o, const WhatifRow&) { return Json(o.model); }, nullptr},
+      {"scaling", [](const WhatifOutcome& o, const WhatifRow&) { return Json(to_string(o.scaling)); }, nullptr},
+      field_column<&WhatifRow::workers>("workers"),
+      field_column<&WhatifRow::nodes>("nodes"),
+      field_column<&WhatifRow::bandwidth_Gbps>("bandwidth_Gbps"),
+      field_column<&WhatifRow::latency_us>("latency_us"),
+      field_column<&WhatifRow::period_requested>("period_requested"),
+      field_column<&WhatifRow::period>("period"),
+      field_column<&WhatifRow::strategy>("strategy"),
+      field_column<&WhatifRow::batch_per_worker>("batch_per_worker"),
+      {"global_batch",
+       [](const WhatifOutcome&, const WhatifRow& r) {
          return r.batch_per_worker ? Json(*r.batch_per_worker * r.workers) : Json(nullptr);
+       },
+       nullptr},
+      {"seq", [](const WhatifOutcome& o, const WhatifRow&) { return optional_json(o.seq); }, nullptr},
+      field_column<&WhatifRow::jitter_sigma>("jitter_sigma"),
+      field_column<&WhatifRow::straggler>("straggler"),
+      {"status", [](const WhatifOutcome&, const WhatifRow& r) { return Json(to_string(r.status)); },
+       [](const Json& value, WhatifRow& row) {
+         const std::string text = value.get<std::string>();
+         if (text != "ok" && text != "error") throw InternalError("whatif row: status '" + text + "' is neither ok nor error");
+         row.status = text == "ok" ? WhatifStatus::kOk : WhatifStatus::kError;
        }},
-      {"seq", [](const WhatifOutcome& o, const WhatifRow&) { return optional_json(o.seq); }},
-      {"jitter_sigma", [](const WhatifOutcome&, const WhatifRow& r) { return Json(r.jitter_sigma); }},
-      {"straggler", [](const WhatifOutcome&, const WhatifRow& r) { return Json(r.straggler); }},
-      {"status", [](const WhatifOutcome&, const WhatifRow& r) { return Json(r.status); }},
-      {"period_s", [](const WhatifOutcome&, const WhatifRow& r) { return optional_json(r.period_s); }},
-      {"iteration_s", [](const WhatifOutcome&, const WhatifRow& r) { return optional_json(r.iteration_s); }},
-      {"samples_per_s", [](const WhatifOutcome&, const WhatifRow& r) { return optional_json(r.samples_per_s); }},
-      {"tokens_per_s", [](const WhatifOutcome&, const WhatifRow& r) { return optional_json(r.tokens_per_s); }},
-      {"speedup_vs_ssgd", [](const WhatifOutcome&, const WhatifRow& r) { return optional_json(r.speedup_vs_ssgd); }},
-      {"speedup_vs_flsgd", [](const WhatifOutcome&, const WhatifRow& r) { return optional_json(r.speedup_vs_flsgd); }},
-      {"exposed_comm_s", [](const WhatifOutcome&, const WhatifRow& r) { return optional_json(r.exposed_comm_s); }},
-      {"bytes_per_worker_per_period",
-       [](const WhatifOutcome&, const WhatifRow& r) { return optional_json(r.bytes_per_worker); }},
-      {"lower_bound_s", [](const WhatifOutcome&, const WhatifRow& r) { return optional_json(r.lower_bound_s); }},
-      {"plan_gap", [](const WhatifOutcome&, const WhatifRow& r) { return optional_json(r.plan_gap); }},
-      {"search_time_limited",
-       [](const WhatifOutcome&, const WhatifRow& r) { return optional_json(r.search_time_limited); }},
-      {"error", [](const WhatifOutcome&, const WhatifRow& r) { return Json(r.error); }},
+      field_column<&WhatifRow::period_s>("period_s"),
+      field_column<&WhatifRow::iteration_s>("iteration_s"),
+      field_column<&WhatifRow::samples_per_s>("samples_per_s"),
+      field_column<&WhatifRow::tokens_per_s>("tokens_per_s"),
+      field_column<&WhatifRow::speedup_vs_ssgd>("speedup_vs_ssgd"),
+      field_column<&WhatifRow::speedup_vs_flsgd>("speedup_vs_flsgd"),
+      field_column<&WhatifRow::exposed_comm_s>("exposed_comm_s"),
+      field_column<&WhatifRow::bytes_per_worker>("bytes_per_worker_per_period"),
+      field_column<&WhatifRow::lower_bound_s>("lower_bound_s"),
+      field_column<&WhatifRow::plan_gap>("plan_gap"),
+      field_column<&WhatifRow::search_time_limited>("search_time_limited"),
+      field_column<&WhatifRow::error>("error"),
   };
   return columns;
 }
@@ -540,13 +574,6 @@ Json row_json(const WhatifOutcome& outcome, const WhatifRow& row) {
   return object;
 }
 
-template <class T>
-std::optional<T> optional_from(const Json& object, const char* key) {
-  const Json& value = object.at(key);
-  if (value.is_null()) return std::nullopt;
-  return value.get<T>();
-}
-
 // The rows of `settings` (by index) as one JSON array, for the other ranks.
 std::string rows_text(const WhatifOutcome& outcome, const std::vector<WhatifRow>& rows) {
   Json array = Json::array();
@@ -554,20 +581,18 @@ std::string rows_text(const WhatifOutcome& outcome, const std::vector<WhatifRow>
   return json_text(array);
 }
 
-// Every rank's rows onto every rank: each rank in turn broadcasts its rows' JSON text.
-void gather_rows(const MpiSession& mpi, const WhatifOutcome& outcome, std::vector<WhatifRow>& rows,
+// Every rank's rows onto every rank: each rank's rows' JSON text through run.share.
+void gather_rows(const WhatifRun& run, const WhatifOutcome& outcome, std::vector<WhatifRow>& rows,
                  const std::vector<bool>& mine) {
+  SYNCPLAN_CHECK(run.share != nullptr);
   std::vector<WhatifRow> own;
   for (std::size_t i = 0; i < rows.size(); ++i)
     if (mine[i]) own.push_back(rows[i]);
-  for (int rank = 0; rank < mpi.size(); ++rank) {
-    std::string text = rank == mpi.rank() ? rows_text(outcome, own) : std::string();
-    std::int64_t size = static_cast<std::int64_t>(text.size());
-    mpi.broadcast(&size, sizeof size, rank);
-    SYNCPLAN_CHECK(size >= 0 && size < (std::int64_t{1} << 31));
-    text.resize(static_cast<std::size_t>(size));
-    mpi.broadcast(text.data(), static_cast<int>(size), rank);
-    if (rank == mpi.rank()) continue;
+  const std::vector<std::string> texts = run.share(rows_text(outcome, own));
+  SYNCPLAN_CHECK(static_cast<int>(texts.size()) == run.ranks);
+  for (int rank = 0; rank < run.ranks; ++rank) {
+    if (rank == run.rank) continue;
+    const std::string& text = texts[static_cast<std::size_t>(rank)];
     const std::string origin = "whatif: rank " + std::to_string(rank) + "'s rows";
     Json array;
     try {
@@ -587,8 +612,10 @@ void gather_rows(const MpiSession& mpi, const WhatifOutcome& outcome, std::vecto
 
 std::string to_string(WhatifScaling scaling) { return scaling == WhatifScaling::kWeak ? "weak" : "strong"; }
 
+const char* to_string(WhatifStatus status) { return status == WhatifStatus::kOk ? "ok" : "error"; }
+
 int WhatifOutcome::failed() const {
-  return static_cast<int>(std::count_if(rows.begin(), rows.end(), [](const WhatifRow& r) { return r.status != "ok"; }));
+  return static_cast<int>(std::count_if(rows.begin(), rows.end(), [](const WhatifRow& r) { return r.status != WhatifStatus::kOk; }));
 }
 
 int validate_whatif_request(const WhatifRequest& request) { return prepare_whatif(request).points; }
@@ -606,8 +633,9 @@ WhatifOutcome run_whatif_job(const WhatifRequest& request, const WhatifRun& run)
   outcome.seq = prepared.seq;
 
   // This rank's settings: setting i on rank i mod R.
-  const int ranks = run.mpi ? run.mpi->size() : 1;
-  const int rank = run.mpi ? run.mpi->rank() : 0;
+  SYNCPLAN_CHECK(run.ranks >= 1 && run.rank >= 0 && run.rank < run.ranks);
+  const int ranks = run.ranks;
+  const int rank = run.rank;
   std::vector<int> mine;
   for (int i = 0; i < static_cast<int>(prepared.settings.size()); ++i)
     if (i % ranks == rank) mine.push_back(i);
@@ -650,7 +678,7 @@ WhatifOutcome run_whatif_job(const WhatifRequest& request, const WhatifRun& run)
     std::vector<bool> own(outcome.rows.size(), false);
     for (const int i : mine)
       for (int s = 0; s < strategy_count; ++s) own[prepared.settings[i].first_index + s] = true;
-    gather_rows(*run.mpi, outcome, outcome.rows, own);
+    gather_rows(run, outcome, outcome.rows, own);
   }
   return outcome;
 }
@@ -676,7 +704,7 @@ Json whatif_to_json(const WhatifOutcome& outcome) {
   Json errors = Json::array();
   for (const WhatifRow& row : outcome.rows) {
     points.push_back(row_json(outcome, row));
-    if (row.status != "ok") errors.push_back({{"index", row.index}, {"error", row.error}});
+    if (row.status != WhatifStatus::kOk) errors.push_back({{"index", row.index}, {"error", row.error}});
   }
   return {{"format", kWhatifFormat},
           {"model", outcome.model},
@@ -693,30 +721,8 @@ Json whatif_to_json(const WhatifOutcome& outcome) {
 WhatifRow whatif_row_from_json(const Json& object, const std::string& origin) {
   try {
     WhatifRow row;
-    row.index = object.at("index").get<int>();
-    row.workers = object.at("workers").get<int>();
-    row.nodes = object.at("nodes").get<int>();
-    row.bandwidth_Gbps = object.at("bandwidth_Gbps").get<double>();
-    row.latency_us = object.at("latency_us").get<double>();
-    row.period_requested = object.at("period_requested").get<std::string>();
-    row.period = optional_from<int>(object, "period");
-    row.strategy = object.at("strategy").get<std::string>();
-    row.batch_per_worker = optional_from<std::int64_t>(object, "batch_per_worker");
-    row.jitter_sigma = object.at("jitter_sigma").get<double>();
-    row.straggler = object.at("straggler").get<double>();
-    row.status = object.at("status").get<std::string>();
-    row.error = object.at("error").get<std::string>();
-    row.period_s = optional_from<double>(object, "period_s");
-    row.iteration_s = optional_from<double>(object, "iteration_s");
-    row.samples_per_s = optional_from<double>(object, "samples_per_s");
-    row.tokens_per_s = optional_from<double>(object, "tokens_per_s");
-    row.speedup_vs_ssgd = optional_from<double>(object, "speedup_vs_ssgd");
-    row.speedup_vs_flsgd = optional_from<double>(object, "speedup_vs_flsgd");
-    row.exposed_comm_s = optional_from<double>(object, "exposed_comm_s");
-    row.bytes_per_worker = optional_from<double>(object, "bytes_per_worker_per_period");
-    row.lower_bound_s = optional_from<double>(object, "lower_bound_s");
-    row.plan_gap = optional_from<double>(object, "plan_gap");
-    row.search_time_limited = optional_from<bool>(object, "search_time_limited");
+    for (const WhatifColumn& column : whatif_columns())
+      if (column.read) column.read(object.at(column.name), row);
     return row;
   } catch (const Json::exception& e) {
     throw InputError(origin + ": not a what-if point (" + e.what() + ")");

@@ -4,7 +4,6 @@
 // with its rows written as CSV or JSON (docs/whatif.md).
 #pragma once
 
-#include "comm/mpi_session.hpp"
 #include "core/cluster.hpp"
 #include "core/json_io.hpp"
 #include "core/profile.hpp"
@@ -74,14 +73,27 @@ struct WhatifRequest {
   std::optional<std::int64_t> iterations;  ///< DES iterations per point (1..limits::kMaxIterations); unset: one period
 };
 
-/// How the sweep runs: threads here, ranks of an MPI job, and who hears of progress.
+/// Every rank's text, in rank order, on every rank: `own` is this rank's (collective; the command
+/// line gives one over MPI, tools/cmd_whatif.cpp).
+using WhatifShare = std::function<std::vector<std::string>(const std::string& own)>;
+
+/// How the sweep runs: threads here, the processes (ranks) it is divided among, and who hears of
+/// progress. The job itself knows no MPI: `share` carries the rows between the ranks.
 struct WhatifRun {
   int jobs = 1;                     ///< threads on this process, >= 1
-  const MpiSession* mpi = nullptr;  ///< the ranks to divide the work among; null: this process alone
   /// Called after each finished setting (a point group, see docs/whatif.md) with the points done on
   /// this rank and this rank's total, from the worker threads one at a time.
-  std::function<void(int done, int total)> progress;
+  std::function<void(int done, int total)> progress = {};
+  int ranks = 1;                    ///< processes the settings are divided among, >= 1
+  int rank = 0;                     ///< this process, 0..ranks-1
+  WhatifShare share = {};           ///< required when ranks > 1
 };
+
+/// Whether a point was timed; written "ok" or "error" (to_string).
+enum class WhatifStatus { kOk, kError };
+
+/// "ok" or "error".
+const char* to_string(WhatifStatus status);
 
 /// One point's row (docs/whatif.md lists the columns and units). Values that do not apply or are
 /// not known are unset and written empty (CSV) or null (JSON).
@@ -97,7 +109,7 @@ struct WhatifRow {
   std::optional<std::int64_t> batch_per_worker;  ///< samples per step and worker
   double jitter_sigma = 0;
   double straggler = 1;           ///< worker 0's compute factor
-  std::string status = "ok";      ///< "ok" or "error"
+  WhatifStatus status = WhatifStatus::kOk;
   std::string error;              ///< the one-line message of a failed point
   std::optional<double> period_s;         ///< DES mean time per period (s)
   std::optional<double> iteration_s;      ///< DES mean iteration time (s)
@@ -134,8 +146,8 @@ int validate_whatif_request(const WhatifRequest& request);
 
 /// Runs the sweep: points in the order workers, bandwidth, latency, period, strategy (strategy
 /// fastest), grouped by setting (all but the strategy) so that each setting's ssgd and flsgd
-/// baselines run once; settings divided among run.mpi's ranks (setting i on rank i mod R) and
-/// run.jobs threads, results placed by index, then shared with every rank. A point that fails with
+/// baselines run once; settings divided among run.ranks (setting i on rank i mod R) and run.jobs
+/// threads, results placed by index, then shared with every rank (run.share). A point that fails with
 /// an InputError is reported in its row (status "error"), never thrown; other errors are thrown
 /// (after every thread has stopped).
 WhatifOutcome run_whatif_job(const WhatifRequest& request, const WhatifRun& run = {});
@@ -147,7 +159,8 @@ std::string whatif_csv(const WhatifOutcome& outcome);
 /// The syncplan.whatif/v1 document (docs/formats.md).
 Json whatif_to_json(const WhatifOutcome& outcome);
 
-/// The row back from its JSON object in whatif_to_json's "points" (used to gather rows over MPI).
+/// The row back from its JSON object in whatif_to_json's "points" (used to share rows between
+/// ranks), read by the same column table that writes it.
 /// Throws InputError naming `origin` for a malformed object.
 WhatifRow whatif_row_from_json(const Json& object, const std::string& origin);
 

@@ -50,14 +50,14 @@ LinePlot whatif_plot(const WhatifOutcome& outcome, WhatifMetric metric) {
   std::vector<PlotPoint> points;
   for (const WhatifRow& row : outcome.rows) {
     const std::optional<double>& value = metric == WhatifMetric::kThroughput ? row.samples_per_s : row.speedup_vs_ssgd;
-    if (row.status != "ok" || !value) continue;
+    if (row.status != WhatifStatus::kOk || !value) continue;
     points.push_back({whatif_panel_name(row, latencies.size() > 1), whatif_series_name(row, periods.size() > 1),
                       static_cast<double>(row.workers), *value});
   }
   if (points.empty()) {
     bool any_ok = false, any_zero = false, any_batch = false, ssgd_ok = false;
     for (const WhatifRow& row : outcome.rows) {
-      if (row.status != "ok") continue;
+      if (row.status != WhatifStatus::kOk) continue;
       any_ok = true;
       any_zero |= row.period_s && *row.period_s == 0;
       any_batch |= row.batch_per_worker.has_value();
@@ -98,7 +98,7 @@ HtmlPage whatif_page(const WhatifOutcome& outcome, const std::string& plot_svg) 
                           row.strategy, optional_text(row.iteration_s, 6), optional_text(row.samples_per_s, 1),
                           optional_text(row.speedup_vs_ssgd, 3), optional_text(row.speedup_vs_flsgd, 3),
                           optional_text(row.exposed_comm_s, 6), optional_text(row.plan_gap, 4),
-                          row.status == "ok" ? "ok" : "error: " + row.error});
+                          row.status == WhatifStatus::kOk ? "ok" : "error: " + row.error});
   points.tables.push_back(std::move(table));
   HtmlPage page;
   page.title = "syncplan what-if: " + outcome.model;

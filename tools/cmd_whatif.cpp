@@ -1,5 +1,6 @@
 // `syncplan whatif`: parse the lists to sweep, run the what-if job (planner/whatif_job.hpp) on this
 // process's threads and the MPI job's ranks, show progress on a terminal, write the CSV and JSON.
+#include "comm/mpi_session.hpp"
 #include "core/cluster.hpp"
 #include "core/errors.hpp"
 #include "core/json_io.hpp"
@@ -198,7 +199,22 @@ int whatif(const MpiSession& mpi, const WhatifOptions& options) {
   WhatifRun run;
   run.jobs = options.jobs > 0 ? static_cast<int>(options.jobs)
                               : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  run.mpi = &mpi;
+  run.ranks = mpi.size();
+  run.rank = mpi.rank();
+  // The rows between the ranks: each rank in turn broadcasts its text's length, then the text.
+  run.share = [&mpi](const std::string& own) {
+    std::vector<std::string> texts(static_cast<std::size_t>(mpi.size()));
+    for (int rank = 0; rank < mpi.size(); ++rank) {
+      std::string& text = texts[static_cast<std::size_t>(rank)];
+      if (rank == mpi.rank()) text = own;
+      std::int64_t size = static_cast<std::int64_t>(text.size());
+      mpi.broadcast(&size, sizeof size, rank);
+      SYNCPLAN_CHECK(size >= 0 && size < (std::int64_t{1} << 31));
+      text.resize(static_cast<std::size_t>(size));
+      mpi.broadcast(text.data(), static_cast<int>(size), rank);
+    }
+    return texts;
+  };
   ProgressBar bar;
   if (mpi.is_root() && isatty(STDERR_FILENO)) run.progress = [&bar](int done, int total) { bar(done, total); };
   const WhatifOutcome outcome = with_flags(kWhatifFlags, [&] { return run_whatif_job(request, run); });
@@ -230,7 +246,7 @@ int whatif(const MpiSession& mpi, const WhatifOptions& options) {
       << to_string(request.base.allreduce) << " all-reduce) on "
       << count_text(mpi.size(), "rank") << ", " << outcome.failed() << " failed\n";
   for (const WhatifRow& row : outcome.rows)
-    if (row.status != "ok") out << "  point " << row.index << " (" << row.strategy << "): " << row.error << '\n';
+    if (row.status != WhatifStatus::kOk) out << "  point " << row.index << " (" << row.strategy << "): " << row.error << '\n';
   if (!options.csv_path.empty()) out << "csv written to " << options.csv_path << '\n';
   if (!options.json_path.empty()) out << "json written to " << options.json_path << '\n';
   if (!options.plot_path.empty()) out << "plot written to " << options.plot_path << '\n';

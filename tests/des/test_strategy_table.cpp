@@ -200,7 +200,7 @@ TEST_CASE("strategy table: a row added in one place runs in plan, simulate and w
   REQUIRE(swept.rows.size() == 2);
   for (const WhatifRow& point : swept.rows) {
     CHECK(point.strategy == "test-stride");
-    CHECK(point.status == "ok");
+    CHECK(point.status == WhatifStatus::kOk);
     REQUIRE(point.period_s.has_value());
     CHECK(*point.period_s > 0);
   }

@@ -399,6 +399,6 @@ TEST_CASE("whatif plot: with no point to draw, the message names the real cause"
   for (WhatifRow& each : outcome.rows) each.period_s = 1.0, each.batch_per_worker.reset();
   CHECK_THROWS_WITH(whatif_plot(outcome, WhatifMetric::kThroughput), Catch::Contains("give --batch"));
   // Every point failed.
-  for (WhatifRow& each : outcome.rows) each.status = "error";
+  for (WhatifRow& each : outcome.rows) each.status = WhatifStatus::kError;
   CHECK_THROWS_WITH(whatif_plot(outcome, WhatifMetric::kSpeedup), Catch::Contains("every point failed"));
 }

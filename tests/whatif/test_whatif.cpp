@@ -142,7 +142,7 @@ bool close(double a, double b) { return std::fabs(a - b) <= 1e-9 * std::max(std:
 TEST_CASE("whatif: every point equals a single plan/simulate of its own cluster file", "[whatif]") {
   WhatifRequest request = gpt2_request(kBase);
   request.strategies = {"ssgd", "wfbp", "ddp", "mgwfbp", "flsgd", "plsgd-even", "dreamddp", "dp", "search", "best"};
-  const WhatifOutcome outcome = run_whatif_job(request, {2, nullptr, {}});
+  const WhatifOutcome outcome = run_whatif_job(request, {2, {}});
   // 2 worker counts x 2 bandwidths x 1 latency x 2 periods x 10 strategies.
   REQUIRE(outcome.rows.size() == 80);
   REQUIRE(outcome.failed() == 0);
@@ -177,8 +177,8 @@ TEST_CASE("whatif: every point equals a single plan/simulate of its own cluster 
 TEST_CASE("whatif: the rows are the same whatever the threads", "[whatif]") {
   WhatifRequest request = gpt2_request(kBase);
   request.strategies = {"ssgd", "flsgd", "dreamddp", "search"};
-  const std::string one = whatif_csv(run_whatif_job(request, {1, nullptr, {}}));
-  const std::string three = whatif_csv(run_whatif_job(request, {3, nullptr, {}}));
+  const std::string one = whatif_csv(run_whatif_job(request, {1, {}}));
+  const std::string three = whatif_csv(run_whatif_job(request, {3, {}}));
   REQUIRE(one == three);
   // Header and 32 rows.
   REQUIRE(std::count(one.begin(), one.end(), '\n') == 33);
@@ -338,7 +338,7 @@ int check_best_never_slower(const WhatifRequest& base) {
   request.bandwidth_Gbps = {1, 10, 100};
   request.periods = {10};
   request.strategies = {"ssgd", "wfbp", "ddp", "mgwfbp", "flsgd", "plsgd-even", "dreamddp", "dp", "search", "best"};
-  const WhatifOutcome outcome = run_whatif_job(request, {2, nullptr, {}});
+  const WhatifOutcome outcome = run_whatif_job(request, {2, {}});
   REQUIRE(outcome.rows.size() == 90);
   REQUIRE(outcome.failed() == 0);
   int fused_needed = 0;
@@ -382,10 +382,10 @@ TEST_CASE("whatif: a point that fails is reported in its row, the others run", "
   request.strategies = {"ssgd", "dp"};
   const WhatifOutcome outcome = run_whatif_job(request);
   REQUIRE(outcome.failed() == 2);
-  REQUIRE(outcome.rows[0].status == "error");
+  REQUIRE(outcome.rows[0].status == WhatifStatus::kError);
   REQUIRE(outcome.rows[0].error.rfind("period auto: no period H up to 1000", 0) == 0);
   REQUIRE_FALSE(outcome.rows[0].period_s.has_value());
-  REQUIRE(outcome.rows[2].status == "ok");
+  REQUIRE(outcome.rows[2].status == WhatifStatus::kOk);
   const Json document = whatif_to_json(outcome);
   REQUIRE(document["summary"]["failed"] == 2);
   REQUIRE(document["summary"]["errors"][0]["index"] == 0);
