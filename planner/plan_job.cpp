@@ -284,6 +284,87 @@ void validate_plan_request(const PlanRequest& request) {
   validate_max_delay(request);
 }
 
+namespace {
+
+// plan's comparison table: every compared strategy at `period`, unfused; plannable ones are the
+// job's shared plans. A time-limited search (search) is in it only when the chosen algorithm
+// searched (`searched`), so that the job's time limit is spent once (docs/time-model.md section 7).
+std::vector<StrategyTiming> compare_strategies(const BackpropTimes& times, int period, JobPlans& plans,
+                                               const SearchOptions& unfused_search, bool searched) {
+  std::vector<StrategyTiming> rows;
+  for (const std::string& name : compared_strategy_names()) {
+    const Strategy& strategy = *find_strategy(name);
+    if (!strategy.plannable()) {
+      rows.push_back({name, strategy.run_period_model(times, period).timing});
+      continue;
+    }
+    if (strategy.time_limited && !searched) continue;
+    const PlanCandidate candidate = plans.plan(strategy, unfused_search);
+    rows.push_back({name, time_assignment(times, candidate.assignment)});
+  }
+  return rows;
+}
+
+// The exact method on the chosen plan of a proven algorithm (best), unfused and undelayed: the
+// default proof budget is nodes, not seconds; the whole profile first, then, unproven, the
+// relaxations, whose polished optima may also shorten the plan; then the opt-in proof for up to
+// prove_s seconds (docs/time-model.md section 14, "Proof budget").
+void prove_chosen_plan(PlanOutcome& outcome, const PlanRequest& request, const SearchOptions& search,
+                       const SearchOptions& unfused_search) {
+  const BackpropTimes& times = outcome.times;
+  // The default proof budget: nodes, not seconds (docs/time-model.md section 14, "Proof budget").
+  ExactOptions exact = request.exact;
+  exact.deadline = search.deadline;
+  if (exact.node_limit == kDefaultProofNodes)
+    exact.node_limit = default_proof_nodes(exact_placeable_layers(times, search.every_iteration));
+  outcome.proof_node_limit = exact.node_limit;
+  const auto unproven = [&] {
+    return !outcome.proven_optimal &&
+           gap_to_lower_bound(time_assignment(times, outcome.chosen.assignment).period_s, outcome.lower_bound_s) > 0;
+  };
+  // The whole profile first (docs/time-model.md section 14, "Proof budget"); unproven, the
+  // relaxations, whose polished optima may also shorten the plan.
+  prove_or_improve(outcome, search.every_iteration, exact);
+  if (unproven()) apply_relaxed_bound(outcome, search.every_iteration, exact, unfused_search);
+  // The opt-in proof: the exact method again from the plan so far, for up to prove_s seconds.
+  if (request.prove_s && unproven()) {
+    ExactOptions longer = request.exact;
+    longer.node_limit = limits::kMaxExactNodes;  // the seconds limit it
+    longer.deadline = std::chrono::steady_clock::now() +
+                      std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+                          std::chrono::duration<double>(*request.prove_s));
+    outcome.proof_extended = true;
+    prove_or_improve(outcome, search.every_iteration, longer, true);
+  }
+}
+
+// The chosen plan made final: tied layers aligned, bubbles filled (request.fill_bubbles), fused
+// into buckets (request.bucket_alpha_s), timed, written as a plan with its prediction and bound,
+// and the pinned layers and all-reduces counted.
+void finish_chosen_plan(PlanOutcome& outcome, const PlanRequest& request, const std::vector<bool>& every_iteration) {
+  const BackpropTimes& times = outcome.times;
+  align_tied_layers(times, outcome.chosen.assignment);
+  outcome.planned = outcome.chosen.assignment;
+  outcome.extra_syncs = request.fill_bubbles ? fill_bubbles(times, outcome.chosen.assignment) : 0;
+  outcome.unfused_timing = time_assignment(times, outcome.chosen.assignment);
+  if (request.bucket_alpha_s) outcome.buckets = fuse_buckets(times, outcome.chosen.assignment, *request.bucket_alpha_s);
+  outcome.timing = outcome.buckets ? time_buckets(times, *outcome.buckets) : outcome.unfused_timing;
+  outcome.plan = plan_from_assignment(outcome.chosen.assignment, request.profile, times, outcome.chosen.algorithm);
+  outcome.plan.predicted = prediction_from_timing(outcome.timing, outcome.lower_bound_s);
+  outcome.plan.predicted->lower_bound = outcome.bound_name;
+  if (outcome.buckets) outcome.plan.buckets = plan_buckets(*outcome.buckets, times);
+  outcome.gap_to_lower_bound = gap_to_lower_bound(outcome.timing.period_s, outcome.lower_bound_s);
+  // A plan that meets a lower bound is optimal whichever bound it meets.
+  outcome.proven_optimal = outcome.proven_optimal || outcome.gap_to_lower_bound == 0;
+
+  for (std::size_t j = 0; j < every_iteration.size(); ++j)
+    if (every_iteration[j]) outcome.pinned_layers.push_back(times.names[j]);
+  for (const auto& layers : outcome.chosen.assignment.iterations)
+    for (const int j : layers) outcome.unfused_allreduces += has_allreduce(times, j) ? 1 : 0;
+}
+
+}  // namespace
+
 PlanOutcome run_plan_job(const PlanRequest& request) {
   validate_plan_request(request);
   const Strategy& algorithm = strategy_for(request.algorithm, StrategyUse::kPlan);
@@ -318,73 +399,20 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
   // The chosen plan first: with fusion its (fused) search has the time left before the table's.
   outcome.chosen = plans.plan(algorithm, search, alpha_s);
   outcome.chosen_search = outcome.chosen.search_run;
-  for (const std::string& name : compared_strategy_names()) {
-    const Strategy& strategy = *find_strategy(name);
-    if (!strategy.plannable()) {
-      outcome.strategies.push_back({name, strategy.run_period_model(times, period).timing});
-      continue;
-    }
-    // An algorithm that does not search (dp, dreamddp, ...) runs none: the table then has no
-    // `search` row (docs/time-model.md section 7).
-    if (strategy.time_limited && !outcome.chosen_search) continue;
-    const PlanCandidate candidate = plans.plan(strategy, unfused_search);
-    outcome.strategies.push_back({name, time_assignment(times, candidate.assignment)});
-  }
+  outcome.strategies = compare_strategies(times, period, plans, unfused_search, outcome.chosen_search.has_value());
   outcome.spec_lower_bound_s = spec_lower_bound_s(times, period);
   outcome.suffix_lower_bound_s = suffix_lower_bound_s(times, period);
   outcome.unfused_lower_bound_s = best_lower_bound_s(times, period);
   outcome.lower_bound_s = alpha_s ? fused_lower_bound_s(times, period, *alpha_s) : outcome.unfused_lower_bound_s;
   outcome.link_limit_s = link_limit_s(times, period);
   outcome.bound_name = alpha_s ? "fused" : "suffix";  // the suffix bound is never below SPEC's (time-model 6)
-  if (!alpha_s && request.max_delay == 0 && algorithm.proven) {
-    // The default proof budget: nodes, not seconds (docs/time-model.md section 14, "Proof budget").
-    ExactOptions exact = request.exact;
-    exact.deadline = search.deadline;
-    if (exact.node_limit == kDefaultProofNodes)
-      exact.node_limit = default_proof_nodes(exact_placeable_layers(times, search.every_iteration));
-    outcome.proof_node_limit = exact.node_limit;
-    const auto unproven = [&] {
-      return !outcome.proven_optimal &&
-             gap_to_lower_bound(time_assignment(times, outcome.chosen.assignment).period_s, outcome.lower_bound_s) > 0;
-    };
-    // The whole profile first (docs/time-model.md section 14, "Proof budget"); unproven, the
-    // relaxations, whose polished optima may also shorten the plan.
-    prove_or_improve(outcome, search.every_iteration, exact);
-    if (unproven()) apply_relaxed_bound(outcome, search.every_iteration, exact, unfused_search);
-    // The opt-in proof: the exact method again from the plan so far, for up to prove_s seconds.
-    if (request.prove_s && unproven()) {
-      ExactOptions longer = request.exact;
-      longer.node_limit = limits::kMaxExactNodes;  // the seconds limit it
-      longer.deadline = std::chrono::steady_clock::now() +
-                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-                            std::chrono::duration<double>(*request.prove_s));
-      outcome.proof_extended = true;
-      prove_or_improve(outcome, search.every_iteration, longer, true);
-    }
-  }
+  if (!alpha_s && request.max_delay == 0 && algorithm.proven) prove_chosen_plan(outcome, request, search, unfused_search);
   if (request.max_delay > 0) {
     plan_delayed_averaging(outcome, plans, request, unfused_search);
     outcome.bound_name = "delayed";
   }
 
-  align_tied_layers(times, outcome.chosen.assignment);
-  outcome.planned = outcome.chosen.assignment;
-  outcome.extra_syncs = request.fill_bubbles ? fill_bubbles(times, outcome.chosen.assignment) : 0;
-  outcome.unfused_timing = time_assignment(times, outcome.chosen.assignment);
-  if (alpha_s) outcome.buckets = fuse_buckets(times, outcome.chosen.assignment, *alpha_s);
-  outcome.timing = outcome.buckets ? time_buckets(times, *outcome.buckets) : outcome.unfused_timing;
-  outcome.plan = plan_from_assignment(outcome.chosen.assignment, request.profile, times, outcome.chosen.algorithm);
-  outcome.plan.predicted = prediction_from_timing(outcome.timing, outcome.lower_bound_s);
-  outcome.plan.predicted->lower_bound = outcome.bound_name;
-  if (outcome.buckets) outcome.plan.buckets = plan_buckets(*outcome.buckets, times);
-  outcome.gap_to_lower_bound = gap_to_lower_bound(outcome.timing.period_s, outcome.lower_bound_s);
-  // A plan that meets a lower bound is optimal whichever bound it meets.
-  outcome.proven_optimal = outcome.proven_optimal || outcome.gap_to_lower_bound == 0;
-
-  for (std::size_t j = 0; j < search.every_iteration.size(); ++j)
-    if (search.every_iteration[j]) outcome.pinned_layers.push_back(times.names[j]);
-  for (const auto& layers : outcome.chosen.assignment.iterations)
-    for (const int j : layers) outcome.unfused_allreduces += has_allreduce(times, j) ? 1 : 0;
+  finish_chosen_plan(outcome, request, search.every_iteration);
   return outcome;
 }
 

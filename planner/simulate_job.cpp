@@ -120,6 +120,58 @@ PeriodModelOutcome simulate_period_model(const SimulateRequest& request) {
   return outcome;
 }
 
+namespace {
+
+// A DES run whose simulated time is not finite: names the input whose numbers overflow, the
+// profile's times summed over the run, else the cluster's (or link fit's). Throws InputError.
+void refuse_unbounded_time(const SimulateRequest& request, const DesLayers& layers, const DesResult& result,
+                           SyncTimeSource source, int iterations) {
+  if (std::isfinite(result.total_s) && std::isfinite(result.comm_busy_s)) return;
+  double profile_s = 0;
+  for (std::size_t j = 0; j < layers.size(); ++j) {
+    profile_s += layers.forward_s[j] + layers.backward_s[j] + layers.update_s[j];
+    if (source == SyncTimeSource::kMeasured && std::isfinite(layers.sync_s[j])) profile_s += layers.sync_s[j];
+  }
+  if (!std::isfinite(profile_s * iterations))
+    throw InputError(request.origin + ": the simulated time is not a finite number: the profile's per-layer times, "
+                     "summed over the iterations, are out of any meaningful range");
+  throw InputError((request.sync.cluster ? request.sync.cluster_origin : request.sync.link_origin) +
+                   ": the simulated time is not a finite number: bandwidths, latencies "
+                   "or slowdowns are out of any meaningful range");
+}
+
+// The syncplan.result/v1 document of a DES run ("engine": "des"); the median and p90 iteration
+// when compute was drawn from the measured spread.
+DesRunResult des_document(const SimulateRequest& request, const DesOutcome& outcome, bool measured_spread) {
+  const DesResult& result = outcome.result;
+  const SyncTimeSource source = request.sync.source;
+  DesRunResult document;
+  document.subject = subject_of(request);
+  document.cluster = request.sync.cluster_origin;
+  document.period = outcome.program.period();
+  document.iterations = static_cast<int>(result.iteration_s.size());
+  document.sync_time = request.sync.link_used ? "link" : source == SyncTimeSource::kMeasured ? "measured" : "model";
+  if (request.sync.link) document.link = request.sync.link_origin;
+  document.workers = result.workers;
+  document.simulated_workers = result.simulated_workers;
+  document.total_s = result.total_s;
+  document.iteration_s = result.iteration_s;
+  document.worker_iteration_s = result.worker_iteration_s;
+  document.exposed_comm_s = result.exposed_comm_s();
+  document.worker_exposed_comm_s = result.worker_exposed_comm_s;
+  document.comm_busy_s = result.comm_busy_s;
+  document.overlap_fraction = result.overlap_fraction();
+  if (measured_spread) {
+    document.median_iteration_s = median(result.iteration_s);
+    document.p90_iteration_s = quantile(result.iteration_s, 0.9);
+  }
+  // Without a cluster file the links are link_cluster's stand-ins: their bytes describe nothing.
+  if (request.sync.cluster) document.link_bytes = result.link_bytes;
+  return document;
+}
+
+}  // namespace
+
 DesOutcome simulate_des(const SimulateRequest& request) {
   SYNCPLAN_CHECK(request.sync.cluster.has_value() || request.sync.link_used);
   // A link fit alone: its workers, all-reduce times from the fit (link_cluster).
@@ -164,48 +216,15 @@ DesOutcome simulate_des(const SimulateRequest& request) {
   options.link = link;
   outcome.result = run_des(outcome.layers, cluster, topology, model, outcome.program, options);
   const DesResult& result = outcome.result;
-  if (!std::isfinite(result.total_s) || !std::isfinite(result.comm_busy_s)) {
-    // Name the input whose numbers overflow: the profile's times summed over the run, else the cluster's.
-    double profile_s = 0;
-    for (std::size_t j = 0; j < outcome.layers.size(); ++j) {
-      profile_s += outcome.layers.forward_s[j] + outcome.layers.backward_s[j] + outcome.layers.update_s[j];
-      if (source == SyncTimeSource::kMeasured && std::isfinite(outcome.layers.sync_s[j])) profile_s += outcome.layers.sync_s[j];
-    }
-    if (!std::isfinite(profile_s * options.iterations))
-      throw InputError(request.origin + ": the simulated time is not a finite number: the profile's per-layer times, "
-                       "summed over the iterations, are out of any meaningful range");
-    throw InputError((request.sync.cluster ? request.sync.cluster_origin : request.sync.link_origin) +
-                     ": the simulated time is not a finite number: bandwidths, latencies "
-                     "or slowdowns are out of any meaningful range");
-  }
+  refuse_unbounded_time(request, outcome.layers, result, source, options.iterations);
   // A trace of a run longer than a trace's event times may be (compare refuses them) is not written.
   if (options.trace_workers > 0) check_trace_extent(result.total_s * units::kMicrosecondsPerSecond, "trace");
   if (request.result_document) check_result_iterations(result.iteration_s, "result_document");
   if (outcome.assignment)
     outcome.period_model = outcome.buckets ? time_buckets(times, *outcome.buckets) : time_assignment(times, *outcome.assignment);
 
-  DesRunResult& document = outcome.document;
-  document.subject = subject_of(request);
-  document.cluster = request.sync.cluster_origin;
-  document.period = outcome.program.period();
-  document.iterations = static_cast<int>(result.iteration_s.size());
-  document.sync_time = request.sync.link_used ? "link" : source == SyncTimeSource::kMeasured ? "measured" : "model";
-  if (request.sync.link) document.link = request.sync.link_origin;
-  document.workers = result.workers;
-  document.simulated_workers = result.simulated_workers;
-  document.total_s = result.total_s;
-  document.iteration_s = result.iteration_s;
-  document.worker_iteration_s = result.worker_iteration_s;
-  document.exposed_comm_s = result.exposed_comm_s();
-  document.worker_exposed_comm_s = result.worker_exposed_comm_s;
-  document.comm_busy_s = result.comm_busy_s;
-  document.overlap_fraction = result.overlap_fraction();
-  if (measured_spread) {
-    document.median_iteration_s = median(result.iteration_s);
-    document.p90_iteration_s = quantile(result.iteration_s, 0.9);
-  }
-  // Without a cluster file the links are link_cluster's stand-ins: their bytes describe nothing.
-  if (request.sync.cluster) document.link_bytes = result.link_bytes;
+  outcome.document = des_document(request, outcome, measured_spread);
+  const DesRunResult& document = outcome.document;
   if (request.plan && request.plan->predicted && document.iterations % document.period == 0)
     outcome.prediction_difference = relative_difference(request.plan->predicted->period_s, document.period_s());
   return outcome;

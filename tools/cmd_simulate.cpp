@@ -59,7 +59,10 @@ void commit_and_report(OutputFiles& outputs, const SimulateOptions& options) {
     std::cout << "trace written to " << options.trace_path << " (open in https://ui.perfetto.dev)\n";
 }
 
-int run_simulate(const SimulateOptions& options) {
+// The request the options ask for, its ranges checked before any file is read (the profile, plan
+// and cluster are read later). Throws InputError naming the flag for options that contradict each
+// other or do nothing together.
+SimulateRequest simulate_request(const SimulateOptions& options) {
   if (options.plan_path.empty() && options.strategy.empty())
     throw InputError("simulate: give --plan PLAN.json, or --strategy NAME with --period H");
   if (!options.strategy.empty() && options.period.empty())
@@ -91,6 +94,68 @@ int run_simulate(const SimulateOptions& options) {
   request.trace_workers = options.trace_path.empty() ? 0 : options.trace_workers;
   // The ranges, before any file is read; again with the cluster's workers known (simulate_des).
   with_flags(kSimulateFlags, [&] { validate_simulate_request(request); });
+  return request;
+}
+
+// The period model's trace of one worker's period, made before anything is printed: as a DES
+// trace (planner/simulate_job.cpp), event times past what compare reads are not written, and
+// the run is refused before its table. Throws InputError when it would not fit in memory.
+Json period_model_trace(const BackpropTimes& times, const PeriodTiming& timing) {
+  const double needed = period_trace_memory_bytes(times, timing), available = available_memory_bytes();
+  if (needed > available)
+    throw InputError("--trace: the period-model trace needs about " + format_short(needed / units::kBytesPerGiB, 2) +
+                     " GiB of memory for " + std::to_string(timing.iteration_s.size()) + " iterations x " +
+                     std::to_string(times.size()) + " layers, more than the " +
+                     format_short(available / units::kBytesPerGiB, 2) +
+                     " GiB available; trace a shorter period, or simulate without --trace");
+  Json trace = period_trace(times, timing);
+  double latest_us = 0;
+  for (const Json& event : trace["traceEvents"])
+    if (event.contains("ts")) latest_us = std::max(latest_us, event["ts"].get<double>() + event["dur"].get<double>());
+  check_trace_extent(latest_us, "--trace");
+  return trace;
+}
+
+// The period model's answer on stdout: the summary line, one row per iteration (its layers
+// averaged and the all-reduces that average them: a fused bucket is one all-reduce; tied layers
+// and layers whose sync time is 0 issue none, has_allreduce), and whether a plan's predicted
+// figures are reproduced. `what` names the plan or strategy.
+void print_period_model(const SimulateRequest& request, const PeriodModelOutcome& outcome, const std::string& what,
+                        const std::string& profile_path) {
+  const BackpropTimes& times = outcome.times;
+  const PeriodTiming& timing = outcome.timing;
+  const int h_count = outcome.document.period;
+  std::cout << "profile: " << describe_profile(request.sync.profile, profile_path) << '\n';
+  if (request.sync.link) std::cout << "all-reduce times: " << request.sync.text << '\n';
+  std::cout << what << ", period H = " << h_count << '\n'
+            << "period_s " << seconds_text(timing.period_s) << "  mean_iteration_s "
+            << seconds_text(timing.period_s / h_count) << "  total_wait_s "
+            << seconds_text(timing.total_wait_s()) << "  lower_bound_period_s "
+            << seconds_text(outcome.lower_bound_s)
+            << (outcome.lower_bound_from_plan.empty() ? "" : " (the plan's " + outcome.lower_bound_from_plan + " bound)")
+            << '\n';
+  std::vector<std::vector<std::string>> table = {{"iteration", "iteration_s", "wait_s", "layers_synced", "allreduces"}};
+  for (int h = 0; h < h_count; ++h) {
+    const auto& events = timing.syncs[h];
+    const auto allreduces = std::count_if(events.begin(), events.end(),
+                                          [&](const SyncEvent& sync) { return has_allreduce(times, sync.layer); });
+    table.push_back({std::to_string(h), seconds_text(timing.iteration_s[h]), seconds_text(timing.wait_s[h]),
+                     std::to_string(outcome.assignment ? outcome.assignment->iterations[h].size() : events.size()),
+                     std::to_string(allreduces)});
+  }
+  print_table(std::cout, table);
+  if (!outcome.prediction_difference) return;
+  const double worst = *outcome.prediction_difference;
+  if (worst <= 1e-9)
+    std::cout << "reproduces the plan's predicted figures (largest relative difference " << worst << ")\n";
+  else
+    std::cout << "differs from the plan's predicted figures (largest relative difference " << worst
+              << "; predicted period_s " << seconds_text(request.plan->predicted->period_s)
+              << "): was the plan made on another profile?\n";
+}
+
+int run_simulate(const SimulateOptions& options) {
+  SimulateRequest request = simulate_request(options);
   // ddp and mgwfbp run only in the DES: with --link alone, on the link fit's workers.
   const Strategy* strategy = options.plan_path.empty() ? find_strategy(options.strategy) : nullptr;
   const bool des_only = strategy && strategy->needs_cluster();
@@ -117,63 +182,14 @@ int run_simulate(const SimulateOptions& options) {
     what = "strategy " + options.strategy;
   }
   const PeriodModelOutcome outcome = with_flags(kSimulateFlags, [&] { return simulate_period_model(request); });
-  const BackpropTimes& times = outcome.times;
-  warn_about_link(request.sync, outcome.buckets ? largest_allreduce_bytes(times, *outcome.buckets)
-                                                : largest_allreduce_bytes(times, false));
-  const PeriodTiming& timing = outcome.timing;
+  warn_about_link(request.sync, outcome.buckets ? largest_allreduce_bytes(outcome.times, *outcome.buckets)
+                                                : largest_allreduce_bytes(outcome.times, false));
   if (outcome.buckets)
     what += ", " + std::to_string(allreduce_count(*outcome.buckets)) + " fused all-reduces (alpha " +
             seconds_text(outcome.buckets->alpha_s) + " s)";
-  const int h_count = outcome.document.period;
-  // Made before anything is printed: as a DES trace (planner/simulate_job.cpp), event times past
-  // what compare reads are not written, and the run is refused before its table.
   std::optional<Json> trace;
-  if (!options.trace_path.empty()) {
-    const double needed = period_trace_memory_bytes(times, timing), available = available_memory_bytes();
-    if (needed > available)
-      throw InputError("--trace: the period-model trace needs about " + format_short(needed / units::kBytesPerGiB, 2) +
-                       " GiB of memory for " + std::to_string(timing.iteration_s.size()) + " iterations x " +
-                       std::to_string(times.size()) + " layers, more than the " +
-                       format_short(available / units::kBytesPerGiB, 2) +
-                       " GiB available; trace a shorter period, or simulate without --trace");
-    trace = period_trace(times, timing);
-    double latest_us = 0;
-    for (const Json& event : (*trace)["traceEvents"])
-      if (event.contains("ts")) latest_us = std::max(latest_us, event["ts"].get<double>() + event["dur"].get<double>());
-    check_trace_extent(latest_us, "--trace");
-  }
-
-  std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n';
-  if (request.sync.link) std::cout << "all-reduce times: " << request.sync.text << '\n';
-  std::cout << what << ", period H = " << h_count << '\n'
-            << "period_s " << seconds_text(timing.period_s) << "  mean_iteration_s "
-            << seconds_text(timing.period_s / h_count) << "  total_wait_s "
-            << seconds_text(timing.total_wait_s()) << "  lower_bound_period_s "
-            << seconds_text(outcome.lower_bound_s)
-            << (outcome.lower_bound_from_plan.empty() ? "" : " (the plan's " + outcome.lower_bound_from_plan + " bound)")
-            << '\n';
-  // Layers averaged per iteration, and the all-reduces that average them: a fused bucket is one
-  // all-reduce; tied layers and layers whose sync time is 0 issue none (has_allreduce).
-  std::vector<std::vector<std::string>> table = {{"iteration", "iteration_s", "wait_s", "layers_synced", "allreduces"}};
-  for (int h = 0; h < h_count; ++h) {
-    const auto& events = timing.syncs[h];
-    const auto allreduces = std::count_if(events.begin(), events.end(),
-                                          [&](const SyncEvent& sync) { return has_allreduce(times, sync.layer); });
-    table.push_back({std::to_string(h), seconds_text(timing.iteration_s[h]), seconds_text(timing.wait_s[h]),
-                     std::to_string(outcome.assignment ? outcome.assignment->iterations[h].size() : events.size()),
-                     std::to_string(allreduces)});
-  }
-  print_table(std::cout, table);
-
-  if (outcome.prediction_difference) {
-    const double worst = *outcome.prediction_difference;
-    if (worst <= 1e-9)
-      std::cout << "reproduces the plan's predicted figures (largest relative difference " << worst << ")\n";
-    else
-      std::cout << "differs from the plan's predicted figures (largest relative difference " << worst
-                << "; predicted period_s " << seconds_text(request.plan->predicted->period_s)
-                << "): was the plan made on another profile?\n";
-  }
+  if (!options.trace_path.empty()) trace = period_model_trace(outcome.times, outcome.timing);
+  print_period_model(request, outcome, what, options.profile_path);
 
   OutputFiles outputs;
   if (!options.output_path.empty()) outputs.add_json(options.output_path, result_to_json(outcome.document), "-o,--output");
@@ -195,33 +211,14 @@ std::string cluster_text(const Cluster& cluster, const std::string& path) {
   return text;
 }
 
-int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
-  // Measured all-reduce times hold for the worker count they were measured at (SPEC section 3).
-  request.sync = read_sync_times(options.profile_path, options.sync);
-  const Profile& profile = request.sync.profile;
-  if (!request.sync.cluster && !request.sync.link_used)
-    throw InputError("--strategy " + options.strategy + ": with --link and no --cluster the simulator needs the "
-                     "link's all-reduce times, but " + request.sync.text + " were chosen (--sync-time measured "
-                     "needs --cluster)");
-  // --trace alone: the first 8 workers, or every worker of a smaller cluster.
-  const int workers = request.sync.cluster ? request.sync.cluster->workers : request.sync.link->workers;
-  if (!options.trace_workers_given) request.trace_workers = std::min<std::int64_t>(request.trace_workers, workers);
-  with_flags(kSimulateFlags, [&] { validate_simulate_request(request); });  // --trace-workers against the workers
-  std::string what;
-  if (!options.plan_path.empty()) {
-    request.plan = read_plan_file(options.plan_path, profile);
-    what = "plan " + options.plan_path + " (" + request.plan->algorithm + ")";
-  } else {
-    what = "strategy " + options.strategy;
-  }
-  const DesOutcome outcome = with_flags(kSimulateFlags, [&] { return simulate_des(request); });
-  warn_about_link(request.sync, largest_allreduce_bytes(outcome.program, outcome.layers.param_bytes));
-  if (outcome.buckets) what += ", " + std::to_string(allreduce_count(*outcome.buckets)) + " fused all-reduces";
+// The DES's answer on stdout: the inputs, the run's totals, and what the iterations and a plan's
+// prediction say; `what` names the plan or strategy.
+void print_des_summary(const SimulateOptions& options, const SimulateRequest& request, const DesOutcome& outcome,
+                       const std::string& what) {
   const DesResult& result = outcome.result;
   const int period = outcome.program.period();
-
   const int count = static_cast<int>(result.iteration_s.size());
-  std::cout << "profile: " << describe_profile(profile, options.profile_path) << '\n'
+  std::cout << "profile: " << describe_profile(request.sync.profile, options.profile_path) << '\n'
             << "cluster: "
             << (request.sync.cluster ? cluster_text(*request.sync.cluster, options.sync.cluster_path)
                                      : "none; the " + count_text(request.sync.link->workers, "worker") +
@@ -235,8 +232,8 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
             << "total_s " << seconds_text(result.total_s) << "  mean_iteration_s " << seconds_text(result.total_s / count)
             << "  exposed_comm_s " << seconds_text(result.exposed_comm_s()) << "  comm_busy_s "
             << seconds_text(result.comm_busy_s) << "  overlap " << seconds_text(result.overlap_fraction()) << '\n';
-  // Issue 24: at 15 iterations of H = 10 the result's period_s (H x the mean iteration) came out
-  // below the plan's proven lower bound, unlabelled: the positions are not counted alike.
+  // Not whole periods (e.g. 15 iterations of H = 10): period_s (H x the mean iteration) counts the
+  // period positions unequally and can fall below a plan's proven lower bound, so it is labelled.
   if (count % period != 0)
     std::cout << "note: " << count << " iterations are not whole periods of H = " << period
               << ": period_s (H x the mean iteration) counts some period positions more than others and is no "
@@ -268,6 +265,12 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
                 << "): the plan was made on other all-reduce times, or this cluster has what the period model "
                    "leaves out (stragglers, jitter, more workers than simulated alike)\n";
   }
+}
+
+// The iterations' times (the slowest worker's, and the slowest and fastest worker's own), the
+// first and last 10 of a longer run.
+void print_des_iterations(const DesResult& result) {
+  const int count = static_cast<int>(result.iteration_s.size());
   std::vector<std::vector<std::string>> table = {{"iteration", "iteration_s", "slowest_worker_s", "fastest_worker_s"}};
   constexpr int kShownRows = 20;
   for (int i = 0; i < count; ++i) {
@@ -283,10 +286,36 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
     table.push_back({std::to_string(i), seconds_text(result.iteration_s[i]), seconds_text(slowest), seconds_text(fastest)});
   }
   print_table(std::cout, table);
+}
+
+int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
+  // Measured all-reduce times hold for the worker count they were measured at (SPEC section 3).
+  request.sync = read_sync_times(options.profile_path, options.sync);
+  const Profile& profile = request.sync.profile;
+  if (!request.sync.cluster && !request.sync.link_used)
+    throw InputError("--strategy " + options.strategy + ": with --link and no --cluster the simulator needs the "
+                     "link's all-reduce times, but " + request.sync.text + " were chosen (--sync-time measured "
+                     "needs --cluster)");
+  // --trace alone: the first 8 workers, or every worker of a smaller cluster.
+  const int workers = request.sync.cluster ? request.sync.cluster->workers : request.sync.link->workers;
+  if (!options.trace_workers_given) request.trace_workers = std::min<std::int64_t>(request.trace_workers, workers);
+  with_flags(kSimulateFlags, [&] { validate_simulate_request(request); });  // --trace-workers against the workers
+  std::string what;
+  if (!options.plan_path.empty()) {
+    request.plan = read_plan_file(options.plan_path, profile);
+    what = "plan " + options.plan_path + " (" + request.plan->algorithm + ")";
+  } else {
+    what = "strategy " + options.strategy;
+  }
+  const DesOutcome outcome = with_flags(kSimulateFlags, [&] { return simulate_des(request); });
+  warn_about_link(request.sync, largest_allreduce_bytes(outcome.program, outcome.layers.param_bytes));
+  if (outcome.buckets) what += ", " + std::to_string(allreduce_count(*outcome.buckets)) + " fused all-reduces";
+  print_des_summary(options, request, outcome, what);
+  print_des_iterations(outcome.result);
 
   OutputFiles outputs;
   if (!options.output_path.empty()) outputs.add_json(options.output_path, result_to_json(outcome.document), "-o,--output");
-  if (!options.trace_path.empty()) outputs.add_json(options.trace_path, des_trace_json(result, outcome.layers), "--trace");
+  if (!options.trace_path.empty()) outputs.add_json(options.trace_path, des_trace_json(outcome.result, outcome.layers), "--trace");
   commit_and_report(outputs, options);
   return 0;
 }
