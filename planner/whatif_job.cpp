@@ -160,7 +160,8 @@ Cluster point_cluster(const WhatifRequest& request, int workers, double bandwidt
   return cluster_from_json(cluster_to_json(cluster), text);
 }
 
-void validate_whatif_values(const WhatifRequest& request) {
+// Every list of the sweep has a value, and no value twice.
+void check_whatif_lists(const WhatifRequest& request) {
   require_nonempty(request.workers, "workers");
   require_nonempty(request.bandwidth_Gbps, "bandwidth_Gbps");
   require_nonempty(request.latency_us, "latency_us");
@@ -174,6 +175,12 @@ void validate_whatif_values(const WhatifRequest& request) {
     return value ? std::to_string(*value) : std::string("auto");
   });
   require_distinct(request.strategies, "strategies", [](const std::string& value) { return "'" + value + "'"; });
+}
+
+// Each swept value in range: worker counts that the base's nodes divide, bandwidths, latencies,
+// periods and iterations (as each point's simulate request: validate_simulate_request), strategies
+// that run in the DES.
+void check_whatif_sweep(const WhatifRequest& request) {
   const int per_node = request.base.workers_per_node;
   for (const int workers : request.workers) {
     if (workers < 1 || workers > limits::kMaxWorkers)
@@ -213,6 +220,10 @@ void validate_whatif_values(const WhatifRequest& request) {
       throw FieldError("strategies", e.renamed("strategies"));
     }
   }
+}
+
+// The cluster's stragglers and jitter, the batch and its scaling, the automatic period's overhead.
+void check_whatif_workload(const WhatifRequest& request) {
   if (request.jitter_sigma && !(*request.jitter_sigma >= 0 && *request.jitter_sigma <= limits::kMaxJitterSigma))
     throw FieldError("jitter_sigma", "jitter_sigma: " + format_shortest(*request.jitter_sigma) + " is outside 0.." +
                                          format_shortest(limits::kMaxJitterSigma));
@@ -232,6 +243,10 @@ void validate_whatif_values(const WhatifRequest& request) {
   if (!(request.max_overhead > 0 && request.max_overhead <= 100))
     throw FieldError("max_overhead", "max_overhead: must be a fraction of compute in (0, 100], got " +
                                          format_shortest(request.max_overhead));
+}
+
+// The number of points and the search options.
+void check_whatif_grid(const WhatifRequest& request) {
   // The grid's size, counted in double so that no product of list sizes overflows.
   const double points = static_cast<double>(request.workers.size()) * static_cast<double>(request.bandwidth_Gbps.size()) *
                         static_cast<double>(request.latency_us.size()) * static_cast<double>(request.periods.size()) *
@@ -249,6 +264,14 @@ void validate_whatif_values(const WhatifRequest& request) {
   if (!(request.search.time_limit_s > 0 && request.search.time_limit_s <= 86400))
     throw FieldError("search.time_limit_s", "search.time_limit_s: must be in (0, 86400] seconds");
 }
+
+void validate_whatif_values(const WhatifRequest& request) {
+  check_whatif_lists(request);
+  check_whatif_sweep(request);
+  check_whatif_workload(request);
+  check_whatif_grid(request);
+}
+
 
 std::string setting_text(const WhatifRequest& request, int workers, double bandwidth_Gbps, double latency_us) {
   return request.cluster_origin + " at " + count_text(workers, "worker") + ", " + format_shortest(bandwidth_Gbps) +

@@ -186,7 +186,8 @@ PlanRequest plan_request(const PlanOptions& options) {
 
 // The printout above the chosen plan: the comparison table, the bounds, the choice, and what
 // pinning, fusion and bubble filling did.
-void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, const std::string& alpha_text) {
+// The comparison table: every compared strategy's period, mean iteration, wait and speedups.
+void print_strategy_rows(const PlanOutcome& outcome) {
   const int period = outcome.period;
   std::cout << "period H = " << period << " iterations; times in seconds per period\n\n";
   std::vector<std::vector<std::string>> table = {
@@ -198,6 +199,10 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
                      seconds_text(timing.total_wait_s()), format_ratio(ssgd_period / timing.period_s),
                      format_ratio(flsgd_period / timing.period_s)});
   print_table(std::cout, table);
+}
+
+// The "lower bound: ..." line: which bound the gap is measured against, and SPEC section 5's.
+void print_lower_bound(const PlanOutcome& outcome) {
   const std::optional<Buckets>& buckets = outcome.buckets;
   const bool proven_by_exact = outcome.bound_name == "exact";
   const bool relaxed = outcome.bound_name == "relaxed" && outcome.relaxed;
@@ -217,20 +222,28 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
                                          seconds_text(outcome.suffix_lower_bound_s) + " s, "
                                                   : "suffix bound; ")
             << "SPEC section 5's: " << seconds_text(outcome.spec_lower_bound_s) << " s)\n";
-  const bool delayed = options.max_delay > 0;
+}
+
+// With --max-delay: the bound of delayed plans and what the chosen plan may delay.
+void print_delays(const PlanOutcome& outcome, const PlanOptions& options) {
+  if (options.max_delay == 0) return;
   const int reach = std::min(options.max_delay, outcome.period - 1);  // the largest delay a sync can have
-  if (delayed)
-    std::cout << "bound of delayed plans: " << seconds_text(outcome.lower_bound_s) << " s per period (link limit "
-              << seconds_text(outcome.link_limit_s) << " s; docs/time-model.md section 13)\n"
-              << (reach == 0
-                      ? "at H = 1 no sync can end in a later iteration of the period (--max-delay " +
-                            std::to_string(options.max_delay) + " allows at most H - 1 = 0): the chosen plan has no delays\n"
-                      : "the table's plans have no delays; the chosen plan is a delayed-averaging plan (--max-delay " +
-                            std::to_string(options.max_delay) + ": a sync may end up to " + count_text(reach, "iteration") +
-                            " after its own, applied as a correction" +
-                            (reach < options.max_delay ? ", at most H - 1 = " + std::to_string(reach) + " within the period"
-                                                       : "") +
-                            ")\n");
+  std::cout << "bound of delayed plans: " << seconds_text(outcome.lower_bound_s) << " s per period (link limit "
+            << seconds_text(outcome.link_limit_s) << " s; docs/time-model.md section 13)\n"
+            << (reach == 0
+                    ? "at H = 1 no sync can end in a later iteration of the period (--max-delay " +
+                          std::to_string(options.max_delay) + " allows at most H - 1 = 0): the chosen plan has no delays\n"
+                    : "the table's plans have no delays; the chosen plan is a delayed-averaging plan (--max-delay " +
+                          std::to_string(options.max_delay) + ": a sync may end up to " + count_text(reach, "iteration") +
+                          " after its own, applied as a correction" +
+                          (reach < options.max_delay ? ", at most H - 1 = " + std::to_string(reach) + " within the period"
+                                                     : "") +
+                          ")\n");
+}
+
+// The "chosen: ..." line: the algorithm, its period and its gap, and why it is or is not proven.
+void print_chosen(const PlanOutcome& outcome, const PlanOptions& options) {
+  const bool delayed = options.max_delay > 0;
   std::cout << "chosen: " << outcome.chosen.algorithm
             << (outcome.chosen.algorithm != outcome.requested_algorithm
                     ? " (via --algorithm " + outcome.requested_algorithm + ")"
@@ -246,6 +259,15 @@ void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, co
                                                                              : ", the default budget; --prove-s S searches longer)")
                                        : "")
             << '\n';
+}
+
+void print_comparison(const PlanOutcome& outcome, const PlanOptions& options, const std::string& alpha_text) {
+  print_strategy_rows(outcome);
+  print_lower_bound(outcome);
+  print_delays(outcome, options);
+  print_chosen(outcome, options);
+  const int period = outcome.period;
+  const std::optional<Buckets>& buckets = outcome.buckets;
   if (!outcome.chosen_search)
     std::cout << "search: not run (--algorithm " << outcome.requested_algorithm
               << " does not search; best or search add its row)\n";
