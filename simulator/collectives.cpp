@@ -82,30 +82,40 @@ double tree_allreduce_s(double bytes, int workers, double alpha_s, double bandwi
   return 2.0 * ceil_log2(workers) * alpha_s + 2.0 * bytes / (kTreeBandwidthEfficiency * bandwidth_Bps);
 }
 
-AllreduceModel::AllreduceModel(const Cluster& cluster, const Topology& topology) {
-  const int p = cluster.workers, q = cluster.workers_per_node, m = cluster.nodes();
-  const double alpha_intra = cluster.intra_node.latency_s(), alpha_inter = cluster.inter_node.latency_s();
-  // Opens a candidate; its phases are the ones pushed until the next.
-  const auto candidate = [&](const char* name) {
-    if (!candidates_.empty()) candidates_.back().end_phase = static_cast<int>(phases_.size());
-    candidates_.push_back(AllreduceCandidate{name, static_cast<int>(phases_.size()), 0, 0, 0});
-  };
-  const auto ring = [&] {
+namespace {
+
+// Builds the model's candidates and their phases (docs/collectives.md sections 3-6): each
+// candidate is opened, then its phases are pushed until the next one opens.
+struct CandidateBuilder {
+  const Topology& topology;
+  std::vector<CollectivePhase>& phases;
+  std::vector<AllreduceCandidate>& candidates;
+  int q, m;                       // workers per node, nodes
+  double alpha_intra, alpha_inter;  // link latencies (s)
+
+  void open(const char* name) {
+    close();
+    candidates.push_back(AllreduceCandidate{name, static_cast<int>(phases.size()), 0, 0, 0});
+  }
+  void close() {
+    if (!candidates.empty()) candidates.back().end_phase = static_cast<int>(phases.size());
+  }
+  void ring() {
     const RingPhase ring = topology.ring_phase(RingFamily::kAllWorkers, 2);
-    phases_.push_back(phase_from_rings(topology, "all-reduce (ring)", ring, ring.steps * ring.latency_s));
-  };
+    phases.push_back(phase_from_rings(topology, "all-reduce (ring)", ring, ring.steps * ring.latency_s));
+  }
   // NCCL's layout: a chain of the q workers inside each node, a double binary tree across the m
   // nodes; every worker link and node link carries 2 bytes per byte (section 4).
-  const auto tree = [&] {
-    phases_.push_back(tree_phase(topology, "all-reduce (tree)", 2.0 * ((q - 1) * alpha_intra + ceil_log2(m) * alpha_inter),
-                                 2.0, 2.0));
-  };
+  void tree() {
+    phases.push_back(tree_phase(topology, "all-reduce (tree)", 2.0 * ((q - 1) * alpha_intra + ceil_log2(m) * alpha_inter),
+                                2.0, 2.0));
+  }
   // Section 5: reduce-scatter in nodes, q concurrent all-reduces of n/q across nodes (rings or
   // trees, one per local rank), all-gather in nodes.
-  const auto hierarchical = [&](bool tree_across) {
+  void hierarchical(bool tree_across) {
     if (q > 1) {
       const RingPhase intra = topology.ring_phase(RingFamily::kInsideNodes, 1);
-      phases_.push_back(phase_from_rings(topology, "reduce-scatter (intra-node)", intra, intra.steps * intra.latency_s));
+      phases.push_back(phase_from_rings(topology, "reduce-scatter (intra-node)", intra, intra.steps * intra.latency_s));
     }
     if (m > 1 && !tree_across) {
       // Each of the q rings carries n/q bytes: scale its per-byte volume by 1/q.
@@ -113,63 +123,68 @@ AllreduceModel::AllreduceModel(const Cluster& cluster, const Topology& topology)
       CollectivePhase inter = phase_from_rings(topology, "all-reduce (inter-node)", across, across.steps * across.latency_s);
       inter.bottleneck_bytes_per_byte /= q;
       for (LinkRange& range : inter.link_bytes_per_byte) range.load /= q;
-      phases_.push_back(inter);
+      phases.push_back(inter);
     }
     if (m > 1 && tree_across) {
       // q trees of n/q bytes: 2 n/q on each worker link, 2 n on each node link (shared by q).
-      phases_.push_back(tree_phase(topology, "all-reduce (inter-node tree)", 2.0 * ceil_log2(m) * alpha_inter,
-                                   2.0 / q, 2.0));
+      phases.push_back(tree_phase(topology, "all-reduce (inter-node tree)", 2.0 * ceil_log2(m) * alpha_inter, 2.0 / q, 2.0));
     }
     if (q > 1) {
       const RingPhase intra = topology.ring_phase(RingFamily::kInsideNodes, 1);
-      phases_.push_back(phase_from_rings(topology, "all-gather (intra-node)", intra, intra.steps * intra.latency_s));
+      phases.push_back(phase_from_rings(topology, "all-gather (intra-node)", intra, intra.steps * intra.latency_s));
     }
-  };
-  switch (cluster.allreduce) {
-    case AllreduceAlgorithm::kRing:
-      candidate("ring");
-      if (p > 1) ring();
-      break;
-    case AllreduceAlgorithm::kTree:
-      candidate("tree");
-      if (p > 1) tree();
-      break;
-    case AllreduceAlgorithm::kHierarchical:
-      candidate("hierarchical");
-      if (p > 1) hierarchical(false);
-      break;
-    case AllreduceAlgorithm::kAuto:
-      candidate("ring");
-      if (p > 1) {
+  }
+  // The candidates of `algorithm` on p workers: one, or auto's ring, tree and (with several
+  // workers per node and several nodes) both hierarchical ones. One worker: no phase at all.
+  void build(AllreduceAlgorithm algorithm, int p) {
+    switch (algorithm) {
+      case AllreduceAlgorithm::kRing: open("ring"); if (p > 1) ring(); break;
+      case AllreduceAlgorithm::kTree: open("tree"); if (p > 1) tree(); break;
+      case AllreduceAlgorithm::kHierarchical: open("hierarchical"); if (p > 1) hierarchical(false); break;
+      case AllreduceAlgorithm::kAuto:
+        open("ring");
+        if (p == 1) break;
         ring();
-        candidate("tree");
+        open("tree");
         tree();
         if (q > 1 && m > 1) {
-          candidate("hierarchical (ring across nodes)");
+          open("hierarchical (ring across nodes)");
           hierarchical(false);
-          candidate("hierarchical (tree across nodes)");
+          open("hierarchical (tree across nodes)");
           hierarchical(true);
         }
-      }
-      break;
+        break;
+    }
+    close();
   }
-  candidates_.back().end_phase = static_cast<int>(phases_.size());
+};
+
+// A candidate that another is never slower than at any size (latency and seconds per byte both at
+// most its own, within rounding; the earlier on a tie) is never chosen: dropped, so that a cluster
+// where one algorithm always wins is one line again (piecewise() false).
+std::vector<AllreduceCandidate> undominated(const std::vector<AllreduceCandidate>& candidates) {
+  std::vector<AllreduceCandidate> kept;
+  for (std::size_t b = 0; b < candidates.size(); ++b) {
+    bool dominated = false;
+    for (std::size_t a = 0; a < candidates.size() && !dominated; ++a)
+      dominated = a != b && dominates(candidates[a], candidates[b], a < b);
+    if (!dominated) kept.push_back(candidates[b]);
+  }
+  return kept;
+}
+
+}  // namespace
+
+AllreduceModel::AllreduceModel(const Cluster& cluster, const Topology& topology) {
+  CandidateBuilder builder{topology, phases_, candidates_, cluster.workers_per_node, cluster.nodes(),
+                           cluster.intra_node.latency_s(), cluster.inter_node.latency_s()};
+  builder.build(cluster.allreduce, cluster.workers);
   for (AllreduceCandidate& c : candidates_)
     for (int i = c.first_phase; i < c.end_phase; ++i) {
       c.latency_s += phases_[i].latency_s;
       c.s_per_byte += phases_[i].s_per_byte();
     }
-  // A candidate that another is never slower than at any size (latency and seconds per byte both
-  // at most its own, within rounding; the earlier on a tie) is never chosen: dropped, so that a
-  // cluster where one algorithm always wins is one line again (piecewise() false).
-  std::vector<AllreduceCandidate> kept;
-  for (std::size_t b = 0; b < candidates_.size(); ++b) {
-    bool dominated = false;
-    for (std::size_t a = 0; a < candidates_.size() && !dominated; ++a)
-      dominated = a != b && dominates(candidates_[a], candidates_[b], a < b);
-    if (!dominated) kept.push_back(candidates_[b]);
-  }
-  candidates_ = std::move(kept);
+  candidates_ = undominated(candidates_);
   double slowest = -1;
   for (const CollectivePhase& phase : phases_) {
     if (phase.bottleneck_link < 0) continue;
