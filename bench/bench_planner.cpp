@@ -395,7 +395,7 @@ void run_family_plan_job(benchmark::State& state, const std::vector<HardInstance
   state.counters["gap"] = outcome.gap_to_lower_bound;
   state.counters["proven"] = outcome.proven_optimal ? 1 : 0;
   state.counters["exact_nodes"] = outcome.exact_run ? static_cast<double>(outcome.exact_run->nodes) : 0;
-  state.counters["relaxed"] = outcome.bound_name == "relaxed" ? 1 : 0;
+  state.counters["relaxed"] = outcome.bound == LowerBoundKind::kRelaxed ? 1 : 0;
   state.counters["minus_reference_s"] = outcome.timing.period_s - reference[key];
 }
 

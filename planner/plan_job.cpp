@@ -180,7 +180,7 @@ void prove_or_improve(PlanOutcome& outcome, const std::vector<bool>& pinned, con
   // The optimum bounds every plan with these pinned layers; never below the suffix bound (which
   // the optimum meets or exceeds, up to rounding).
   outcome.lower_bound_s = std::max(outcome.lower_bound_s, time_assignment(times, outcome.chosen.assignment).period_s);
-  outcome.bound_name = "exact";
+  outcome.bound = LowerBoundKind::kExact;
   outcome.relaxed.reset();
 }
 
@@ -217,7 +217,7 @@ void apply_relaxed_bound(PlanOutcome& outcome, const std::vector<bool>& pinned, 
     if (!relaxed.bound) return false;
     if (relaxed.bound->period_s > outcome.lower_bound_s) {
       outcome.lower_bound_s = relaxed.bound->period_s;
-      outcome.bound_name = "relaxed";
+      outcome.bound = LowerBoundKind::kRelaxed;
       outcome.relaxed = relaxed.bound;
     }
     return true;
@@ -351,7 +351,7 @@ void finish_chosen_plan(PlanOutcome& outcome, const PlanRequest& request, const 
   outcome.timing = outcome.buckets ? time_buckets(times, *outcome.buckets) : outcome.unfused_timing;
   outcome.plan = plan_from_assignment(outcome.chosen.assignment, request.profile, times, outcome.chosen.algorithm);
   outcome.plan.predicted = prediction_from_timing(outcome.timing, outcome.lower_bound_s);
-  outcome.plan.predicted->lower_bound = outcome.bound_name;
+  outcome.plan.predicted->lower_bound = to_string(outcome.bound);
   if (outcome.buckets) outcome.plan.buckets = plan_buckets(*outcome.buckets, times);
   outcome.gap_to_lower_bound = gap_to_lower_bound(outcome.timing.period_s, outcome.lower_bound_s);
   // A plan that meets a lower bound is optimal whichever bound it meets.
@@ -364,6 +364,17 @@ void finish_chosen_plan(PlanOutcome& outcome, const PlanRequest& request, const 
 }
 
 }  // namespace
+
+const char* to_string(LowerBoundKind kind) {
+  switch (kind) {
+    case LowerBoundKind::kSuffix: return "suffix";
+    case LowerBoundKind::kFused: return "fused";
+    case LowerBoundKind::kDelayed: return "delayed";
+    case LowerBoundKind::kExact: return "exact";
+    case LowerBoundKind::kRelaxed: return "relaxed";
+  }
+  return "";
+}
 
 PlanOutcome run_plan_job(const PlanRequest& request) {
   validate_plan_request(request);
@@ -405,11 +416,11 @@ PlanOutcome run_plan_job(const PlanRequest& request) {
   outcome.unfused_lower_bound_s = best_lower_bound_s(times, period);
   outcome.lower_bound_s = alpha_s ? fused_lower_bound_s(times, period, *alpha_s) : outcome.unfused_lower_bound_s;
   outcome.link_limit_s = link_limit_s(times, period);
-  outcome.bound_name = alpha_s ? "fused" : "suffix";  // the suffix bound is never below SPEC's (time-model 6)
+  outcome.bound = alpha_s ? LowerBoundKind::kFused : LowerBoundKind::kSuffix;  // the suffix bound is never below SPEC's (time-model 6)
   if (!alpha_s && request.max_delay == 0 && algorithm.proven) prove_chosen_plan(outcome, request, search, unfused_search);
   if (request.max_delay > 0) {
     plan_delayed_averaging(outcome, plans, request, unfused_search);
-    outcome.bound_name = "delayed";
+    outcome.bound = LowerBoundKind::kDelayed;
   }
 
   finish_chosen_plan(outcome, request, search.every_iteration);
@@ -432,10 +443,10 @@ PlanReport plan_report(const PlanOutcome& outcome, const PlanRequest& request) {
   report.link_limit_s = outcome.link_limit_s;
   report.chosen = {outcome.chosen.algorithm, outcome.requested_algorithm, outcome.timing.period_s,
                    outcome.gap_to_lower_bound, outcome.extra_syncs, std::nullopt};
-  report.chosen.bound = outcome.bound_name;
+  report.chosen.bound = to_string(outcome.bound);
   report.chosen.proven_optimal = outcome.proven_optimal;
-  if (outcome.bound_name == "exact") report.exact_lower_bound_s = outcome.lower_bound_s;
-  if (outcome.relaxed && outcome.bound_name == "relaxed")
+  if (outcome.bound == LowerBoundKind::kExact) report.exact_lower_bound_s = outcome.lower_bound_s;
+  if (outcome.relaxed && outcome.bound == LowerBoundKind::kRelaxed)
     report.relaxed = ReportRelaxed{outcome.relaxed->fraction, outcome.relaxed->dropped_layers, outcome.relaxed->nodes,
                                    outcome.relaxed->period_s};
   if (outcome.exact_run)

@@ -101,6 +101,18 @@ struct StrategyTiming {
   PeriodTiming timing;
 };
 
+/// Which lower bound a plan's gap is measured against.
+enum class LowerBoundKind {
+  kSuffix,   ///< "suffix": best_lower_bound_s, the suffix bound (docs/time-model.md section 6)
+  kFused,    ///< "fused": fused_lower_bound_s, for fused plans (section 12)
+  kDelayed,  ///< "delayed": delayed_lower_bound_s, for delayed-averaging plans (section 13)
+  kExact,    ///< "exact": the optimum the exact method proved (section 14)
+  kRelaxed,  ///< "relaxed": the proven optimum with the smallest syncs removed (RelaxedBound, section 14)
+};
+
+/// The bound's name: "suffix", "fused", "delayed", "exact" or "relaxed".
+const char* to_string(LowerBoundKind kind);
+
 /// What the job found.
 struct PlanOutcome {
   BackpropTimes times;                   ///< the per-layer times planned on
@@ -114,11 +126,8 @@ struct PlanOutcome {
   /// The bound for the chosen plan: fused when buckets are set, delayed_lower_bound_s (at least
   /// link_limit_s) for a delayed plan (s)
   double lower_bound_s = 0;
-  /// The name of lower_bound_s: "exact" (the optimum the exact method proved), "relaxed" (the
-  /// proven optimum with the smallest syncs removed, RelaxedBound), "suffix"
-  /// (best_lower_bound_s, which is the suffix bound), "fused" (fused_lower_bound_s) or "delayed"
-  /// (delayed_lower_bound_s).
-  std::string bound_name = "suffix";
+  /// Which bound lower_bound_s is (its name in the plan's `predicted.lower_bound`: to_string).
+  LowerBoundKind bound = LowerBoundKind::kSuffix;
   std::optional<ExactRun> exact_run;     ///< set when the exact method ran (nodes: of its runs together)
   bool proof_extended = false;           ///< the opt-in proof (PlanRequest::prove_s) ran
   /// The node budget the default proof ran under (nodes): request.exact.node_limit, or

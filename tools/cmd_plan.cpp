@@ -204,8 +204,8 @@ void print_strategy_rows(const PlanOutcome& outcome) {
 // The "lower bound: ..." line: which bound the gap is measured against, and SPEC section 5's.
 void print_lower_bound(const PlanOutcome& outcome) {
   const std::optional<Buckets>& buckets = outcome.buckets;
-  const bool proven_by_exact = outcome.bound_name == "exact";
-  const bool relaxed = outcome.bound_name == "relaxed" && outcome.relaxed;
+  const bool proven_by_exact = outcome.bound == LowerBoundKind::kExact;
+  const bool relaxed = outcome.bound == LowerBoundKind::kRelaxed && outcome.relaxed;
   std::cout << "\nlower bound: "
             << seconds_text(buckets || proven_by_exact || relaxed ? outcome.lower_bound_s : outcome.unfused_lower_bound_s)
             << " s per period ("

@@ -212,7 +212,7 @@ TEST_CASE("plan job: the report names the bound and says when the plan is proven
     REQUIRE(outcome.timing.period_s == Approx(4.8).epsilon(1e-12));
     REQUIRE(outcome.exact_run);
     REQUIRE(outcome.proven_optimal);
-    REQUIRE(outcome.bound_name == "exact");
+    REQUIRE(outcome.bound == LowerBoundKind::kExact);
     REQUIRE(outcome.lower_bound_s == Approx(4.8).epsilon(1e-12));
     REQUIRE(outcome.gap_to_lower_bound == 0);
     const Json report = report_to_json(plan_report(outcome, request));
@@ -231,7 +231,7 @@ TEST_CASE("plan job: the report names the bound and says when the plan is proven
     const PlanOutcome outcome = run_plan_job(request);
     REQUIRE_FALSE(outcome.exact_run);
     REQUIRE_FALSE(outcome.proven_optimal);
-    REQUIRE(outcome.bound_name == "suffix");
+    REQUIRE(outcome.bound == LowerBoundKind::kSuffix);
     REQUIRE(outcome.gap_to_lower_bound == Approx(4.8 / 4.7 - 1).epsilon(1e-9));
     const Json report = report_to_json(plan_report(outcome, request));
     REQUIRE_FALSE(report["lower_bounds"].contains("exact_s"));
@@ -246,7 +246,7 @@ TEST_CASE("plan job: the report names the bound and says when the plan is proven
     REQUIRE(outcome.timing.period_s == Approx(2.5).epsilon(1e-12));
     REQUIRE_FALSE(outcome.exact_run);
     REQUIRE(outcome.proven_optimal);
-    REQUIRE(outcome.bound_name == "suffix");
+    REQUIRE(outcome.bound == LowerBoundKind::kSuffix);
     const Json report = report_to_json(plan_report(outcome, request));
     REQUIRE_FALSE(report["lower_bounds"].contains("exact_s"));
     REQUIRE(report["chosen"]["proven_optimal"] == true);
@@ -279,14 +279,14 @@ TEST_CASE("plan job: the report names the bound and says when the plan is proven
     const PlanOutcome budget = run_plan_job(request);
     REQUIRE_FALSE(budget.proven_optimal);
     REQUIRE_FALSE(budget.proof_extended);
-    REQUIRE(budget.bound_name == "suffix");
+    REQUIRE(budget.bound == LowerBoundKind::kSuffix);
     REQUIRE(budget.exact_run->nodes == 1);
     // As `plan --exact-nodes 1 --prove-s 600` asks: the same, then no node limit but the seconds.
     request.prove_s = 600;
     const PlanOutcome proof = run_plan_job(request);
     REQUIRE(proof.proof_extended);
     REQUIRE(proof.proven_optimal);
-    REQUIRE(proof.bound_name == "exact");
+    REQUIRE(proof.bound == LowerBoundKind::kExact);
     REQUIRE(proof.timing.period_s == Approx(4.8).epsilon(1e-12));
     REQUIRE(proof.exact_run->nodes > 1);  // the default run's node and the opt-in run's together
     const Json report = report_to_json(plan_report(proof, request));
@@ -315,7 +315,7 @@ TEST_CASE("plan job: the report names the bound and says when the plan is proven
     request.bucket_alpha_s = 0.0;
     const PlanOutcome outcome = run_plan_job(request);
     REQUIRE_FALSE(outcome.exact_run);
-    REQUIRE(outcome.bound_name == "fused");
+    REQUIRE(outcome.bound == LowerBoundKind::kFused);
   }
 }
 
@@ -369,7 +369,7 @@ TEST_CASE("plan job: the default proof budget on hard random profiles, against e
     for (const StrategyTiming& row : outcome.strategies)
       if (std::find(kBestCandidates.begin(), kBestCandidates.end(), row.name) != kBestCandidates.end())
         REQUIRE(outcome.timing.period_s <= row.timing.period_s * (1 + 1e-9));
-    relaxed += outcome.bound_name == "relaxed" ? 1 : 0;
+    relaxed += outcome.bound == LowerBoundKind::kRelaxed ? 1 : 0;
   }
   // The relaxations must have bounded some plans, or this test could not fail on them.
   REQUIRE(relaxed > 10);
