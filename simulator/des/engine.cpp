@@ -180,17 +180,20 @@ const TimeSpread* spread_at(const std::vector<std::optional<TimeSpread>>& spread
   return j < spreads.size() && spreads[j] ? &*spreads[j] : nullptr;
 }
 
+// The work a transfer moves is counted in its link's unit (LinkState::capacity per second): bytes
+// on a topology link, seconds of exclusive use on the measured resource, whose capacity is 1, so
+// that a measured all-reduce of s seconds takes s seconds alone and longer when shared.
 struct Transfer {
   int collective = 0;
   int link = 0;
-  double remaining = 0;       // bytes (or, on the measured link, seconds at full rate)
-  double rate = 0;            // per second
+  double remaining_work = 0;  // in the link's unit (see above)
+  double rate = 0;            // work per second: the link's capacity shared equally
   std::uint64_t version = 0;  // bumped when the rate changes; stale completions are ignored
   bool active = false;
 };
 
 struct LinkState {
-  double capacity = 0;        // bytes per second
+  double capacity = 0;        // work per second: bytes/s on a topology link, 1 on the measured resource
   double last_update_s = 0;
   std::vector<int> transfers; // active transfer ids
 };
@@ -220,7 +223,7 @@ class Engine {
       phase_resource_.push_back(resource);
     }
     measured_resource_ = static_cast<int>(links_.size());
-    links_.push_back(LinkState{1.0, 0, {}});  // measured all-reduces: "bytes" are seconds at rate 1
+    links_.push_back(LinkState{1.0, 0, {}});  // measured all-reduces: work is seconds at rate 1
     allreduced_bytes_.assign(model.candidates().size(), 0.0);
     iterations_.resize(options.iterations);
     streams_.resize(options.comm_streams);
@@ -550,16 +553,16 @@ class Engine {
   void start_transfer(int id) {
     Collective& collective = collectives_[id];
     int link = measured_resource_;
-    double amount = collective.measured_s;
+    double work = collective.measured_s;  // seconds on the measured resource, bytes on a model link
     if (options_.sync_time == SyncTimeSource::kModel) {
       const CollectivePhase& phase = model_.phases()[collective.phase];
       link = phase_resource_[collective.phase];
-      amount = link < 0 ? 0.0 : collective.bytes * phase.bottleneck_bytes_per_byte / phase.efficiency;
+      work = link < 0 ? 0.0 : collective.bytes * phase.bottleneck_bytes_per_byte / phase.efficiency;
     }
-    if (amount <= 0) return next_phase(id);
+    if (work <= 0) return next_phase(id);
     progress(link);
     const int transfer_id = static_cast<int>(transfers_.size());
-    transfers_.push_back(Transfer{id, link, amount, 0, 0, true});
+    transfers_.push_back(Transfer{id, link, work, 0, 0, true});
     links_[link].transfers.push_back(transfer_id);
     reschedule(link);
   }
@@ -567,7 +570,7 @@ class Engine {
   // Advances every transfer on `link` to now at its current rate.
   void progress(int link) {
     LinkState& state = links_[link];
-    for (const int t : state.transfers) transfers_[t].remaining -= transfers_[t].rate * (now_ - state.last_update_s);
+    for (const int t : state.transfers) transfers_[t].remaining_work -= transfers_[t].rate * (now_ - state.last_update_s);
     state.last_update_s = now_;
   }
 
@@ -579,7 +582,7 @@ class Engine {
       Transfer& transfer = transfers_[t];
       transfer.rate = share;
       ++transfer.version;
-      queue_.schedule(now_ + std::max(0.0, transfer.remaining) / share, TransferDone{t, transfer.version});
+      queue_.schedule(now_ + std::max(0.0, transfer.remaining_work) / share, TransferDone{t, transfer.version});
     }
   }
 
