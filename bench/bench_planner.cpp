@@ -1,14 +1,14 @@
 // bench_planner: time of the planners on the real GPT-2 profile (H = 10), on a synthetic
 // 1,000-layer profile (H = 64) and on LoRA-shaped synthetic profiles (392 trainable layers among
-// 899 frozen ones, H = 10, three worker counts). Targets: dp under 5 ms and under 1 s (issue 2);
+// 899 frozen ones, H = 10, three worker counts). Targets: dp under 5 ms and under 1 s;
 // search, with its default options, under 100 ms on GPT-2 and under 5 s on 1,000 layers x H = 64,
-// to a plan no worse than dp's (issue 4: counter minus_dp_s <= 0); the whole `plan` job with its
+// to a plan no worse than dp's (counter minus_dp_s <= 0); the whole `plan` job with its
 // default options (best, H = 10) under 150 ms on each LoRA profile, to a period no worse than
-// search's with a 3 s limit (issue 14: counter minus_reference_s <= 0; figures in
+// search's with a 3 s limit (counter minus_reference_s <= 0; figures in
 // docs/time-model.md, "Planning time"). The same searches planning for the fused period
 // (--fuse-buckets, alpha 0.7 ms: data/clusters/8nodes-1gpu-10gbps.json's all-reduce start-up),
 // against dp's plan fused: each move costs a fusion DP, O(m^2) for m layers in an iteration.
-// Issue 25 item 3: the whole `plan` job at its defaults on the hard family (BM_plan_hard: the
+// The whole `plan` job at its defaults on the hard family (BM_plan_hard: the
 // shared GPT-2 with every sync scaled 2-20x at H = 5, 10, 20, and seeded random profiles whose
 // layers sync about as long as the backprop left behind them) and on the model specs (BM_plan_spec:
 // each spec estimated for H100-SXM at batch 8, 16 workers x 5 Gbit/s, H = 5, 10, 20): target at

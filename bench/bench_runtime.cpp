@@ -1,4 +1,4 @@
-// bench_runtime: the executor's bookkeeping against a training step (issue 12). Target: the hooks
+// bench_runtime: the executor's bookkeeping against a training step. Target: the hooks
 // cost under 1% of a tiny-gpt step. Runs on one MPI rank (Open MPI's singleton), so a bucket's
 // all-reduce is MPI's local copy: what is timed is the executor plus MPI's per-call overhead.
 //   BM_executor_iteration/S: one iteration of hooks alone (begin, L x layer_backward_done,
@@ -7,8 +7,8 @@
 //   BM_step/S: the same step with the executor's hooks between the layers; counter hooks_share =
 //     time inside the hooks / time of the step (the target: < 0.01).
 //   BM_parse_trace/N: reading a Chrome trace of N "X" events (parse_json_text, as compare and the
-//     importers read); counter s_per_event. The target: about flat in N, linear reading (issue 24: a
-//     parser callback made it O(N^2): compare took 11 s for the 42 MB trace of simulate --period
+//     importers read); counter s_per_event. The target: about flat in N, linear reading (a
+//     parser callback once made it O(N^2): compare took 11 s for the 42 MB trace of simulate --period
 //     2000, now 1.8 s). Measured on this 2-core machine: 4 to 7 us per event (with the machine's
 //     load) at 10,000, 40,000 and 160,000 events alike.
 #include "comm/abi_status.hpp"

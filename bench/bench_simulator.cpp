@@ -1,4 +1,4 @@
-// bench_simulator: the discrete-event simulator at scale (issue 3). Target: 1,024 workers with
+// bench_simulator: the discrete-event simulator at scale. Target: 1,024 workers with
 // jitter, 125 layers, 10 periods of H = 10, under 2 s and 2 GB peak (peak_rss_MB) on 2 cores.
 // BM_des_scaling runs growing workers x layers x iterations and fits the time (expected O(N));
 // BM_des_identical_* show that identical workers cost one representative; BM_des_point_100000workers
@@ -123,7 +123,7 @@ void BM_des_point_100000workers(benchmark::State& state) {
   state.counters["peak_rss_MB"] = peak_rss_MB();
 }
 
-// Issue 25's jittered point: GPT-2 (data/models/gpt2.json estimated for H100-SXM, bf16, batch 8)
+// The jittered point at scale: GPT-2 (data/models/gpt2.json estimated for H100-SXM, bf16, batch 8)
 // on 100,000 workers, one per node, with lognormal jitter sigma 0.05 (seed 7), a flat ring over
 // 10 Gbit/s (data/clusters/8nodes-1gpu-10gbps.json widened), wfbp (H = 1), 10 iterations: every
 // worker is simulated, so this is the cost of the per-worker compute draws and events. Target:

@@ -1,4 +1,4 @@
-// bench_whatif: the what-if sweep of issue 13: GPT-2 (roofline estimate) on the 32-node base
+// bench_whatif: the what-if sweep: GPT-2 (roofline estimate) on the 32-node base
 // cluster, 6 worker counts up to 100,000 x 3 inter-node
 // bandwidths x 2 periods x 5 strategies = 180 points, timed on all cores. Target: under a minute
 // on this machine (docs/whatif.md records the figure).

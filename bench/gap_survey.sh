@@ -6,7 +6,7 @@
 # 10 Gbit/s, two batch sizes each), the shared DreamDDP GPT-2 profile (8 x 10 Gbit/s; skipped with a
 # message when ../shared is absent), the four LoRA sets of tests/cli/data/lora, and 20 seeded random
 # profiles of 8-24 layers at H = 4 (backward 0.5-1.5 ms, all-reduce up to 1-4 ms by seed, every fifth layer frozen).
-# Then the hard family of issue 25 (below; SYNCPLAN_GAP_HARD=0 skips it).
+# Then the hard family (below; SYNCPLAN_GAP_HARD=0 skips it).
 # usage: bench/gap_survey.sh [SYNCPLAN] (default build/bin/syncplan); writes into a temporary folder.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -89,7 +89,7 @@ print(f"{len(gaps)} profiles: mean gap {sum(gaps) / len(gaps):.3f}%, largest {ma
 table "The survey (default plan options)"
 [[ ${SYNCPLAN_GAP_HARD:-1} == 1 ]] || exit 0
 
-# The hard family (issue 25): the period's all-reduces 2-20 times one backprop, where DreamDDP's
+# The hard family: the period's all-reduces 2-20 times one backprop, where DreamDDP's
 # partial sync matters most and the suffix bound is loosest. The shared GPT-2 profile with every
 # sync_s scaled by 2, 3, 5.3 (about 16 workers at 5 Gbit/s), 8, 12 and 20, at H = 5, 10 and 20;
 # GPT-2 and the 8-layer Llama estimated at 16 workers and 1 and 2 Gbit/s; and 10 random profiles

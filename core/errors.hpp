@@ -17,7 +17,7 @@ std::string escaped_message(const std::string& message);
 /// the command line maps it to exit code 2 (SPEC section 2).
 /// Control characters in the message (a quoted name, value or path) are written as \xNN (C1
 /// controls as \u00NN): a NUL cut the message where `what()` is read as a C string, and the
-/// others reached terminals raw (issue 24; escaped_message).
+/// others reached terminals raw (escaped_message).
 class InputError : public std::invalid_argument {
  public:
   explicit InputError(const std::string& message) : std::invalid_argument(detail::escaped_message(message)) {}
@@ -52,7 +52,7 @@ std::string format_shortest(double value);
 std::string format_short(double value, int decimals);
 
 /// A ratio for people, e.g. a speedup: "1.23x" (2 decimals from 0.01 up), "0.00653x" (3
-/// significant digits below 0.01, not format_short's 6: issue 24 item 16), "n/a" when not finite.
+/// significant digits below 0.01, not format_short's 6), "n/a" when not finite.
 std::string format_ratio(double ratio);
 
 /// A count with its noun for messages: "1 worker", "8 workers", "0 workers" (English plural by

@@ -15,7 +15,7 @@ double available_memory_bytes();
 /// a loop that allocates and frees large temporaries (Eigen's GEMM workspaces, MPI's buffers)
 /// faults every page in again each iteration; measured on tiny-gpt, a CPU step 1.6x slower until
 /// glibc's dynamic mmap threshold happened to grow (after the first all-reduce), and the profile
-/// measured the slow state the run left (issue 22, docs/runtime.md section 7, STYLE pattern 19).
+/// measured the slow state the run left (docs/runtime.md section 7, STYLE pattern 19).
 /// With this set, profile and run compute in the same steady state from the first iteration.
 /// The cost: the process's resident size stays at its peak. Call it once, first thing in main();
 /// idempotent. Returns false where the C library has no such setting (not glibc): nothing changed.

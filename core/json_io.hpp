@@ -54,7 +54,7 @@ void write_text_file_atomic(const std::string& path, const std::string& text, co
 
 /// `value` as JSON text: `indent` spaces per level, or one line when negative. A string byte that is
 /// not UTF-8 (a file path given on the command line may hold one; names are refused before) is
-/// written as U+FFFD instead of throwing nlohmann's type_error 316 (issue 24).
+/// written as U+FFFD instead of throwing nlohmann's type_error 316.
 std::string json_text(const Json& value, int indent = -1);
 
 /// Writes `value` as indented JSON (json_text(value, 1) and a newline) with write_text_file_atomic.
@@ -64,8 +64,8 @@ void write_json_file_atomic(const std::string& path, const Json& value, const st
 /// a cluster's name, a link's source) holding a control character: C0 (bytes 0x00-0x1F), DEL
 /// (0x7F) or C1 (U+0080-U+009F, UTF-8 0xC2 0x80-0x9F), or a byte that is not UTF-8 (a lone 0x9B
 /// is the one-byte CSI to a terminal, and JSON cannot hold it). A NUL cut every message that quoted
-/// it (messages pass through `what()` as C strings), and the others reached terminals raw (issue 24;
-/// the helper's new-user check found ESC and U+009B in profile sources printed as they were). The
+/// it (messages pass through `what()` as C strings), and the others reached terminals raw (ESC and
+/// U+009B in profile sources were printed as they were). The
 /// rule is core/printable.hpp's. Throws InputError "WHERE: field 'FIELD': control character U+00XX
 /// at byte N (it is printed in messages and tables)", or "... invalid UTF-8 byte 0xNN at byte N
 /// ..." ("names are" for FIELD "name"); `where` must not quote the text. A `where` that is a flag

@@ -98,7 +98,7 @@ inline constexpr double kLongestTime_s = 86'400;
 /// Seconds of one measured collective (a link sample's all-reduce time, an imported nccl-tests
 /// time) that is not 0: at least 1e-9 (1 ns, a few clock cycles; the fastest all-reduce nccl-tests
 /// prints is microseconds). A shorter one is no measurement, and next to a large one its
-/// logarithm sends the link's interpolation to infinity (issue 24).
+/// logarithm sends the link's interpolation to infinity.
 inline constexpr double kShortestMeasuredTime_s = 1e-9;
 
 /// Bytes of one message, bucket, parameter block or link-sweep size: at most 2^50 (1 PiB). The

@@ -116,7 +116,7 @@ std::vector<int> read_sync_delays(const Json& value, const std::string& where, c
     if (!whole || *whole < 0)
       throw InputError(field + ": expected whole numbers >= 0, got " + json_type_name(value[i]) +
                        (value[i].is_number() ? " " + value[i].dump() : ""));
-    // Compared as d > period - 1 - h: h + d overflows for d near 2^63 (issue 24).
+    // Compared as d > period - 1 - h: h + d overflows for d near 2^63.
     if (*whole > period - 1 - iterations[i])
       throw InputError(field + ": the sync of iteration " + std::to_string(iterations[i]) + " with delay " +
                        std::to_string(*whole) + " would end after the period's last iteration " +

@@ -23,7 +23,7 @@ struct LayerSchedule {
   std::vector<int> sync_iterations;       ///< ascending, unique, each in [0, period)
   /// Delayed averaging (docs/time-model.md section 13): sync_delays[i] is the delay d of the sync in
   /// iteration sync_iterations[i] (its correction is applied before the step of iteration
-  /// sync_iterations[i] + d <= period - 1). Empty: every delay is 0 (every plan before issue 14).
+  /// sync_iterations[i] + d <= period - 1). Empty: every delay is 0 (plans without delayed averaging).
   std::vector<int> sync_delays = {};
 
   /// The delay of the i-th sync (0 when sync_delays is empty).
@@ -39,7 +39,7 @@ struct PlanPrediction {
   /// How lower_bound_period_s was obtained (docs/formats.md "Plan"): "exact" (the exact method
   /// proved the plan optimal, docs/time-model.md 14), "relaxed" (the proven optimum with the
   /// smallest syncs removed, section 14), "suffix", "fused" or "delayed" (the bounds
-  /// of sections 6, 12 and 13); empty when the file does not say (files before issue 25).
+  /// of sections 6, 12 and 13); empty when the file does not say (files written before the field existed).
   std::string lower_bound;
 };
 

@@ -1,5 +1,5 @@
 // What may reach a terminal, a message or a JSON string as it is: the one classifier of text bytes
-// behind escaped messages, the printable-name checks and the standard-output filter (issue 24).
+// behind escaped messages, the printable-name checks and the standard-output filter.
 #pragma once
 
 #include <cstddef>

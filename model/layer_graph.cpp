@@ -477,7 +477,7 @@ LayerGraph build_layer_graph(const Model& model, const Workload& workload) {
   // The graph counts its buffers in int64 elements (and total_bytes in bytes): sized first in
   // double from the ops' work (docs/models.md section 3; every buffer is read or written by some
   // pass, so the bytes moved bound the bytes held), and refused past 2^60 bytes (1 EiB), long
-  // before a product of batch, heads and seq^2 could wrap (issue 24's overflow audit: a spec with a
+  // before a product of batch, heads and seq^2 could wrap (an overflow check found that a spec with a
   // 2^24 context at batch 32768 failed an internal check, at 4096 passed the memory check with a
   // negative size and ended in std::bad_alloc).
   double moved_bytes = 0;

@@ -71,7 +71,7 @@ double fused_lower_bound_s(const BackpropTimes& times, int period, double alpha_
 double gap_to_lower_bound(double period_s, double bound_s) {
   if (bound_s == 0) return 0.0;
   const double gap = period_s / bound_s - 1.0;
-  // Within rounding of 0 either way (issue 24 item 16: the what-if page showed a gap of
+  // Within rounding of 0 either way (a what-if page once showed a gap of
   // 9.54792e-15 where the plan met its bound): the plan meets the bound.
   if (std::fabs(gap) <= kGapRoundingRelative) return 0.0;
   if (gap > 0) return gap;

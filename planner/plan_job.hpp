@@ -19,7 +19,7 @@ namespace syncplan {
 /// Under an automatic period, the most each H's search may take (s), within the job's time limit.
 inline constexpr double kAutoSearchLimit_s = 0.05;
 
-/// The plan job's default proof budget (issue 25 item 3; docs/time-model.md section 14, "Proof
+/// The plan job's default proof budget (docs/time-model.md section 14, "Proof
 /// budget"): the most branch-and-bound nodes of the exact method on the whole profile, and again
 /// on each relaxation of the relaxed bound (kRelaxedFractions), so that default `plan` takes tens
 /// of milliseconds on the hard family (bench_planner). Nodes, not seconds: the same plan and
@@ -64,8 +64,7 @@ struct PlanRequest {
   std::optional<double> bucket_alpha_s;  ///< fuse buckets with this all-reduce start-up time (s, 0..60)
   /// With bucket_alpha_s: plan without fusion (every search unfused, as the comparison table's
   /// plans) and fuse the plan chosen; `best` chooses among its candidates by their fused periods.
-  /// No search weighs fusion, so the job costs about an unfused one (whatif's `best`, issue 25
-  /// item 4); false: the chosen plan is searched for its fused period (`plan --fuse-buckets`).
+  /// No search weighs fusion, so the job costs about an unfused one (whatif's `best`); false: the chosen plan is searched for its fused period (`plan --fuse-buckets`).
   bool fuse_after_planning = false;
   /// Delayed averaging (docs/time-model.md section 13): TAU in 0..kMaxDelay; 0 (the default) plans
   /// as sections 2-12. With TAU >= 1 the chosen plan is plan_delayed's (algorithm "delayed-search",

@@ -103,7 +103,7 @@ PeriodModelOutcome simulate_period_model(const SimulateRequest& request) {
       worst = std::max(worst, relative_difference(predicted.wait_s[h], outcome.timing.wait_s[h]));
     }
     outcome.prediction_difference = worst;
-    // One bound per plan (issue 25 item 5): where the plan's own figures are these (the same
+    // One bound per plan: where the plan's own figures are these (the same
     // profile and sync times, within best's tie tolerance), the bound `plan` found for it, a proof
     // by the exact method included, is the bound; a weaker one is not recomputed beside it. A
     // bound above the plan's own period would be no bound of it and is not taken.

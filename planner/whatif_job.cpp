@@ -121,8 +121,8 @@ const Profile& profile_at(const WhatifRequest& request, WhatifPrepared& prepared
   } else if (request.scaling == WhatifScaling::kStrong) {
     profile = scaled_compute(*request.profile, static_cast<double>(*batch) / static_cast<double>(*request.batch));
     // The scaled profile passes the readers' limits, as a profile file of that batch would (a time
-    // past a day, core/limits.hpp): every point passes the limits of a single call (issue 24 item 8;
-    // the helper's check: points of 80,000 s x 2 were simulated).
+    // past a day, core/limits.hpp): every point passes the limits of a single call (points of
+    // 80,000 s x 2 were simulated before this check).
     profile_from_json(profile_to_json(profile), request.origin + " scaled to a batch of " + std::to_string(*batch));
   } else {
     profile = *request.profile;
@@ -344,7 +344,7 @@ class SettingRunner {
         const PointRun& run = point(row.strategy);
         fill(row, run);
         // A period of 0 s (a profile of all-zero times) has no speedup and no throughput: left
-        // empty, not inf or NaN (issue 24).
+        // empty, not inf or NaN.
         if (ssgd && *row.period_s > 0) row.speedup_vs_ssgd = *ssgd / *row.period_s;
         if (flsgd && *row.period_s > 0) row.speedup_vs_flsgd = *flsgd / *row.period_s;
       } catch (const InputError& e) {
@@ -422,7 +422,7 @@ class SettingRunner {
     SimulateRequest simulate;
     simulate.sync = *sync_;
     simulate.origin = request_.origin;
-    // Whole periods only (issue 24 item 17: at 15 iterations of H = 10 the row's period_s fell
+    // Whole periods only (at 15 iterations of H = 10 the row's period_s fell
     // below the plan's proven lower bound): K rounded up to a multiple of this point's H, or down
     // when that passes the iteration limit (docs/whatif.md).
     if (request_.iterations) simulate.iterations = whole_periods(static_cast<int>(*request_.iterations), period_);

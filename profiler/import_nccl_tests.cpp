@@ -207,7 +207,7 @@ struct ColumnGroup {
 
 /// A root column's value: a decimal integer within int64 (nccl-tests writes a rank, or -1 for an
 /// all-reduce); nullopt when it is not one. A value past int64 is refused as written, not
-/// saturated to 9223372036854775807 as strtoll would (issue 24's overflow audit).
+/// saturated to 9223372036854775807 as strtoll would.
 std::optional<std::int64_t> parse_root(const std::string& text) {
   std::int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
@@ -559,7 +559,7 @@ void check_program(const std::string& where, const std::string& program) {
 void check_allreduce_row(const ResultRow& row, const std::string& path) {
   const std::string where = path + ": " + row.where;
   // The link format's limit (docs/formats.md, Limits): a larger row would be written into a link
-  // file that `simulate --link` then refuses (issue 24's overflow audit: 2^60 bytes was imported).
+  // file that `simulate --link` then refuses (2^60 bytes was once imported).
   if (row.size_bytes > limits::kMaxSizeBytes)
     throw InputError(where + ": size " + std::to_string(row.size_bytes) + " bytes: at most " +
                      std::to_string(limits::kMaxSizeBytes) + " (1 PiB; docs/formats.md, Limits)");
@@ -572,7 +572,7 @@ void check_allreduce_row(const ResultRow& row, const std::string& path) {
   const auto type_size = type_sizes().find(row.type);
   std::int64_t count_bytes = 0;
   // A count whose product with the type's size overflows 64 bits cannot be the row's size (it once
-  // wrapped to a small number that matched; issue 24).
+  // wrapped to a small number that matched).
   if (type_size != type_sizes().end() &&
       (__builtin_mul_overflow(row.count, static_cast<std::int64_t>(type_size->second), &count_bytes) ||
        row.size_bytes != count_bytes))

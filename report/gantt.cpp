@@ -144,7 +144,7 @@ std::string gantt_svg(const GanttChart& chart) {
           << c(std::max(0.5, px(block.end_s) - px(block.start_s))) << "\" height=\"" << c(kLaneHeight - 1)
           << "\" fill=\"" << block_fill(block, index++) << "\"><title>h = " << block.iteration << ", "
           // "forward", "update", "wait" and "backward (unattributed)" blocks are labelled with their
-          // kind: named once, not "forward forward" (issue 24 item 16).
+          // kind: named once, not "forward forward".
           << (block.label == to_string(block.kind) || block.label.rfind(std::string(to_string(block.kind)) + " (", 0) == 0
                   ? label
                   : std::string(to_string(block.kind)) + " " + label)

@@ -22,7 +22,7 @@ constexpr const char* kPageStyle =
 
 // The parts of an SVG document that can fetch or run anything: its tags (attributes) and the
 // content of <style> and <script> elements. Text content (a layer's name in a <text>, escaped) is
-// left out: a name holding "url(http" is text, not a reference (issue 24: such names made report
+// left out: a name holding "url(http" is text, not a reference (such names once made report
 // --html and whatif --html refuse valid input).
 std::string svg_markup(const std::string& svg) {
   std::string markup;

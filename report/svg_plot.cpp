@@ -243,7 +243,7 @@ std::string line_plot_svg(const LinePlot& plot) {
   const int count = static_cast<int>(plot.panels.size());
   const int columns = std::min(plot.columns, count);
   const int rows = (count + columns - 1) / columns;
-  // Each legend item is as wide as its longest name needs (issue 24 item 18: "dreamddp H=auto"
+  // Each legend item is as wide as its longest name needs ("dreamddp H=auto"
   // was clipped at the right edge); the figure widens when one item alone is wider than it.
   std::size_t longest = 0;
   for (const std::string& name : legend) longest = std::max(longest, utf8_length(name));

@@ -201,7 +201,7 @@ TrainingState decode_rank_checkpoint(const std::string& bytes, const std::string
   state.rng_seed = read_hex64(reader, "rng_seed");
   state.rng_counter = read_hex64(reader, "rng_counter");
   // AdamW steps once per optimizer step: its t never passes the step (a forged 2^63 - 1 overflowed
-  // the counter on resume and was written back negative; issue 24's overflow audit).
+  // the counter on resume and was written back negative).
   state.adam_step = reader.required_integer("adam_step", 0);
   if (state.adam_step > state.step)
     throw InputError(origin + ": field 'adam_step': " + std::to_string(state.adam_step) + " is more than the step " +

@@ -43,8 +43,8 @@ struct ScheduleBucket {
   /// Delayed averaging (docs/time-model.md section 13, the plan's `sync_delays`): the bucket of
   /// iteration h averages a snapshot of its parameters taken at launch and is applied as the
   /// correction p <- p + (mean - snapshot) before the step of iteration h + delay (h + delay <=
-  /// H - 1). 0 (default): averaged in place before h's step (a replacement, as every plan before
-  /// issue 14). Only kLayerDone buckets of plans have delays.
+  /// H - 1). 0 (default): averaged in place before h's step (a replacement, as in every plan
+  /// without sync_delays). Only kLayerDone buckets of plans have delays.
   int delay = 0;
 };
 

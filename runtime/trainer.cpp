@@ -47,7 +47,7 @@ constexpr double kShortestTimeout_s = 1.0;
 // ---- gathering to rank 0, with a deadline -------------------------------------------------------
 
 // Waits for `request` with a deadline (wait_request_within, polled every 200 us): MPI's blocking
-// collectives would wait forever for a stopped rank (issue 12), so everything after the barrier
+// collectives would wait forever for a stopped rank, so everything after the barrier
 // that starts the clock polls with a deadline.
 void wait_or_throw(MPI_Request& request, double deadline_s, int rank, const char* what) {
   try {

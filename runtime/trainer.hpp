@@ -53,8 +53,8 @@ struct TrainRequest {
 /// backend library loads with a trainer and NCCL. Throws FieldError naming the field.
 void check_train_request(const TrainRequest& request);
 
-/// --checkpoint DIR checked before training (issue 24: a file or /proc/ck failed at the first save,
-/// after training, naming no flag): DIR, or the nearest existing folder above it, must be a folder
+/// --checkpoint DIR checked before training, not at the first save after training (a file or
+/// /proc/ck would fail there, naming no flag): DIR, or the nearest existing folder above it, must be a folder
 /// in which a folder can be created (a probe of this process's own name, removed again; nothing
 /// else is created, so several ranks may check one folder at once). Throws FieldError
 /// "checkpoint_dir: DIR: ..." naming why.

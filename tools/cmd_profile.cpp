@@ -89,7 +89,7 @@ Profile make_model_profile(const ProfileOptions& options, Json* report) {
   request.report = !options.report_path.empty();
   ModelProfile made = with_flags(kProfileFlags, [&] { return syncplan::make_model_profile(request); });
   // What `plan --profile` would refuse on reading the file back (a time over a day at a huge
-  // --batch x --seq, issue 24) is refused here, before anything is written or planned.
+  // --batch x --seq) is refused here, before anything is written or planned.
   try {
     profile_from_json(profile_to_json(made.profile), "the profile");
   } catch (const InputError& e) {

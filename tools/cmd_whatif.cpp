@@ -190,7 +190,7 @@ int whatif(const MpiSession& mpi, const WhatifOptions& options) {
   const int points = with_flags(kWhatifFlags, [&] { return validate_whatif_request(request); });
   // A throughput plot needs samples/s, which needs the batch: known with --model, --batch, a
   // profile's `workload` or strong scaling. Said before the sweep, not "every point failed" after
-  // it (issue 24 item 15).
+  // it.
   const bool plots = !options.plot_path.empty() || !options.html_path.empty();
   if (plots && metric == report::WhatifMetric::kThroughput && request.scaling == WhatifScaling::kWeak &&
       !request.model && !request.batch)

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The GPU check (issue 5, docs/profiler.md section 7): on a machine with an NVIDIA GPU (H100/H200,
+# The GPU check (docs/profiler.md section 7): on a machine with an NVIDIA GPU (H100/H200,
 # sm_90), the CUDA toolkit, cmake and g++, build syncplan with CUDA, compare every CUDA kernel with
 # the CPU reference, profile GPT-2 small at batch 8 x 1024 in bf16 with the GEMM-ceiling check,
 # sweep a one-rank NCCL all-reduce, test the NCCL communicator, plan and simulate the measured

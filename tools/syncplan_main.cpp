@@ -112,7 +112,7 @@ const CLI::Option* find_short_option(const CLI::App* command, const std::string&
 // What is wrong with the use of `option`, written as `shown` ("--loss" or "-o") at argv[i]; empty
 // when nothing. An option that takes a value, written without "=" (`separate_value`), followed by
 // another option's name: CLI11 would take "--svg" as the value and then say --svg is missing
-// (issue 24 item 16). A single-valued option given twice: which one was meant is not guessed.
+// instead. A single-valued option given twice: which one was meant is not guessed.
 std::string option_use_message(const CLI::App* current, const CLI::Option* option, const std::string& shown,
                                bool separate_value, int argc, char** argv, int i,
                                std::map<const CLI::Option*, int>& seen) {
@@ -247,7 +247,7 @@ std::string radix_value_message(const CLI::App& app) {
 // The first integer option value that does not fit the option's type, as "--iterations:
 // '99999999999999999999' is out of range (too large for an integer here)"; "" when none. CLI11
 // converts with strtoll, which saturates: the value would reach the option's own check as
-// 9223372036854775807, and its message would quote a number the user never wrote (issue 24 item 16).
+// 9223372036854775807, and its message would quote a number the user never wrote.
 std::string saturated_value_message(const CLI::App& app) {
   static const std::regex digits(R"([+-]?[0-9]+)");
   for (const CLI::App* command = &app; command != nullptr;) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# End to end from a torch model to a measured run (issue 23 item 5; docs/torch.md section 8):
+# End to end from a torch model to a measured run (docs/torch.md section 8):
 # tiny-gpt (syncplan.models) profiled with syncplan.torch_profile, the gloo link measured with the
 # package's sweep on the same 2 ranks, `syncplan plan --algorithm best` and a delayed plan
 # (--max-delay 1), then each of ssgd, flsgd, plsgd-even, the plan and the delayed plan trained on 2

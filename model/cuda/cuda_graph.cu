@@ -22,7 +22,7 @@ namespace {
 
 constexpr double kBytesPerGiB = 1024.0 * 1024.0 * 1024.0;
 // Device memory left free beyond the graph's buffers: cuBLAS's workspace and the kernels' modules
-// as they load lazily (the CUDA profiler's rule since issue 5).
+// as they load lazily (the CUDA profiler keeps the same headroom).
 constexpr std::int64_t kHeadroomBytes = std::int64_t{1} << 30;
 
 // Bytes as GiB with one decimal, e.g. "23.4".

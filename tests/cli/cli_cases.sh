@@ -363,7 +363,7 @@ main_job() {
   run plan --model gpt2 --cluster "$cluster" --period 10 --fill-bubbles -o plan.json --profile-out profile.json \
     --report report.json
   run simulate --profile profile.json --cluster "$cluster" --plan plan.json -o des.json
-  # One bound per plan (issue 25 item 5): report draws the bound plan found (the exact method's
+  # One bound per plan: report draws the bound plan found (the exact method's
   # proof here), not the weaker suffix bound it would compute on its own.
   run report plan.json --profile profile.json --cluster "$cluster" --svg gantt.svg | tee report.txt
   "$python" - <<'PY' || { echo "FAIL: report's bound is not the plan's"; exit 1; }
@@ -484,7 +484,7 @@ fifo_output() {
   "$python" -c 'import json,sys; assert json.load(open("got.json"))["format"] == "syncplan.plan/v1"' ||
     { echo "FAIL: the plan read from the FIFO is not a plan"; exit 1; }
   echo "ok: FIFO output"
-  # A FIFO that nobody opens for reading (issue 24: open(2) blocked forever, and a kill left the
+  # A FIFO that nobody opens for reading (open(2) blocked forever, and a kill left the
   # other outputs' temporary files behind): refused after the 5 s wait, exit 2, one line naming it;
   # the report beside it is not written and no temporary file is left.
   mkfifo lonely.fifo

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# `syncplan simulate --cluster` at 100,000 workers (issue 13, docs/des.md section 5): identical
+# `syncplan simulate --cluster` at 100,000 workers (docs/des.md section 5): identical
 # workers run as one representative in little memory and equal the period model on the same
 # all-reduce times; a straggler makes every worker simulated, and what would not fit in memory is
 # refused up front (exit 2, with the estimate); on 1 worker it says that the all-reduce costs

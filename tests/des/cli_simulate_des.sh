@@ -32,7 +32,7 @@ run simulate --profile "$profile" --cluster "$cluster" --strategy wfbp --period 
 # period_s is the mean iteration times H: 6.4e-3 x 2 = 12.8e-3 s (docs/formats.md).
 run simulate --profile "$profile" --cluster "$cluster" --strategy wfbp --period 2 --sync-time measured \
   --iterations 3 -o partial.json | tee partial.txt
-# ... and said so (issue 24: such a period_s fell below a plan's lower bound, unlabelled).
+# ... and said so (such a period_s fell below a plan's lower bound, unlabelled).
 grep -q "^note: 3 iterations are not whole periods of H = 2: period_s (H x the mean iteration)" partial.txt ||
   { echo "FAIL: no note that 3 iterations are not whole periods of H = 2"; exit 1; }
 # The period model on the same strategy: engine "period-model", period_s 12.8e-3 s as above.

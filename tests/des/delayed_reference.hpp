@@ -83,7 +83,7 @@ inline double check_delayed_equivalence(const DesLayers& layers, const Cluster& 
   const int period = assignment.period();
   const std::vector<double> expected = section13_iterations(layers, assignment);
   // The library's period model (simulator/period_model.cpp, time_delayed) must agree with the
-  // reference above, so that the DES equals the period model to 1e-9 (issue 14's acceptance).
+  // reference above, so that the DES equals the period model to 1e-9.
   const PeriodTiming model = time_assignment(backprop_times(layers, layers.sync_s, "delayed"), assignment);
   for (int h = 0; h < period; ++h) {
     INFO("iteration " << h << ": period model " << model.iteration_s[h] << ", section 13 " << expected[h]);

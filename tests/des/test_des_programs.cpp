@@ -64,7 +64,7 @@ TEST_CASE("ddp buckets by hand: first bucket cap, cap, a big layer alone, no spl
     DesStrategyContext context{layers, model, SyncTimeSource::kModel, 25, 10};
     const BackpropTimes times = backprop_times_for_des(context);
     REQUIRE(buckets_of(des_test::des_program("ddp", context, times, 2), 1) == expected);
-    // First bucket cap 20 with cap 9 (issue 11: torch 1.13 keeps the first bucket's limit whatever
+    // First bucket cap 20 with cap 9 (torch 1.13 keeps the first bucket's limit whatever
     // the cap; it was min(first, cap) before):
     //   j0 4, j1 8, j2 12, j3 22 >= 20: {0, 1, 2, 3}; then cap 9: j4 30: {4}; j5 5, j6 25: {5, 6}; j7: {7}.
     context.bucket_cap_bytes = 9;

@@ -77,7 +77,7 @@ TEST_CASE("main job by hand: plan, report, DES check", "[des][main_job]") {
   REQUIRE(report["strategies"]["ssgd"]["speedup_over_flsgd"].get<double>() == Approx(8.75 / 11.5));
   REQUIRE(report["chosen"]["requested_algorithm"] == "dp");
   REQUIRE(report["period_chosen_by"] == "given");
-  REQUIRE(report["search"]["runs"] == 0);  // dp does not search, and the table then runs none (issue 14)
+  REQUIRE(report["search"]["runs"] == 0);  // dp does not search, and the table then runs none
   REQUIRE(report["search"]["stopped_by"] == "none");
 
   // The DES of the 2 identical workers on the plan: one period takes the plan's 6.25 s, and

@@ -1,4 +1,4 @@
-// The simulator at cluster scale (issue 13): the ring grows with workers, a group of one costs
+// The simulator at cluster scale: the ring grows with workers, a group of one costs
 // nothing, the topology's closed-form ring families against walking every hop, 100,000 identical
 // workers as one representative, and the up-front memory refusal when every worker is simulated.
 // Link numbers chosen for hand arithmetic: 8 Gbit/s = 1e9 bytes/s, 80 Gbit/s = 1e10 bytes/s.

@@ -208,7 +208,7 @@ TEST_CASE("strategy table: a row added in one place runs in plan, simulate and w
 }
 
 TEST_CASE("period model: a plan's own bound is the bound where its figures are these, else not", "[des][bound]") {
-  // One bound per plan (issue 25 item 5). The plan's bound is taken when the plan's predicted
+  // One bound per plan. The plan's bound is taken when the plan's predicted
   // figures equal the period model's and the bound lies between the computed one and the plan's
   // period; a bound above the plan's own period, or a plan timed on other sync times, is not.
   const Profile profile = table_profile();
@@ -246,7 +246,7 @@ TEST_CASE("period model: a plan's own bound is the bound where its figures are t
   predicted.period_s = 1.5 * period_s;
   replay.plan = outcome.plan;
   CHECK(simulate_period_model(replay).lower_bound_s == computed);
-  // Without a kind (a file from before issue 25): the computed bound.
+  // Without a kind (a file from before the field existed): the computed bound.
   predicted.period_s = period_s;
   predicted.lower_bound.clear();
   replay.plan = outcome.plan;

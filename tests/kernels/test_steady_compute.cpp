@@ -1,4 +1,4 @@
-// The CPU training step in a steady state (issue 22 item 0; core/host_memory.hpp): after
+// The CPU training step in a steady state (core/host_memory.hpp): after
 // keep_freed_memory(), as `syncplan` sets it first thing, a step of tiny-gpt (the CPU graph's
 // forward and backward and AdamW, as the trainer and the profiler run them) maps no new pages, so
 // iteration 20 computes in the state iteration 1 did. Page faults, not times: a count that two busy

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Checks that every CTest test has exactly the labels of issue 10's list (unit, golden, des, cli,
-link, torch, gpu, kernels, issue 12's runtime and issue 22's reallink), so `ctest -L NAME` selects every test of a kind. Reads CTest's own
+"""Checks that every CTest test has exactly the labels of the project's list (unit, golden, des, cli,
+link, torch, gpu, kernels, runtime and reallink), so `ctest -L NAME` selects every test of a kind. Reads CTest's own
 test list (`ctest --show-only=json-v1`) of the build folder given; exits 1 naming each test
 without a label or with an unknown one."""
 import json
@@ -44,7 +44,7 @@ def main():
         print("usage: check_labels.py CTEST BUILD_DIR | --self-test", file=sys.stderr)
         return 2
     # ctest writes Testing/Temporary/LastTest.log even for --show-only: run in the build folder it
-    # wiped the log of the run this test is part of (issue 24), so it lists a copy of the folder's
+    # wiped the log of the run this test is part of, so it lists a copy of the folder's
     # CTestTestfile.cmake tree (they name everything else by absolute path).
     with tempfile.TemporaryDirectory(prefix="syncplan-labels-") as scratch:
         for folder, _, files in os.walk(sys.argv[2]):

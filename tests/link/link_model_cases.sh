@@ -25,7 +25,7 @@ run() {
 count() { grep -cF -- "$1" "$2" || true; }
 
 # The link: 50 us, then a 64 KiB burst at line rate (1.25e8 B/s) and the rest at 3e6 B/s, swept
-# 8 B .. 1 MiB by factor 2 (the shape of issue 22). Its alpha-beta fit, with relative errors, is
+# 8 B .. 1 MiB by factor 2 (the shape of a tc-shaped link). Its alpha-beta fit, with relative errors, is
 # computed here (weighted least squares by the normal equations): R^2 0.418. Profiles of one
 # layer (3.3 MB, 1.5 MiB, 500 kB) and of four 400 kB layers (1.6 MB together, beyond the sweep
 # only when fused).

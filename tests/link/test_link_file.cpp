@@ -77,7 +77,7 @@ TEST_CASE("bad link files are rejected naming the file and the field", "[link]")
       {"link_missing_beta.json", {"missing field 'beta_s_per_byte'"}},
       {"link_fractional_size.json", {"samples[0]", "field 'size_bytes'", "1048576.5"}},
       // A subnormal time (5e-324 s) beside larger ones interpolated to infinity and the error
-      // blamed the profile (issue 24): refused here, naming the sample.
+      // blamed the profile: refused here, naming the sample.
       {"link_subnormal_time.json", {"samples[0]", "field 'time_s'", "less than 1e-09 s (1 ns)"}},
   };
   for (const Case& bad : cases) {

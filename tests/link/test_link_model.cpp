@@ -274,7 +274,7 @@ TEST_CASE("the model is nondecreasing, bounded by its least time per byte, on ra
 }
 
 TEST_CASE("a token-bucket link swept to 1 MiB: monotonic past the sweep at the largest size's bandwidth", "[link][model]") {
-  // The shape of issue 22: a shaper lets a 64 KiB burst through at line rate (1 Gbit/s, 1.25e8 B/s)
+  // The shaped-link shape: a shaper lets a 64 KiB burst through at line rate (1 Gbit/s, 1.25e8 B/s)
   // and the rest at 3e6 B/s; latency 50 us. t(n) = 50 us + min(n, 64 KiB) / 1.25e8 + max(n - 64 KiB,
   // 0) / 3e6, swept 8 B .. 1 MiB by factor 2. t(1 MiB) = 50e-6 + 524.288e-6 + 983040 / 3e6 =
   // 0.328254288 s. The fit with relative errors follows the small sizes (a weighted least-squares

@@ -124,7 +124,7 @@ TEST_CASE("line plot: one series group per line, gaps at missing points, legend,
 }
 
 TEST_CASE("line plot: every legend item fits inside the figure", "[report]") {
-  // Issue 24 item 18: the what-if page's legend ended "dreamddp H=aut" at the SVG's right edge.
+  // The what-if page's legend ended "dreamddp H=aut" at the SVG's right edge.
   // Each item's text must end inside the width under a sans-serif font's advance of 0.6 em (7.2
   // px at font-size 12; an average lowercase letter is about 0.55 em): x + 7.2 x characters <=
   // width. Before the fix, 5 items per row in 800 px put the fifth text at x = 694: 694 + 7.2 x 15
@@ -258,7 +258,7 @@ TEST_CASE("gantt svg: the data attributes read back as the chart's times", "[rep
     CHECK(std::fabs(read[i].end_s - drawn[i].end_s) <= 1e-9);
   }
   CHECK(count_of(page.gantt, "class=\"lower-bound\"") == 2);
-  // Tooltips name a block's kind once (issue 24 item 16: "forward forward", "wait wait"): 2
+  // Tooltips name a block's kind once ("forward forward", "wait wait"): 2
   // iterations, each with one forward, update and wait block titled "h = N, forward: ...";
   // backward and sync blocks keep kind and layer ("backward head").
   for (const char* doubled : {"forward forward", "update update", "wait wait", "backward backward"})
@@ -316,7 +316,7 @@ TEST_CASE("html page: escaped text, inline figures, checks", "[report]") {
   bad.sections[0].figures[0].svg = "<img src=\"x.png\">";
   CHECK_THROWS_WITH(html_page(bad), Catch::Contains("not an SVG document"));
   // In markup a network reference is refused: an attribute, a <style> body; as text (a layer named
-  // "url(http://x)" in a <text>, issue 24) it is only a name, and the page is written.
+  // "url(http://x)" in a <text>) it is only a name, and the page is written.
   bad.sections[0].figures[0].svg = "<svg><rect style=\"fill:url(http://x/p)\"/></svg>";
   CHECK_THROWS_WITH(html_page(bad), Catch::Contains("holds 'url(http' in its markup"));
   bad.sections[0].figures[0].svg = "<svg><style>rect{fill:url(http://x/p)}</style></svg>";

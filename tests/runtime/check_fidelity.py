@@ -31,7 +31,7 @@
   check_fidelity.py steady PROFILE.json SKIP TRACE.json ...
       the compute of each run's iterations (the slower rank's forward, backward and update events)
       against the profile's step: iteration 0, iteration SKIP, the last, and the median from SKIP
-      on (issue 22 item 0: a steady state is one whose first and later iterations agree)
+      on (a steady state is one whose first and later iterations agree)
   check_fidelity.py shaped TOLERANCE H NAME=CLUSTER.json:LINK.json:COMPUTE.json ...
       runs over a shaped link (fidelity_cases.sh shaped): per schedule the measured mean iteration,
       its prediction from the cluster file and from the in-namespace link fit with their errors,

@@ -101,8 +101,8 @@ TEST_CASE("compare: a checkpoint between two iterations is neither's time, as in
   // checkpoint after iteration 0 on each rank (rank 0: 6,600 -> 11,900 us, waiting for rank 1
   // inside it; rank 1: 6,900 -> 11,900). Iteration 0 ends at 6,900 us as before: 6,850 us.
   // Iteration 1 ends at 18,500 us; of [6,900, 18,500] the checkpoints' union [6,600, 11,900]
-  // covers 5,000 us: 18,500 - 6,900 - 5,000 = 6,600 us, trace_meas.json's iteration 1. (Issue 24:
-  // the trace charged the checkpoint to the next iteration, 0.314 s against the log's 0.033 s.)
+  // covers 5,000 us: 18,500 - 6,900 - 5,000 = 6,600 us, trace_meas.json's iteration 1. (The
+  // trace once charged the checkpoint to the next iteration, 0.314 s against the log's 0.033 s.)
   const Timeline measured = timeline("trace_meas_checkpoint.json");
   REQUIRE(measured.iteration_s.size() == 2);
   CHECK(measured.iteration_s[0] == Approx(0.00685));

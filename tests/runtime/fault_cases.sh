@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The acceptance's fault tests of issue 12 against `syncplan run` under mpirun: kill -9 of one rank
+# The fault tests against `syncplan run` under mpirun: kill -9 of one rank
 # mid-run and SIGSTOP of one rank mid-run must each end every other rank (and mpirun) within
 # --timeout-s + 10 s, each surviving rank printing exactly one "syncplan run: rank R: ..." line
 # (the stopped rank's peers naming it: it did not arrive at the bucket, or arrived and then gave

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The runtime's fidelity on 2 ranks (issue 12 acceptance; docs/runtime.md section 7): the DES's
+# The runtime's fidelity on 2 ranks (docs/runtime.md section 7): the DES's
 # prediction against `syncplan run`'s measured iterations, through `syncplan compare` (checked and
 # tabled by check_fidelity.py), each schedule run several times, the schedules taking turns:
 #   fidelity  no emulation: the link is a `profile-link` fit on the same 2 ranks; ssgd and wfbp;
@@ -13,7 +13,7 @@
 #             at least that percent of the predicted one
 # Unset, the limits are `none`: the CTest tests run the whole pipeline and check its logic (every
 # step ran, whole periods compared, the tables printed), not the machine's timing, which two
-# busy processes beside them change by more than any useful tolerance (issue 22 item 7).
+# busy processes beside them change by more than any useful tolerance.
 #   checker   check_fidelity.py itself on hand-made files (a pass, a fail, trace-profile)
 # Two predictions of each: from `profile --device cpu` run as two processes at once (each rank
 # computes beside another), which the `best` plan is planned on; and from the runs' own compute

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The model against a real, kernel-shaped TCP link (issue 22 item 6; docs/runtime.md section 7): 2
+# The model against a real, kernel-shaped TCP link (docs/runtime.md section 7): 2
 # ranks of Open MPI over TCP on a loopback that tools/shaped-link.sh limits to FIDELITY_RATE
 # (default 50mbit: there the link dominates and runs spread 0-3 %):
 #   allreduce  the predicted time of one 4 MiB all-reduce (the DES of a one-layer profile on the

@@ -201,7 +201,7 @@ json.dump(plan, open("unfused.json", "w"))'
     expect_refused "no such checkpoint folder" --strategy ssgd --period 1 "${common[@]}" --iterations 4 --resume absent
     expect_refused "--checkpoint-every: only with --checkpoint DIR" --strategy ssgd --period 1 "${common[@]}" \
       --iterations 4 --checkpoint-every 2
-    # --checkpoint DIR is checked before training (issue 24: a file failed at the first save, after
+    # --checkpoint DIR is checked before training (a file failed at the first save, after
     # training, naming no flag), and the log and trace are not written.
     echo x >not-a-folder
     expect_refused "--checkpoint: not-a-folder: exists and is not a folder" --strategy ssgd --period 1 "${common[@]}" \

@@ -131,7 +131,7 @@ TEST_CASE("checkpoint folder: the latest step with a manifest is the one resumed
   CHECK_THROWS_WITH(latest_complete_checkpoint(dir.path, other),
                     manifest + ": from another batch/sequence/ranks (0x0000000000003333 in the checkpoint, "
                                "0x0000000000004444 in this run)");
-  // With the settings in the manifest, the one that differs is named (issue 24 item 16: two hashes
+  // With the settings in the manifest, the one that differs is named (two hashes
   // told a user nothing); equal settings (another plan file's contents under the same name) keep
   // the hashes.
   const TempFolder named;

@@ -508,7 +508,7 @@ TEST_CASE("train requests are checked before anything is read", "[runtime]") {
   request.checkpoint_dir = base / "a" / "b";
   CHECK_NOTHROW(check_train_request(request));
   CHECK_FALSE(std::filesystem::exists(base));
-  // Issue 24: a file, a path below a file, and a folder under /proc were refused only at the first
+  // A file, a path below a file, and a folder under /proc were refused only at the first
   // save, after training; now before, naming --checkpoint's field and the folder.
   std::filesystem::create_directories(base);
   std::ofstream(base / "file") << "x";

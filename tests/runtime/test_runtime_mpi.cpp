@@ -1,4 +1,4 @@
-// The executor's semantics under mpirun (issue 12's acceptance), driving the executor and CpuGraph
+// The executor's semantics under mpirun, driving the executor and CpuGraph
 // directly on tiny-gpt and each rank's shard of tests/runtime/data/training.txt, with every expected value computed
 // here from all ranks' parameters (MPI_Allgather):
 //  * partial: right after each parameter sync (plsgd-even, a plan with fused buckets, flsgd) the

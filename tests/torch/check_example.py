@@ -1,4 +1,4 @@
-"""Checks what tools/torch-example.sh wrote (issue 23's acceptance: "the example's loss falls for every
+"""Checks what tools/torch-example.sh wrote ("the example's loss falls for every
 schedule"; its table and loss curves exist): usage check_example.py OUT_DIR.
 
 Every schedule's row in table.md has a finite measured and predicted time and a loss that fell from the

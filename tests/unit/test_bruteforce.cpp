@@ -1,7 +1,7 @@
 // The planners and the lower bound against exhaustive search on seeded random profiles: every
 // assignment of layers to iterations is timed by a reference implementation of SPEC section 5
 // written here, independent of simulator/, and the optimum is compared with what planner/ finds
-// (the exact method of issue 14 included).
+// (the exact method included).
 #include "planner/strategy_table.hpp"
 #include "planner/lower_bound.hpp"
 
@@ -327,7 +327,7 @@ TEST_CASE("brute force: planners and lower bound against exhaustive search", "[b
           ++multisync_cases;
         }
 
-        // (f) the exact method (issue 14), started from the worst planner's plan, proves the
+        // (f) the exact method, started from the worst planner's plan, proves the
         // brute-force optimum within its node limit; a proven optimum is a bound at least the
         // suffix bound's, and from best's plan it never changes a plan already optimal.
         const ExactResult exact = plan_exact(times, period, {}, even);
@@ -367,7 +367,7 @@ TEST_CASE("brute force: planners and lower bound against exhaustive search", "[b
             << bound_tight << ", suffix bound tight on " << suffix_tight << "; search optimal on "
             << search_optimal << " (" << (100.0 * search_optimal / cases) << "%); exact proved every optimum ("
             << exact_nodes << " nodes from plsgd-even's plans, shorter than it on " << exact_improved << ")\n";
-  // Issue 4: search finds the optimum in most cases.
+  // Search finds the optimum in most cases.
   REQUIRE(search_optimal * 10 >= cases * 9);
   REQUIRE(cases == kMaxLayers * kMaxPeriod * 2 * kSeedsPerShape);
 }

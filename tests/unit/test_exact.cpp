@@ -114,7 +114,7 @@ TEST_CASE("exact: the optimum of random profiles with pinned layers, against enu
   REQUIRE(improved > 0);
 }
 
-// The hard regime of issue 25: layer j syncs for about the backprop left behind it, so the
+// The hard regime: layer j syncs for about the backprop left behind it, so the
 // period's syncs are several backprops and the blocks' first layers decide what is hidden (the
 // node bound's distinct first layers and its overflows before a threshold, docs/time-model.md
 // section 14). A bound that overstates would prune the optimum: the search would then "prove" a

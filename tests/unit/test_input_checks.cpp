@@ -85,7 +85,7 @@ TEST_CASE("DES memory: the estimate grows with simulated workers and iterations,
   options.trace_workers = 4;
   CHECK(des_memory_bytes(layers, stragglers, model, program, options) >= all + 4 * 1000 * 6 * 1024.0);
   // Written as a result document (simulate -o), each directed link's JSON object and each worker's
-  // entries count too (issue 24's audit: 2^24 workers passed the estimate and then ran out of
+  // entries count too (2^24 workers passed the estimate and then ran out of
   // memory writing -o). 64 workers on 64 nodes: 2 x 64 + 2 x 64 = 256 links, so at least
   // 256 x 300 + 64 x 300 bytes more (the constants are 400 and 550, measured in engine.cpp).
   options.trace_workers = 0;

@@ -283,7 +283,7 @@ TEST_CASE("json: profile layer names must be unique and non-empty", "[json]") {
     REQUIRE_THROWS_WITH(profile_from_json(document, "prof.json"),
                         Contains("prof.json") && Contains("layers[1]") && Contains("empty"));
   }
-  // Issue 24: a NUL cut every message quoting the name ("layer 'zz" and nothing after), other
+  // A NUL cut every message quoting the name ("layer 'zz" and nothing after), other
   // control characters reached terminals raw. Refused naming the byte, the name not quoted.
   SECTION("control characters in a name: NUL, newline, escape, DEL") {
     for (const auto& [name, code, at] : std::vector<std::tuple<std::string, std::string, std::string>>{
@@ -353,7 +353,7 @@ TEST_CASE("json: a parse error shows bytes that are not printable ASCII as \\xNN
   }
 }
 
-// Issue 24: one classifier (core/printable.hpp) behind messages, name checks and the standard-output
+// One classifier (core/printable.hpp) behind messages, name checks and the standard-output
 // filter. Expected units from RFC 3629 section 4's table of well-formed sequences, by hand.
 TEST_CASE("text: UTF-8 units, control characters and bytes that are not UTF-8", "[json]") {
   using Kind = TextUnit::Kind;
@@ -472,7 +472,7 @@ TEST_CASE("json: bad sync_delays are refused naming the layer and the field", "[
   SECTION("past the period's end") {
     refused(R"({"name": "a", "sync_iterations": [1], "sync_delays": [1]})", "after the period's last iteration 1");
   }
-  // Near 2^63 (issue 24): h + d overflowed int64 and passed the check (exit 0 with a wrong delay).
+  // Near 2^63: h + d overflowed int64 and passed the check (exit 0 with a wrong delay).
   SECTION("2^63 - 1 and 2^63 - 2 after iterations 1 and 0") {
     refused(R"({"name": "a", "sync_iterations": [1], "sync_delays": [9223372036854775807]})",
             "the sync of iteration 1 with delay 9223372036854775807 would end after the period's last iteration 1");
@@ -625,7 +625,7 @@ TEST_CASE("json: profile_to_json then profile_from_json gives the same profile",
 }
 
 TEST_CASE("json: a profile's workload round-trips, and a bad one is refused naming the field", "[json]") {
-  // The optional `workload` (docs/formats.md, issue 24 item 15): what `profile` measured at.
+  // The optional `workload` (docs/formats.md): what `profile` measured at.
   Profile profile = profile_from_json(profile_document(), "prof.json");
   REQUIRE_FALSE(profile.workload.has_value());  // absent: unknown
   profile.workload = ProfileWorkload{4, 32, "fp32"};

@@ -138,7 +138,7 @@ TEST_CASE("readers: a link fit's times are at most a day", "[json]") {
   CHECK(link_from_json(link_document("beta_s_per_byte", "86400"), "l.json").beta_s_per_byte == 86400);
   CHECK_THAT(error_of([] { link_from_json(link_document("alpha_s", "86400.001"), "l.json"); }),
              Contains("l.json: field 'alpha_s': at most 86400 (a day)"));
-  // The shortest text that reads back (issue 24 item 16: it printed 1.0000000000000001e+300).
+  // The shortest text that reads back (it printed 1.0000000000000001e+300).
   CHECK_THAT(error_of([] { link_from_json(link_document("beta_s_per_byte", "1e300"), "l.json"); }),
              Contains("l.json: field 'beta_s_per_byte': at most 86400 (a day), got 1e+300; not a measurement"));
   CHECK_THAT(error_of([] { link_from_json(link_document("time_s", "1e200"), "l.json"); }),
@@ -168,7 +168,7 @@ TEST_CASE("format_short: fixed decimals from 10^-decimals up to 1e6, else 6 sign
 TEST_CASE("format_ratio and format_shortest: speedups and numbers in messages without noise digits", "[format]") {
   CHECK(format_ratio(1.2345) == "1.23x");
   CHECK(format_ratio(0.0) == "0.00x");
-  CHECK(format_ratio(0.00652852) == "0.00653x");  // issue 24 item 16 printed "0.00652852x"
+  CHECK(format_ratio(0.00652852) == "0.00653x");  // it once printed "0.00652852x"
   CHECK(format_ratio(std::numeric_limits<double>::infinity()) == "n/a");
   // 1e-6 is 9.9999999999999995e-07 in 17 digits; the shortest text that reads back is "1e-06".
   CHECK(format_shortest(1e-6) == "1e-06");
@@ -176,7 +176,7 @@ TEST_CASE("format_ratio and format_shortest: speedups and numbers in messages wi
 }
 
 TEST_CASE("limits: a cluster's absurd bandwidth, latency, slowdown and jitter are refused naming the field", "[json]") {
-  // The values of issue 11, each past a limit of core/limits.hpp.
+  // Values each past a limit of core/limits.hpp.
   CHECK_THAT(error_of([] {
                cluster_from_json(parse(R"({"format": "syncplan.cluster/v1", "workers": 2,
                  "intra_node": {"bandwidth_Gbps": 1e-300, "latency_us": 5}})"), "c.json");
@@ -229,7 +229,7 @@ TEST_CASE("limits: profile times, worker counts and sizes share the table", "[js
   CHECK(kLongestCollective_s == limits::kLongestTime_s);
 }
 
-// Control characters (issue 24 item 13; the helper's new-user check): a NUL no longer cuts an
+// Control characters (the helper's new-user check): a NUL no longer cuts an
 // error message (InputError writes it as \x00 and keeps what follows), and the printed texts
 // other than layer names (a profile's model and source, a plan's algorithm, a cluster's name) are
 // refused as names are: ESC started terminal sequences, and C1's U+009B is ESC [ to a terminal.

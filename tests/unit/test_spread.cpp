@@ -1,4 +1,4 @@
-// Compute spread (issue 22 item 3): quantiles and a profile's spread fields by hand, their strict
+// Compute spread: quantiles and a profile's spread fields by hand, their strict
 // reading, the inverse distribution function the DES draws through, its uniform draws, and the
 // bootstrap behind compare's noise floors (compare's own cases: tests/runtime/compare_test.cpp).
 #include "core/errors.hpp"

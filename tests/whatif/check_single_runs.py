@@ -68,7 +68,7 @@ def main():
                 run(syncplan, "simulate", "--strategy", strategy, "--period", str(period), *common)
             else:
                 # best: `plan` and `plan --fuse-buckets --fusion after` (alpha from the cluster), each
-                # simulated; the shorter period is the row's (issue 25 item 4, docs/whatif.md).
+                # simulated; the shorter period is the row's (docs/whatif.md).
                 results = []
                 for fuse in ([], ["--fuse-buckets", "--fusion", "after"]) if strategy == "best" else ([],):
                     run(syncplan, "plan", "--profile", profile, "--cluster", cluster_path, "--sync-time", "model",

@@ -66,7 +66,7 @@ Cluster cluster_file_for(const std::string& base_path, const WhatifRow& row) {
 // `simulate --cluster point.json` of a strategy, or `plan --period H --algorithm NAME` then
 // `simulate --plan`, on the profile `plan --model gpt2 --batch B` makes: the DES period (s). For
 // best, also `plan --fuse-buckets` (alpha: the cluster's all-reduce time of 0 bytes) then
-// `simulate --plan`; the shorter period (issue 25 item 4).
+// `simulate --plan`; the shorter period.
 struct SingleRun {
   double period_s = 0;
   double iteration_s = 0;
@@ -249,7 +249,7 @@ TEST_CASE("whatif: a straggler and jitter equal a cluster file with compute_slow
 }
 
 TEST_CASE("whatif: --iterations runs whole periods of each point's H", "[whatif]") {
-  // Issue 24 item 17: 15 iterations of H = 10 counted positions 1-5 twice, and period_s fell
+  // 15 iterations of H = 10 counted positions 1-5 twice, and period_s fell
   // below the plan's lower bound. 15 rounds up to 20 at H = 10 and stays 15 at H = 5: each row
   // equals the row of the same sweep asked for 20 (and 15) iterations, and no plan's period_s is
   // below its lower bound (lower_bound_s, the planner's own bound).
@@ -329,7 +329,7 @@ TEST_CASE("whatif: bad requests are refused before any point, naming the value",
   refused(bad, "workers", "16777224");
 }
 
-// Issue 25 item 4: `best` means best. Over the README's sweep (1 to 100,000 workers, 1 to 100
+// `best` means best. Over the README's sweep (1 to 100,000 workers, 1 to 100
 // Gbit/s, H = 10) best's DES period is at most every other strategy's at the same point. Returns
 // the settings where best's row beat both its own unfused plans (so the fused one was taken).
 int check_best_never_slower(const WhatifRequest& base) {

@@ -25,7 +25,7 @@ case "$case_name" in
     "$syncplan" "${sweep[@]}" --jobs 2 --csv sweep.csv --json sweep.json
     "$syncplan" profile "${model[@]}" --device estimate -o gpt2.json >/dev/null
     "$python" "$here/check_single_runs.py" "$syncplan" sweep.csv sweep.json gpt2.json "$base"
-    # The profile records the workload it was made at (batch 8, seq 1024; issue 24 item 15):
+    # The profile records the workload it was made at (batch 8, seq 1024):
     # `whatif --profile` without --batch or --seq has the same samples/s and tokens/s as --model's
     # sweep at the same points, and its throughput plot is drawn.
     point=(--cluster "$base" --workers 8,64 --bandwidth-Gbps 10 --period 4 --strategies ssgd,dp --search-rounds 3)
@@ -62,7 +62,7 @@ PY
     rows=$(($(wc -l <one.csv) - 1))
     [[ $rows -eq 48 ]] || { echo "FAIL: $rows rows, expected 3 x 2 x 2 x 4 = 48"; exit 1; }
     echo "ok: the same $rows rows with --jobs 1 and 2, mpirun -np 1 and 2"
-    # A profile of all-zero times on 1 worker (no all-reduce; issue 24): every period is 0 s, so no
+    # A profile of all-zero times on 1 worker (no all-reduce): every period is 0 s, so no
     # speedup and no throughput: empty cells, not inf or NaN, and the same 2 x 3 rows from 2 ranks
     # (rank 1's arrived empty).
     "$python" -c 'import json, sys
@@ -101,7 +101,7 @@ assert all(r["speedup_vs_ssgd"] == "" and r["samples_per_s"] == "" for r in rows
       --workers 8,64 --period 10 --strategies ssgd,dreamddp --csv out.csv
     ;;
   allreduce_auto)
-    # --allreduce auto (issue 25 item 6) is the cluster file's "allreduce": "auto": the same CSV byte
+    # --allreduce auto is the cluster file's "allreduce": "auto": the same CSV byte
     # for byte, said in the summary; and it is not the file's own algorithm (hierarchical here):
     # ssgd's period differs at 4,096 workers.
     point=(--workers 8,4096 --bandwidth-Gbps 10 --period 4 --strategies ssgd,best --search-rounds 3)

@@ -19,7 +19,7 @@ precision (tests/link/test_import_nccl_tests.cpp checks that):
                          alpha 45 us, beta 1/(12 GB/s) s/B; one in-place time is "nan"
 and the bad inputs named after their defect. Run it from this folder to rewrite them.
 
-These follow measured curves instead of a line (issue 11: the link model interpolates the samples;
+These follow measured curves instead of a line (the link model interpolates the samples;
 the shapes are those of public logs, the numbers are made here from the formulas in each function):
 
   allreduce_16gpu_a100_ib.log  2 nodes x 8 A100-SXM4-40GB, one process per GPU, 8 B .. 8 GiB: a
@@ -323,7 +323,7 @@ if __name__ == "__main__":
     first_row = "           8             2  "  # size 8 B, count 2 floats
     write("allreduce_negative_size.log", good_8.replace(first_row, "          -8            -2  ", 1))
     write("allreduce_zero_count.log", good_8.replace(first_row, "           8             0  ", 1))
-    # Extremes (issue 24): a count whose product with 4 bytes wraps 64 bits to the row's 8 bytes
+    # Extremes: a count whose product with 4 bytes wraps 64 bits to the row's 8 bytes
     # (2^62 + 2 floats: 2^64 + 8 bytes), and times of 1e-300 us (subnormal seconds).
     write("allreduce_count_overflow.log",
           good_8.replace(first_row, "           8  4611686018427387906  ", 1))
@@ -350,7 +350,7 @@ if __name__ == "__main__":
     write("allreduce_empty.log", "")
     write("allreduce_version_9.json", good_json.replace("{\"version\":2,", "{\"version\":9,", 1) + "\n")
     write("allreduce_ngpus_zero.json", good_json.replace("\"ngpus\":8,", "\"ngpus\":0,", 1) + "\n")
-    # Curves of the shapes of public logs (issue 11), and the inputs items 2 and 7 refuse or note.
+    # Curves of the shapes of public logs, and the inputs items 2 and 7 refuse or note.
     write("allreduce_16gpu_a100_ib.log", curve_log(a100_ib_devices(), [8 << i for i in range(31)], a100_ib_time))
     write("allreduce_16gpu_h100_noisy.log",
           curve_log(h100_devices(["bm-h100-01", "bm-h100-02"], 8), [8 << i for i in range(32)], h100_noisy_time))
@@ -360,7 +360,7 @@ if __name__ == "__main__":
     write("allreduce_poor_fit.log", curve_log(h100_devices(["node-p01"], 4), SIZES, poor_fit_time))
     write("allreduce_unknown_type.json",
           good_json.replace("\"type\":\"float\"", "\"type\":\"complex64\"", 1) + "\n")
-    # Rows that once read as chatter between rows and were dropped unsaid (issue 24): a size in hex,
+    # Rows that once read as chatter between rows and were dropped unsaid: a size in hex,
     # and one with a NUL byte after it. Each is a data row with a bad size now.
     write("allreduce_hex_size.log", good_8.replace(first_row, "         0x8             2  ", 1))
     write("allreduce_nul_size.log", good_8.replace(first_row, "           8\0            2  ", 1))
