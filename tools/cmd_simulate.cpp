@@ -224,7 +224,7 @@ void print_des_summary(const SimulateOptions& options, const SimulateRequest& re
                                      : "none; the " + count_text(request.sync.link->workers, "worker") +
                                            " of the link fit " + options.sync.link_path)
             << '\n'
-            << what << ", period H = " << period << ", " << count << " iterations, all-reduce times from "
+            << what << ", period H = " << period << ", " << count_text(count, "iteration") << ", all-reduce times from "
             << request.sync.text << '\n'
             << "simulated " << result.simulated_workers << " of " << count_text(result.workers, "worker")
             << (result.simulated_workers == 1 && result.workers > 1 ? " (identical workers: one representative)" : "")
