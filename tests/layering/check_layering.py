@@ -8,7 +8,7 @@ import re
 import sys
 
 LEVELS = {"core": 0, "model": 1, "comm": 1, "profiler": 2, "simulator": 2, "planner": 3,
-          "runtime": 4, "report": 4, "tools": 5}
+          "gpu": 3, "runtime": 4, "report": 4, "tools": 5}
 SOURCE_SUFFIXES = {".hpp", ".cpp", ".cu", ".cuh", ".h"}
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([a-z_]+)/')
 
