@@ -439,42 +439,55 @@ std::filesystem::path output_target(const std::filesystem::path& path, const std
   return ec || resolved.empty() ? target.lexically_normal() : resolved;
 }
 
-void OutputFiles::commit() {
+namespace {
+
+// How each output of OutputFiles::commit is written: a standard stream named as a path, a device
+// or FIFO written in place, or a file written to a temporary beside it and renamed.
+struct PendingFile {
+  std::filesystem::path target, temporary;
+  const std::string* text;
+  const std::string* shown;
+  bool fifo = false;
+};
+struct PendingStream {
+  int fd;
+  const std::string* text;
+  const std::string* shown;
+};
+struct OutputPlan {
+  std::vector<PendingStream> streams;  // the standard output or error, named as a path
+  std::vector<PendingFile> direct;     // devices and FIFOs
+  std::vector<PendingFile> renamed;    // regular files (or new ones)
+};
+
+// Sorts the outputs and refuses, before anything is written, what cannot be written: a folder as
+// target, a missing folder, a name too long for the file system. Throws InputError naming the
+// output (`shown`).
+// `files`: OutputFiles's list of {path, text, shown}.
+template <class Files>
+OutputPlan plan_outputs(const Files& files) {
   namespace fs = std::filesystem;
-  struct Pending {
-    fs::path target, temporary;
-    const std::string* text;
-    const std::string* shown;
-    bool fifo = false;
-  };
-  std::vector<Pending> renamed, direct;
-  struct Stream {
-    int fd;
-    const std::string* text;
-    const std::string* shown;
-  };
-  std::vector<Stream> streams;  // the standard output or error, named as a path
-  // First what can be refused without writing anything: a folder as target, a missing folder.
-  for (std::size_t i = 0; i < files_.size(); ++i) {
-    const auto& [path, text, shown] = files_[i];
+  OutputPlan plan;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    const auto& [path, text, shown] = files[i];
     if (const int fd = standard_descriptor(path); fd >= 0) {
-      streams.push_back({fd, &text, &shown});
+      plan.streams.push_back({fd, &text, &shown});
       continue;
     }
     fs::path target(path);
     std::error_code ec;
     // What the path names, links followed: /dev/stdout is a link to /proc/self/fd/1, which the
     // kernel resolves to a pipe or terminal that has no path of its own ("pipe:[N]"), so it is
-    // written through the path as given (the helper's new-user check: canonicalized, it became a
-    // file to create in /proc/self/fd and failed after the other outputs were in place).
+    // written through the path as given (canonicalized, it became a file to create in
+    // /proc/self/fd and failed after the other outputs were in place).
     const fs::file_status status = fs::status(target, ec);
     if (fs::exists(status) && fs::is_directory(status)) throw InputError(shown + ": cannot write file (it is a directory)");
     if (fs::exists(status) && !fs::is_regular_file(status)) {
-      direct.push_back({target, {}, &text, &shown, fs::is_fifo(status)});
+      plan.direct.push_back({target, {}, &text, &shown, fs::is_fifo(status)});
       continue;
     }
     // A link to a regular file (or to nothing yet): the file it names is replaced or made, not the
-    // link (the helper's re-check: a dangling link was replaced by a regular file).
+    // link (a dangling link was once replaced by a regular file).
     if (fs::is_symlink(fs::symlink_status(target, ec))) target = output_target(target, shown);
     fs::path folder = target.parent_path();
     if (folder.empty()) folder = ".";
@@ -484,23 +497,27 @@ void OutputFiles::commit() {
     // after the other outputs were in place (the command-line fuzzer, docs/fuzzing.md).
     require_file_name_fits(target, shown);
     // A short hidden name beside the target, so the rename stays on one file system.
-    std::string name = ".syncplan-";
-    name += std::to_string(::getpid());
-    name += "-";
-    name += std::to_string(i);
-    name += ".tmp";
-    renamed.push_back({target, folder / name, &text, &shown});
+    const std::string name = ".syncplan-" + std::to_string(::getpid()) + "-" + std::to_string(i) + ".tmp";
+    plan.renamed.push_back({target, folder / name, &text, &shown});
   }
+  return plan;
+}
+
+}  // namespace
+
+void OutputFiles::commit() {
+  namespace fs = std::filesystem;
+  const OutputPlan plan = plan_outputs(files_);
   // Devices and FIFOs cannot be renamed into place: they are written first, before any temporary
   // file exists, so that a failing one (/dev/full, a FIFO nobody reads) leaves nothing behind.
-  for (const Stream& stream : streams) write_descriptor(stream.fd, *stream.text, *stream.shown);
-  for (const Pending& file : direct)
+  for (const PendingStream& stream : plan.streams) write_descriptor(stream.fd, *stream.text, *stream.shown);
+  for (const PendingFile& file : plan.direct)
     (file.fifo ? write_fifo : write_stream)(file.target, *file.text, *file.shown);
   const auto remove_temporaries = [&] {
     std::error_code ignored;
-    for (const Pending& file : renamed) fs::remove(file.temporary, ignored);
+    for (const PendingFile& file : plan.renamed) fs::remove(file.temporary, ignored);
   };
-  for (const Pending& file : renamed) {
+  for (const PendingFile& file : plan.renamed) {
     try {
       write_stream(file.temporary, *file.text, *file.shown);
     } catch (...) {
@@ -508,7 +525,7 @@ void OutputFiles::commit() {
       throw;
     }
   }
-  for (const Pending& file : renamed) {
+  for (const PendingFile& file : plan.renamed) {
     std::error_code ec;
     fs::rename(file.temporary, file.target, ec);
     if (ec) {
