@@ -184,6 +184,27 @@ WhatifRequest whatif_request(const WhatifOptions& options) {
   return request;
 }
 
+// The sweep's files (--csv, --json, --plot, --html), written together: all or none.
+void write_whatif_files(const WhatifOptions& options, const WhatifOutcome& outcome, report::WhatifMetric metric) {
+  OutputFiles outputs;
+  if (!options.csv_path.empty()) outputs.add(options.csv_path, whatif_csv(outcome), "--csv");
+  if (!options.json_path.empty()) outputs.add_json(options.json_path, whatif_to_json(outcome), "--json");
+  if (!options.plot_path.empty() || !options.html_path.empty()) {
+    // The message names the flag given (the helper's re-check: --html alone was told "--plot").
+    const std::string flag = !options.plot_path.empty() ? "--plot" : "--html";
+    const std::string plot = report::line_plot_svg([&] {
+      try {
+        return report::whatif_plot(outcome, metric);
+      } catch (const InputError& e) {
+        throw InputError("whatif " + flag + ": " + e.what());
+      }
+    }());
+    if (!options.plot_path.empty()) outputs.add(options.plot_path, plot, "--plot");
+    if (!options.html_path.empty()) outputs.add(options.html_path, report::html_page(report::whatif_page(outcome, plot)), "--html");
+  }
+  outputs.commit();
+}
+
 int whatif(const MpiSession& mpi, const WhatifOptions& options) {
   const WhatifRequest request = whatif_request(options);
   const report::WhatifMetric metric = with_flags(kWhatifFlags, [&] { return report::whatif_metric(options.plot_metric); });
@@ -220,23 +241,7 @@ int whatif(const MpiSession& mpi, const WhatifOptions& options) {
   const WhatifOutcome outcome = with_flags(kWhatifFlags, [&] { return run_whatif_job(request, run); });
   if (!mpi.is_root()) return 0;
 
-  OutputFiles outputs;
-  if (!options.csv_path.empty()) outputs.add(options.csv_path, whatif_csv(outcome), "--csv");
-  if (!options.json_path.empty()) outputs.add_json(options.json_path, whatif_to_json(outcome), "--json");
-  if (!options.plot_path.empty() || !options.html_path.empty()) {
-    // The message names the flag given (the helper's re-check: --html alone was told "--plot").
-    const std::string flag = !options.plot_path.empty() ? "--plot" : "--html";
-    const std::string plot = report::line_plot_svg([&] {
-      try {
-        return report::whatif_plot(outcome, metric);
-      } catch (const InputError& e) {
-        throw InputError("whatif " + flag + ": " + e.what());
-      }
-    }());
-    if (!options.plot_path.empty()) outputs.add(options.plot_path, plot, "--plot");
-    if (!options.html_path.empty()) outputs.add(options.html_path, report::html_page(report::whatif_page(outcome, plot)), "--html");
-  }
-  outputs.commit();
+  write_whatif_files(options, outcome, metric);
   // The CSV on stdout when no file is named; the summary then goes to stderr, else to stdout.
   const bool to_files = !options.csv_path.empty() || !options.json_path.empty() || !options.plot_path.empty() ||
                         !options.html_path.empty();
