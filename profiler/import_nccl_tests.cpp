@@ -601,6 +601,66 @@ int resolve_workers(const ParsedLog& log, const NcclTestsImportOptions& options,
 
 }  // namespace
 
+namespace {
+
+// Row `row`'s sample of the link at `workers` ranks (the chosen placement's time), or nullopt with a
+// warning for a row without a usable time (N/A, 0, wrong elements). Throws InputError naming the
+// line for a time outside the link format's limits, and for bandwidths that are not size / time
+// and algbw x 2(n-1)/n (columns out of place, a wrong rank count, not an all-reduce).
+std::optional<LinkSample> row_sample(const ResultRow& row, const ParsedLog& log, const NcclTestsImportOptions& options,
+                                     int workers, const std::string& workers_from, const std::string& path,
+                                     std::vector<std::string>& warnings) {
+  const char* placement = options.in_place ? "in-place" : "out-of-place";
+  check_allreduce_row(row, path);
+  const std::string where = path + ": " + row.where;
+  const std::optional<Measurement>& chosen = options.in_place ? row.in_place : row.out_of_place;
+  if (!chosen) {
+    warnings.push_back(where + ": no " + std::string(placement) + " result; row skipped");
+    return std::nullopt;
+  }
+  const std::string at_size = where + ": size " + std::to_string(row.size_bytes);
+  if (!chosen->time_us || *chosen->time_us <= 0) {
+    warnings.push_back(at_size + ": " + placement + " time is " + (chosen->time_us ? "0" : "N/A") +
+                              "; row skipped");
+    return std::nullopt;
+  }
+  if (chosen->wrong_elements && *chosen->wrong_elements > 0) {
+    warnings.push_back(at_size + ": " + number_text(*chosen->wrong_elements) + " wrong elements (" +
+                              placement + "); row skipped");
+    return std::nullopt;
+  }
+  // A nan beside a usable time: nccl-tests computes the bandwidths from the time, so they cannot
+  // be checked (the helper's re-check: the row was kept without a word).
+  for (const std::string& column : chosen->nan_columns)
+    warnings.push_back(at_size + ": " + placement + " " + column + " is nan" +
+                              (column == "#wrong" || column == "nwrong" ? ": the row's correctness is unknown; row kept"
+                                                                        : ": not checked against size / time; row kept"));
+  const double time_s = *chosen->time_us / units::kMicrosecondsPerSecond;
+  // Over a day, as the link fit refuses it, but named by its line (the helper's re-check: the
+  // fit named its sample index).
+  if (time_s > limits::kLongestTime_s)
+    throw InputError(at_size + ": " + placement + " time " + number_text(*chosen->time_us) +
+                     " us is over a day; not a measured all-reduce");
+  if (time_s < limits::kShortestMeasuredTime_s)
+    throw InputError(at_size + ": " + placement + " time " + number_text(*chosen->time_us) +
+                     " us is less than 1 ns; not a measured all-reduce");
+  const LinkSample sample = allreduce_sample(row.size_bytes, time_s, workers);
+  // Host-side times (-C 1) need not match the bandwidths, which nccl-tests derives from GPU time.
+  if (chosen->algbw_GBps && !log.cputime && !roughly_equal(*chosen->algbw_GBps, sample.algbw_GBps))
+    throw InputError(at_size + ": algbw " + number_text(*chosen->algbw_GBps) + " GB/s is not size / time = " +
+                     number_text(sample.algbw_GBps) + " GB/s (columns out of place?)");
+  if (chosen->algbw_GBps && chosen->busbw_GBps) {
+    const double expected = allreduce_busbw_GBps(*chosen->algbw_GBps, workers);
+    if (!roughly_equal(*chosen->busbw_GBps, expected))
+      throw InputError(at_size + ": busbw " + number_text(*chosen->busbw_GBps) + " GB/s is not algbw x 2(n-1)/n = " +
+                       number_text(expected) + " GB/s for n = " + std::to_string(workers) + " ranks (from " +
+                       workers_from + "): a wrong rank count, or not an all-reduce");
+  }
+  return sample;
+}
+
+}  // namespace
+
 NcclTestsImport import_nccl_tests(const std::string& path, const NcclTestsImportOptions& options) {
   const std::string text = read_text_file(path);
   const auto first = text.find_first_not_of(" \t\r\n");
@@ -624,54 +684,9 @@ NcclTestsImport import_nccl_tests(const std::string& path, const NcclTestsImport
   for (const auto& [where, program] : log.programs) result.program = program;
   std::vector<LinkSample> samples;
   const char* placement = options.in_place ? "in-place" : "out-of-place";
-  for (const ResultRow& row : log.rows) {
-    check_allreduce_row(row, path);
-    const std::string where = path + ": " + row.where;
-    const std::optional<Measurement>& chosen = options.in_place ? row.in_place : row.out_of_place;
-    if (!chosen) {
-      result.warnings.push_back(where + ": no " + std::string(placement) + " result; row skipped");
-      continue;
-    }
-    const std::string at_size = where + ": size " + std::to_string(row.size_bytes);
-    if (!chosen->time_us || *chosen->time_us <= 0) {
-      result.warnings.push_back(at_size + ": " + placement + " time is " + (chosen->time_us ? "0" : "N/A") +
-                                "; row skipped");
-      continue;
-    }
-    if (chosen->wrong_elements && *chosen->wrong_elements > 0) {
-      result.warnings.push_back(at_size + ": " + number_text(*chosen->wrong_elements) + " wrong elements (" +
-                                placement + "); row skipped");
-      continue;
-    }
-    // A nan beside a usable time: nccl-tests computes the bandwidths from the time, so they cannot
-    // be checked (the helper's re-check: the row was kept without a word).
-    for (const std::string& column : chosen->nan_columns)
-      result.warnings.push_back(at_size + ": " + placement + " " + column + " is nan" +
-                                (column == "#wrong" || column == "nwrong" ? ": the row's correctness is unknown; row kept"
-                                                                          : ": not checked against size / time; row kept"));
-    const double time_s = *chosen->time_us / units::kMicrosecondsPerSecond;
-    // Over a day, as the link fit refuses it, but named by its line (the helper's re-check: the
-    // fit named its sample index).
-    if (time_s > limits::kLongestTime_s)
-      throw InputError(at_size + ": " + placement + " time " + number_text(*chosen->time_us) +
-                       " us is over a day; not a measured all-reduce");
-    if (time_s < limits::kShortestMeasuredTime_s)
-      throw InputError(at_size + ": " + placement + " time " + number_text(*chosen->time_us) +
-                       " us is less than 1 ns; not a measured all-reduce");
-    const LinkSample sample = allreduce_sample(row.size_bytes, time_s, workers);
-    // Host-side times (-C 1) need not match the bandwidths, which nccl-tests derives from GPU time.
-    if (chosen->algbw_GBps && !log.cputime && !roughly_equal(*chosen->algbw_GBps, sample.algbw_GBps))
-      throw InputError(at_size + ": algbw " + number_text(*chosen->algbw_GBps) + " GB/s is not size / time = " +
-                       number_text(sample.algbw_GBps) + " GB/s (columns out of place?)");
-    if (chosen->algbw_GBps && chosen->busbw_GBps) {
-      const double expected = allreduce_busbw_GBps(*chosen->algbw_GBps, workers);
-      if (!roughly_equal(*chosen->busbw_GBps, expected))
-        throw InputError(at_size + ": busbw " + number_text(*chosen->busbw_GBps) + " GB/s is not algbw x 2(n-1)/n = " +
-                         number_text(expected) + " GB/s for n = " + std::to_string(workers) + " ranks (from " +
-                         workers_from + "): a wrong rank count, or not an all-reduce");
-    }
-    samples.push_back(sample);
-  }
+  for (const ResultRow& row : log.rows)
+    if (auto sample = row_sample(row, log, options, workers, workers_from, path, result.warnings))
+      samples.push_back(*sample);
   if (samples.empty())
     throw InputError(path + ": no usable rows: all " + std::to_string(log.rows.size()) + " rows lack an " + placement +
                      " time (N/A) or report wrong elements");
