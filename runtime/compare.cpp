@@ -232,6 +232,36 @@ void set_iteration_times(const std::map<int, std::map<int, Extent>>& extents,
 
 // A Chrome trace: its events (the object format's traceEvents, or the array format's whole
 // document) and, in a measured trace, the object format's "syncplan" object (null: none).
+// A checkpoint slice (between iterations, docs/formats.md "Measured trace"): its extent among the
+// pauses after args.after_iteration. Throws InputError naming the event without it.
+void read_checkpoint(const Json& event, const std::string& where, std::map<int, std::vector<Extent>>& pauses) {
+  const double start_us = trace_time_us(event, "ts", where, -kLongestTraceTime_us);
+  const auto args = event.find("args");
+  if (args == event.end() || !args->is_object())
+    throw InputError(where + ": field 'args': a checkpoint event needs args.after_iteration");
+  const int after = static_cast<int>(ObjectReader(*args, where + ": args").required_integer("after_iteration", 0, INT_MAX));
+  pauses[after].push_back({start_us, start_us + trace_time_us(event, "dur", where, 0)});
+}
+
+// The all-reduces of the lowest pid that has any, in seconds from their own iteration's start
+// (`extents`: [pid][iteration]).
+std::vector<TimedAllreduce> timed_allreduces(std::vector<TraceAllreduce> allreduces,
+                                             std::map<int, std::map<int, Extent>>& extents) {
+  std::vector<TimedAllreduce> timed;
+  if (allreduces.empty()) return timed;
+  const int pid = std::min_element(allreduces.begin(), allreduces.end(), [](const auto& a, const auto& b) {
+                    return a.pid < b.pid;
+                  })->pid;
+  for (TraceAllreduce& allreduce : allreduces) {
+    if (allreduce.pid != pid) continue;
+    const double origin_us = extents[pid][allreduce.iteration].start_us;
+    timed.push_back(TimedAllreduce{allreduce.iteration, std::move(allreduce.layers),
+                                   (allreduce.start_us - origin_us) / units::kMicrosecondsPerSecond,
+                                   (allreduce.end_us - origin_us) / units::kMicrosecondsPerSecond});
+  }
+  return timed;
+}
+
 Timeline read_trace(const Json& events, const Json* syncplan_object, const std::string& origin) {
   if (!events.is_array()) throw InputError(origin + ": field 'traceEvents': expected an array, got " + json_type_name(events));
   Timeline timeline;
@@ -253,12 +283,7 @@ Timeline read_trace(const Json& events, const Json* syncplan_object, const std::
     if (phase->get<std::string>() != "X") continue;  // metadata and other phases carry no timing here
     if (const auto category = event.find("cat");
         category != event.end() && category->is_string() && *category == kCheckpointCategory) {
-      const double start_us = trace_time_us(event, "ts", where, -kLongestTraceTime_us);
-      const auto args = event.find("args");
-      if (args == event.end() || !args->is_object())
-        throw InputError(where + ": field 'args': a checkpoint event needs args.after_iteration");
-      const int after = static_cast<int>(ObjectReader(*args, where + ": args").required_integer("after_iteration", 0, INT_MAX));
-      pauses[after].push_back({start_us, start_us + trace_time_us(event, "dur", where, 0)});
+      read_checkpoint(event, where, pauses);
       continue;
     }
     const auto args_it = event.find("args");
@@ -294,21 +319,7 @@ Timeline read_trace(const Json& events, const Json* syncplan_object, const std::
     timeline.repeats = true;
     timeline.period = static_cast<int>(timeline.iteration_s.size());
   }
-  // All-reduces on the lowest pid that has any, from its own iteration's start.
-  std::vector<TimedAllreduce> timed;
-  if (!allreduces.empty()) {
-    const int pid = std::min_element(allreduces.begin(), allreduces.end(), [](const auto& a, const auto& b) {
-                      return a.pid < b.pid;
-                    })->pid;
-    for (TraceAllreduce& allreduce : allreduces) {
-      if (allreduce.pid != pid) continue;
-      const double origin_us = extents[pid][allreduce.iteration].start_us;
-      timed.push_back(TimedAllreduce{allreduce.iteration, std::move(allreduce.layers),
-                                     (allreduce.start_us - origin_us) / units::kMicrosecondsPerSecond,
-                                     (allreduce.end_us - origin_us) / units::kMicrosecondsPerSecond});
-    }
-  }
-  timeline.allreduces = std::move(timed);
+  timeline.allreduces = timed_allreduces(std::move(allreduces), extents);
   return timeline;
 }
 
