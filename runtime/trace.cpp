@@ -7,13 +7,8 @@ Json measured_trace_events(const MeasuredTrace& trace, int rank, const std::vect
   Json events = Json::array();
   append_timeline_tracks(events, rank, "rank " + std::to_string(rank), 1);
   for (const MeasuredEvent& event : trace.events()) {
-    TimelineSlice slice;
-    slice.kind = event.kind;
-    slice.pid = rank;
-    slice.tid = event.kind == EventKind::kAllreduce ? 1 : 0;
-    slice.start_s = event.start_s;
-    slice.duration_s = event.duration_s;
-    slice.iteration = event.iteration;
+    TimelineSlice slice{.kind = event.kind, .pid = rank, .tid = event.kind == EventKind::kAllreduce ? 1 : 0,
+                        .start_s = event.start_s, .duration_s = event.duration_s, .iteration = event.iteration};
     for (const std::size_t layer : event.layers) slice.layers.push_back(layer_names.at(layer));
     if (event.kind == EventKind::kAllreduce) slice.bytes = static_cast<double>(event.bytes);
     slice.delay = event.delay;

@@ -30,8 +30,8 @@ struct TimelineSlice {
   std::int64_t iteration = 0;       ///< the iteration it belongs to; a checkpoint: the one it follows
   /// Layer names: a compute slice's layer (none: compute not attributed to a layer), an
   /// all-reduce's bucket in backprop order (not empty).
-  std::vector<std::string> layers;
-  std::optional<double> bytes;      ///< all-reduced bytes, when known (all-reduces)
+  std::vector<std::string> layers = {};
+  std::optional<double> bytes = {}; ///< all-reduced bytes, when known (all-reduces)
   int delay = 0;                    ///< delayed averaging: applied before the update of iteration + delay
 };
 

@@ -778,13 +778,8 @@ Json des_trace_json(const DesResult& result, const DesLayers& layers) {
   }
   for (int w = 0; w < traced_workers; ++w) append_timeline_tracks(events, w, "worker " + std::to_string(w), std::max(streams - 1, 0));
   for (const DesTraceEvent& event : result.trace) {
-    TimelineSlice slice;
-    slice.kind = event.kind;
-    slice.pid = event.worker;
-    slice.tid = event.stream;
-    slice.start_s = event.start_s;
-    slice.duration_s = event.duration_s;
-    slice.iteration = event.iteration;
+    TimelineSlice slice{.kind = event.kind, .pid = event.worker, .tid = event.stream, .start_s = event.start_s,
+                        .duration_s = event.duration_s, .iteration = event.iteration};
     for (const int j : event.layers) slice.layers.push_back(layers.names[j]);
     if (event.kind == EventKind::kAllreduce && !std::isnan(event.bytes)) slice.bytes = event.bytes;
     slice.delay = event.delay;
