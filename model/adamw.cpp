@@ -3,7 +3,7 @@
 #include "model/adamw.hpp"
 
 #include "core/errors.hpp"
-#include "model/op_tensors.hpp"
+#include "model/require_elements.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -5,7 +5,7 @@
 #include "core/counter_random.hpp"
 #include "core/errors.hpp"
 #include "core/field_error.hpp"
-#include "model/op_tensors.hpp"
+#include "model/require_elements.hpp"
 
 #include <cmath>
 #include <map>
@@ -29,6 +29,17 @@ std::int64_t LayerGraph::arena_elements(Arena arena) const {
   }
   SYNCPLAN_CHECK(false);
   return 0;
+}
+
+TensorRef LayerGraph::append(Arena arena, std::int64_t elements) {
+  SYNCPLAN_CHECK(elements >= 0 && arena != Arena::kGradients);
+  std::int64_t& size = arena == Arena::kParameters        ? parameter_elements
+                       : arena == Arena::kActivations     ? activation_elements
+                       : arena == Arena::kActivationGrads ? activation_grad_elements
+                                                          : mask_elements;
+  const TensorRef ref{arena, size, elements};
+  size += elements;
+  return ref;
 }
 
 std::int64_t LayerGraph::total_bytes(std::int64_t element_bytes) const {
@@ -113,11 +124,11 @@ class Builder {
     return {Arena::kActivationGrads, 0, elements};
   }
 
-  TensorRef activation(std::int64_t elements) { return take_from(Arena::kActivations, graph_.activation_elements, elements); }
+  TensorRef activation(std::int64_t elements) { return graph_.append(Arena::kActivations, elements); }
   TensorRef activation_grad(std::int64_t elements) {
-    return take_from(Arena::kActivationGrads, graph_.activation_grad_elements, elements);
+    return graph_.append(Arena::kActivationGrads, elements);
   }
-  TensorRef mask(std::int64_t elements) { return take_from(Arena::kMasks, graph_.mask_elements, elements); }
+  TensorRef mask(std::int64_t elements) { return graph_.append(Arena::kMasks, elements); }
   Act act(std::int64_t elements) { return {activation(elements), activation_grad(elements)}; }
   std::uint64_t next_dropout_stream() { return dropout_streams_++; }
 
@@ -144,7 +155,7 @@ class Builder {
       for (const ParamTensor& tensor : source.params) {
         GraphParam param;
         param.name = tensor.name;
-        param.value = take_from(Arena::kParameters, graph_.parameter_elements, tensor.count());
+        param.value = graph_.append(Arena::kParameters, tensor.count());
         param.init = initial_value(source, tensor);
         param.init_std = param.init == ParamInit::kNormal ? normal_std(source) : 0.0;
         layer.params.push_back(param);
@@ -169,13 +180,6 @@ class Builder {
   void finish() const { SYNCPLAN_CHECK(cursor_ == model_.layers.size()); }
 
  private:
-  static TensorRef take_from(Arena arena, std::int64_t& size, std::int64_t elements) {
-    SYNCPLAN_CHECK(elements >= 0);
-    const TensorRef ref{arena, size, elements};
-    size += elements;
-    return ref;
-  }
-
   static ParamInit initial_value(const ModelLayer& layer, const ParamTensor& tensor) {
     if (layer.module == ModuleKind::kLayerNorm || layer.module == ModuleKind::kRmsNorm)
       return tensor.name == "bias" ? ParamInit::kZeros : ParamInit::kOnes;

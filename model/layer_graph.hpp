@@ -218,6 +218,10 @@ struct LayerGraph {
 
   /// Elements of `arena`.
   std::int64_t arena_elements(Arena arena) const;
+  /// A new tensor of `elements` (>= 0) at the end of `arena`, which grows by that much (kGradients
+  /// shares kParameters' layout: append parameters, their gradients sit at the same offsets).
+  /// InternalError for kGradients or a negative count.
+  TensorRef append(Arena arena, std::int64_t elements);
   /// Bytes of all arenas and the id buffers with `element_bytes` per value (4 for fp32).
   std::int64_t total_bytes(std::int64_t element_bytes) const;
 };

@@ -5,7 +5,6 @@
 
 #include "profiler/measurement.hpp"
 #include "model/model_spec.hpp"
-#include "model/cpu/host_tensors.hpp"  // HostTensors, run_op_cpu (the CUDA-versus-CPU test includes them from here)
 
 #include <cstdint>
 #include <span>

@@ -7,7 +7,7 @@
 #include "core/cuda_check.hpp"
 #include "model/cuda/cuda_graph.cuh"
 #include "model/cuda/kernels.cuh"
-#include "model/cuda/ops.cuh"
+#include "model/cuda/device_buffer.cuh"
 
 #include <string>
 #include <vector>

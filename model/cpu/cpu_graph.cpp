@@ -8,15 +8,24 @@
 #include "core/units.hpp"
 #include "core/overloaded.hpp"
 #include "model/cpu/kernels.hpp"
-#include "model/op_tensors.hpp"
+#include "model/require_elements.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace syncplan::cpu {
 
 namespace {
 
 std::vector<float> zeros(std::int64_t elements) { return std::vector<float>(static_cast<std::size_t>(elements), 0.0f); }
+
+// The workload, unless its dtype is not fp32 (checked before the graph is built).
+const Workload& require_fp32(const Workload& workload) {
+  if (workload.dtype != Dtype::kFp32)
+    throw FieldError("dtype", std::string("dtype ") + dtype_name(workload.dtype) +
+                                  ": the CPU layer graph computes in fp32 only; use fp32");
+  return workload;
+}
 
 StridedRows<const float> const_rows(StridedRows<float> rows) {
   return {std::span<const float>(rows.data), rows.row_stride};
@@ -36,11 +45,11 @@ void require_host_memory(const Model& model, const Workload& workload, double ex
                                   " GiB available; use a smaller batch or sequence");
 }
 
-CpuGraph::CpuGraph(const Model& model, const Workload& workload) {
-  if (workload.dtype != Dtype::kFp32)
-    throw FieldError("dtype", std::string("dtype ") + dtype_name(workload.dtype) +
-                                  ": the CPU layer graph computes in fp32 only; use fp32");
-  graph_ = build_layer_graph(model, workload);
+CpuGraph::CpuGraph(const Model& model, const Workload& workload)
+    : CpuGraph(build_layer_graph(model, require_fp32(workload))) {}
+
+CpuGraph::CpuGraph(LayerGraph graph) : graph_(std::move(graph)) {
+  const Workload& workload = require_fp32(graph_.workload);
   parameters_ = zeros(graph_.parameter_elements);
   gradients_ = zeros(graph_.parameter_elements);
   activations_ = zeros(graph_.activation_elements);
@@ -48,9 +57,8 @@ CpuGraph::CpuGraph(const Model& model, const Workload& workload) {
   masks_.assign(static_cast<std::size_t>(graph_.mask_elements), 0);
   ids_.assign(static_cast<std::size_t>(workload.tokens()), 0);
   targets_.assign(static_cast<std::size_t>(workload.tokens()), -1);
-  const auto* loss = std::get_if<CrossEntropyStep>(&graph_.layers.back().steps.back());
-  SYNCPLAN_CHECK(loss != nullptr);
-  losses_ = loss->losses;
+  if (graph_.layers.empty() || graph_.layers.back().steps.empty()) return;
+  if (const auto* loss = std::get_if<CrossEntropyStep>(&graph_.layers.back().steps.back())) losses_ = loss->losses;
 }
 
 void CpuGraph::initialize_parameters(std::uint64_t seed) { syncplan::initialize_parameters(graph_, seed, parameters_); }
@@ -104,6 +112,7 @@ double CpuGraph::forward_backward() {
 }
 
 double CpuGraph::loss() const {
+  if (losses_.elements == 0) return 0.0;
   double total = 0;
   std::int64_t counted = 0;
   for (std::size_t t = 0; t < targets_.size(); ++t) {

@@ -33,6 +33,9 @@ class CpuGraph {
   /// ignored). Throws InputError when workload.dtype is not fp32 ("--dtype bf16: ...") or the
   /// sequence is longer than the model's (check_workload).
   CpuGraph(const Model& model, const Workload& workload);
+  /// Allocates the buffers of a graph built elsewhere (a one-op graph, model/op_graph.hpp); the
+  /// same errors for its workload's dtype.
+  explicit CpuGraph(LayerGraph graph);
 
   const LayerGraph& graph() const { return graph_; }
   std::size_t layer_count() const { return graph_.layers.size(); }
@@ -61,7 +64,7 @@ class CpuGraph {
   double forward_backward();
 
   /// The mean cross-entropy of the last forward over the counted targets, summed in double from
-  /// the per-token losses (0 before any forward).
+  /// the per-token losses (0 before any forward, and for a graph without a cross-entropy).
   double loss() const;
 
   /// The whole parameter arena [parameter_elements] and its gradients (same layout).
@@ -79,11 +82,15 @@ class CpuGraph {
   /// Whether layer `layer` computes with another layer's parameters (sync those with the owner).
   bool tied(std::size_t layer) const { return graph_.layers.at(layer).tied; }
 
+  /// The elements of tensor `ref` of graph() (any arena but kMasks); InternalError when it lies
+  /// outside its arena.
+  std::span<float> at(const TensorRef& ref);
+  /// The bytes of mask `ref` (kMasks); InternalError when it lies outside the arena.
+  std::span<std::uint8_t> mask(const TensorRef& ref);
+
  private:
   std::span<float> arena(Arena arena);
-  std::span<float> at(const TensorRef& ref);
   std::span<const float> in(const TensorRef& ref) { return at(ref); }
-  std::span<std::uint8_t> mask(const TensorRef& ref);
   void run(const GraphStep& step, bool forward);
 
   LayerGraph graph_;

@@ -4,7 +4,7 @@
 
 #include "core/errors.hpp"
 #include "core/counter_random.hpp"
-#include "model/op_tensors.hpp"
+#include "model/require_elements.hpp"
 
 #include <Eigen/Core>
 

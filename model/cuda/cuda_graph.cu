@@ -7,7 +7,7 @@
 #include "core/errors.hpp"
 #include "core/overloaded.hpp"
 #include "model/cuda/kernels.cuh"
-#include "model/op_tensors.hpp"
+#include "model/require_elements.hpp"
 
 #include <cuda_bf16.h>
 
@@ -65,10 +65,12 @@ std::int64_t staging_elements(const GraphStep& step) {
   return 0;
 }
 
-// Scratch elements of a step's attention launcher (op_workspace_elements of its op).
+// Scratch elements of a step's attention launcher: [B, heads, S, S] for the scores' backward and
+// for the context with dropout, else 0.
 std::int64_t workspace_elements(const GraphStep& step, const Workload& workload) {
-  if (const auto* s = std::get_if<AttentionScoresStep>(&step)) return op_workspace_elements(LayerOp(s->op), workload);
-  if (const auto* s = std::get_if<AttentionContextStep>(&step)) return op_workspace_elements(LayerOp(s->op), workload);
+  const auto scores = [&](const AttentionHeads& a) { return workload.batch * a.heads * workload.seq * workload.seq; };
+  if (const auto* s = std::get_if<AttentionScoresStep>(&step)) return scores(s->op.shape);
+  if (const auto* s = std::get_if<AttentionContextStep>(&step)) return s->op.dropout_p > 0 ? scores(s->op.shape) : 0;
   return 0;
 }
 
@@ -134,12 +136,23 @@ std::int64_t cuda_graph_bytes(const LayerGraph& graph) {
 // Construction and buffers. The destructor ignores errors: it also runs while an error unwinds.
 // ---------------------------------------------------------------------------------------------
 
-CudaGraph::CudaGraph(const Model& model, const Workload& workload) {
+namespace {
+
+// The workload, unless its dtype is neither fp32 nor bf16 (checked before the graph is built).
+const Workload& require_device_dtype(const Workload& workload) {
   if (workload.dtype != Dtype::kFp32 && workload.dtype != Dtype::kBf16)
     throw InputError(std::string("--dtype ") + dtype_name(workload.dtype) +
                      ": the CUDA layer graph computes in fp32 or bf16; use --dtype fp32 or bf16");
-  graph_ = build_layer_graph(model, workload);
+  return workload;
+}
 
+}  // namespace
+
+CudaGraph::CudaGraph(const Model& model, const Workload& workload)
+    : CudaGraph(build_layer_graph(model, require_device_dtype(workload))) {}
+
+CudaGraph::CudaGraph(LayerGraph graph) : graph_(std::move(graph)) {
+  const Workload& workload = require_device_dtype(graph_.workload);
   const std::int64_t needed = cuda_graph_bytes(graph_);
   int device = 0;
   SYNCPLAN_CUDA_CHECK(cudaGetDevice(&device));
@@ -148,7 +161,7 @@ CudaGraph::CudaGraph(const Model& model, const Workload& workload) {
   std::size_t free_bytes = 0, total_bytes = 0;
   SYNCPLAN_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
   const std::string too_large = "--batch " + std::to_string(workload.batch) + " --seq " +
-                                std::to_string(workload.seq) + ": the cuda layer graph of " + model.name + " needs " +
+                                std::to_string(workload.seq) + ": the cuda layer graph of " + graph_.model + " needs " +
                                 gib_text(static_cast<double>(needed)) + " GiB of device memory (and " +
                                 gib_text(static_cast<double>(kHeadroomBytes)) + " GiB to spare), more than the " +
                                 gib_text(static_cast<double>(free_bytes)) + " GiB free on " + properties.name +
@@ -190,9 +203,8 @@ CudaGraph::CudaGraph(const Model& model, const Workload& workload) {
     stat_offsets_.emplace_back(stats[i].offset, static_cast<std::int64_t>(i * T));
   }
   std::sort(stat_offsets_.begin(), stat_offsets_.end());
-  const auto* loss = std::get_if<CrossEntropyStep>(&graph_.layers.back().steps.back());
-  SYNCPLAN_CHECK(loss != nullptr);
-  losses_ = loss->losses;
+  if (!graph_.layers.empty() && !graph_.layers.back().steps.empty())
+    if (const auto* loss = std::get_if<CrossEntropyStep>(&graph_.layers.back().steps.back())) losses_ = loss->losses;
   SYNCPLAN_CUBLAS_CHECK(cublasCreate(&blas_));
 }
 
@@ -260,15 +272,7 @@ void CudaGraph::initialize_parameters(std::uint64_t seed, cudaStream_t stream) {
 
 void CudaGraph::set_parameters(std::span<const float> values, cudaStream_t stream) {
   require_elements(values.size(), graph_.parameter_elements, "parameters");
-  const std::size_t bytes = static_cast<std::size_t>(parameters().bytes());
-  if (dtype() == Dtype::kFp32) {
-    SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(parameters_, values.data(), bytes, cudaMemcpyHostToDevice, stream));
-    SYNCPLAN_CUDA_CHECK(cudaStreamSynchronize(stream));
-    return;
-  }
-  const std::vector<__nv_bfloat16> rounded = to_dtype<__nv_bfloat16>(values);
-  SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(parameters_, rounded.data(), bytes, cudaMemcpyHostToDevice, stream));
-  SYNCPLAN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  set_tensor({Arena::kParameters, 0, graph_.parameter_elements}, values, stream);
 }
 
 void CudaGraph::set_batch(std::span<const std::int64_t> ids, std::span<const std::int64_t> targets,
@@ -282,26 +286,68 @@ void CudaGraph::set_batch(std::span<const std::int64_t> ids, std::span<const std
   counted_targets_ = std::count_if(targets.begin(), targets.end(), [](std::int64_t t) { return t >= 0; });
 }
 
-std::vector<float> CudaGraph::host_copy(Arena arena, cudaStream_t stream) const {
-  if (arena != Arena::kParameters && arena != Arena::kGradients)
-    throw InternalError("CudaGraph::host_copy: only the parameter and gradient arenas");
-  const DeviceSpan whole = arena == Arena::kParameters ? parameters() : gradients();
-  const auto n = static_cast<std::size_t>(whole.elements);
+bool CudaGraph::is_stat(const TensorRef& ref) const {
+  const auto found = std::lower_bound(stat_offsets_.begin(), stat_offsets_.end(), std::make_pair(ref.offset, std::int64_t{0}));
+  return ref.arena == Arena::kActivations && found != stat_offsets_.end() && found->first == ref.offset;
+}
+
+// The device bytes of a value tensor, or of a statistic's fp32.
+std::pair<void*, std::size_t> CudaGraph::device_bytes(const TensorRef& ref) const {
+  if (is_stat(ref)) {
+    const std::span<float> values = stat(ref);
+    return {values.data(), values.size_bytes()};
+  }
+  SYNCPLAN_CHECK(ref.offset >= 0 && ref.elements >= 0 && ref.offset + ref.elements <= graph_.arena_elements(ref.arena));
+  const std::int64_t element = dtype_size_bytes(dtype());
+  return {static_cast<std::uint8_t*>(arena_data(ref.arena)) + ref.offset * element,
+          static_cast<std::size_t>(ref.elements * element)};
+}
+
+std::vector<float> CudaGraph::host_tensor(const TensorRef& ref, cudaStream_t stream) const {
+  const auto [device, bytes] = device_bytes(ref);
+  const auto n = static_cast<std::size_t>(ref.elements);
   std::vector<float> result(n);
-  if (dtype() == Dtype::kFp32) {
-    SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(result.data(), whole.data, n * sizeof(float), cudaMemcpyDeviceToHost, stream));
+  if (dtype() == Dtype::kFp32 || is_stat(ref)) {
+    SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(result.data(), device, bytes, cudaMemcpyDeviceToHost, stream));
     SYNCPLAN_CUDA_CHECK(cudaStreamSynchronize(stream));
     return result;
   }
   std::vector<__nv_bfloat16> raw(n);
-  SYNCPLAN_CUDA_CHECK(
-      cudaMemcpyAsync(raw.data(), whole.data, n * sizeof(__nv_bfloat16), cudaMemcpyDeviceToHost, stream));
+  SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(raw.data(), device, bytes, cudaMemcpyDeviceToHost, stream));
   SYNCPLAN_CUDA_CHECK(cudaStreamSynchronize(stream));
   for (std::size_t e = 0; e < n; ++e) result[e] = static_cast<float>(raw[e]);
   return result;
 }
 
+void CudaGraph::set_tensor(const TensorRef& ref, std::span<const float> values, cudaStream_t stream) {
+  require_elements(values.size(), ref.elements, "set_tensor");
+  const auto [device, bytes] = device_bytes(ref);
+  if (dtype() == Dtype::kFp32 || is_stat(ref)) {
+    SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(device, values.data(), bytes, cudaMemcpyHostToDevice, stream));
+    SYNCPLAN_CUDA_CHECK(cudaStreamSynchronize(stream));
+    return;
+  }
+  const std::vector<__nv_bfloat16> rounded = to_dtype<__nv_bfloat16>(values);
+  SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(device, rounded.data(), bytes, cudaMemcpyHostToDevice, stream));
+  SYNCPLAN_CUDA_CHECK(cudaStreamSynchronize(stream));
+}
+
+std::vector<std::uint8_t> CudaGraph::host_mask(const TensorRef& ref, cudaStream_t stream) const {
+  const std::span<std::uint8_t> device = mask(ref);
+  std::vector<std::uint8_t> result(device.size());
+  SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(result.data(), device.data(), device.size(), cudaMemcpyDeviceToHost, stream));
+  SYNCPLAN_CUDA_CHECK(cudaStreamSynchronize(stream));
+  return result;
+}
+
+std::vector<float> CudaGraph::host_copy(Arena arena, cudaStream_t stream) const {
+  if (arena != Arena::kParameters && arena != Arena::kGradients)
+    throw InternalError("CudaGraph::host_copy: only the parameter and gradient arenas");
+  return host_tensor({arena, 0, graph_.parameter_elements}, stream);
+}
+
 double CudaGraph::loss(cudaStream_t stream) const {
+  if (losses_.elements == 0) return 0.0;
   const std::span<float> device = stat(losses_);
   std::vector<float> losses(device.size());
   SYNCPLAN_CUDA_CHECK(

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "model/layer_graph.hpp"
-#include "model/cuda/ops.cuh"
+#include "model/cuda/device_buffer.cuh"
 
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace syncplan::cuda {
@@ -56,6 +57,9 @@ class CudaGraph {
   /// headroom exceed the device's free memory ("--batch B --seq S: the cuda layer graph of MODEL
   /// needs X GiB ..."); LibraryError when a CUDA or cuBLAS call fails.
   CudaGraph(const Model& model, const Workload& workload);
+  /// Allocates the buffers of a graph built elsewhere (a one-op graph, model/op_graph.hpp); the
+  /// same errors for its workload's dtype and size.
+  explicit CudaGraph(LayerGraph graph);
   ~CudaGraph();
   CudaGraph(const CudaGraph&) = delete;
   CudaGraph& operator=(const CudaGraph&) = delete;
@@ -93,7 +97,8 @@ class CudaGraph {
   double forward_backward(cudaStream_t stream);
 
   /// The mean cross-entropy of the last forward over the counted targets, summed in double from
-  /// the fp32 per-token losses (0 before any forward). Synchronizes `stream`.
+  /// the fp32 per-token losses (0 before any forward, and for a graph without a cross-entropy).
+  /// Synchronizes `stream`.
   double loss(cudaStream_t stream) const;
 
   /// The whole parameter arena [parameter_elements] and its gradients (same layout), on the device.
@@ -112,6 +117,16 @@ class CudaGraph {
   /// the stream's work so far. Synchronizes `stream`. InternalError for another arena.
   std::vector<float> host_copy(Arena arena, cudaStream_t stream) const;
 
+  /// Tensor `ref` of graph() (any arena but kMasks; a saved statistic from its fp32 store) copied
+  /// to the host as fp32, after the stream's work so far. Synchronizes `stream`. InternalError
+  /// when it lies outside its arena.
+  std::vector<float> host_tensor(const TensorRef& ref, cudaStream_t stream) const;
+  /// Copies `values` [ref.elements] (fp32) into tensor `ref`, rounded to the dtype (statistics stay
+  /// fp32). Synchronizes `stream`. InternalError on a wrong length.
+  void set_tensor(const TensorRef& ref, std::span<const float> values, cudaStream_t stream);
+  /// Mask `ref` (kMasks) copied to the host. Synchronizes `stream`.
+  std::vector<std::uint8_t> host_mask(const TensorRef& ref, cudaStream_t stream) const;
+
  private:
   template <class Element>
   void run(const GraphStep& step, bool forward, cudaStream_t stream);
@@ -122,6 +137,8 @@ class CudaGraph {
   std::span<float> stat(const TensorRef& ref) const;
   std::span<std::uint8_t> mask(const TensorRef& ref) const;
   DeviceSpan span_of(Arena arena, const TensorRef& ref) const;
+  bool is_stat(const TensorRef& ref) const;
+  std::pair<void*, std::size_t> device_bytes(const TensorRef& ref) const;
 
   LayerGraph graph_;
   cublasHandle_t blas_ = nullptr;

@@ -7,7 +7,7 @@
 #include "core/cublas_check.hpp"
 #include "core/cuda_check.hpp"
 #include "model/gemm_plan.hpp"
-#include "model/op_tensors.hpp"
+#include "model/require_elements.hpp"
 
 #include <algorithm>
 #include <cmath>

@@ -159,7 +159,7 @@ template <class Element>
 void square_gemm(std::int64_t n, std::span<const Element> a, std::span<const Element> b, std::span<Element> c,
                  cublasHandle_t blas, cudaStream_t stream);
 
-/// Fills `values` with counter_signed_uniform(stream_seed, i) (the CPU's HostTensors numbers).
+/// Fills `values` with counter_signed_uniform(stream_seed, i) (the numbers the CPU draws for the same stream and index).
 template <class Element>
 void fill_uniform(std::uint64_t stream_seed, std::span<Element> values, cudaStream_t stream);
 /// Fills `ids` with counter_index(stream_seed, i, bound).

@@ -1,5 +1,7 @@
-// The CUDA kernels against the CPU reference, op by op and pass by pass, in fp32 and bf16, with a
-// tolerance per tensor (llm.c's pattern; docs/profiler.md section 4); the CUDA layer graph against
+// The CUDA kernels against the CPU reference, op by op and pass by pass, each op alone as a
+// one-layer graph through cuda::CudaGraph and cpu::CpuGraph (ggml's test-backend-ops pattern), in
+// fp32 and bf16, with a tolerance per tensor (llm.c's pattern; docs/profiler.md section 4); the
+// CUDA layer graph against
 // the CPU one, loss and every parameter's gradient of a whole training step; then the CUDA
 // profiler on tiny-gpt. Without a visible GPU it prints "skipped: no CUDA device (...)" and exits
 // 77, which CTest reports as skipped, never as passed.
@@ -10,9 +12,11 @@
 #include "model/cuda/cuda_graph.cuh"
 #include "model/cuda/cuda_trainer.cuh"
 #include "profiler/cpu_profile.hpp"
-#include "model/cuda/ops.cuh"
+#include "model/cuda/device_buffer.cuh"
+#include "model/op_graph.hpp"
 #include "profiler/cuda_profile.hpp"
 #include "model/model_spec.hpp"
+#include "tests/kernels/op_graph_inputs.hpp"
 #include "tests/model/graph_fixtures.hpp"
 
 #include <cuda_bf16.h>
@@ -83,15 +87,6 @@ std::vector<Case> cases() {
   };
 }
 
-// Rounds the CPU's inputs to bf16, as the device holds them (same draws, rounded).
-void round_inputs_to_bf16(HostTensors& host) {
-  for (const OpTensor& tensor : host.tensors()) {
-    const bool input = tensor.role == TensorRole::kInput || tensor.role == TensorRole::kGradInput;
-    if (!input || tensor.kind != TensorKind::kValue) continue;
-    for (float& value : host.values(tensor.name)) value = __bfloat162float(__float2bfloat16(value));
-  }
-}
-
 // Compares one tensor; prints one line, and the first mismatches when it fails.
 bool compare(const std::string& label, const std::string& tensor, const std::vector<float>& gpu,
              std::span<const float> cpu, Tolerance tolerance) {
@@ -113,38 +108,65 @@ bool compare(const std::string& label, const std::string& tensor, const std::vec
   return mismatches.empty();
 }
 
-// The tensors one pass writes: the forward's outputs, or the backward's gradients.
-bool written_by(const OpTensor& tensor, Pass pass) {
-  if (pass == Pass::kForward) return tensor.role == TensorRole::kOutput;
-  return tensor.role == TensorRole::kGradOutput || tensor.role == TensorRole::kGradAccumulate;
+// The tensors one pass writes: the forward's outputs, or the backward's gradients of the inputs
+// (a gradient shared with an output, which the backward only reads, is skipped).
+std::vector<OpGraphTensor> written_by(const OpGraph& op, bool forward) {
+  if (forward) return op.outputs;
+  std::vector<OpGraphTensor> written;
+  for (const OpGraphTensor& input : op.inputs) {
+    const bool shared = std::any_of(op.outputs.begin(), op.outputs.end(), [&](const OpGraphTensor& output) {
+      return output.grad.elements > 0 && output.grad.arena == input.grad.arena && output.grad.offset == input.grad.offset;
+    });
+    if (input.grad.elements > 0 && !shared) written.push_back({"d_" + input.name, input.grad, {}});
+  }
+  return written;
 }
 
+// One op as a one-layer graph on both backends from the same inputs (rounded to bf16 for a bf16
+// graph, as the device holds them), batch and dropout seed; every tensor each pass writes compared.
 template <class Element>
-bool check_case(const Case& c, const Workload& w, Tolerance tolerance, const cuda::CudaContext& context) {
+bool check_case(const Case& c, Workload w, Tolerance tolerance, const cuda::CudaContext& context) {
   constexpr std::uint64_t kSeed = 5;
-  const std::string label = c.name + (std::is_same_v<Element, float> ? " fp32" : " bf16");
-  HostTensors host(op_tensors(c.op, w), kSeed);
-  if (!std::is_same_v<Element, float>) round_inputs_to_bf16(host);
-  const cuda::DeviceTensors<Element> device(op_tensors(c.op, w), cuda::op_workspace_elements(c.op, w), kSeed,
-                                            context.stream());
+  const bool bf16 = !std::is_same_v<Element, float>;
+  const std::string label = c.name + (bf16 ? " bf16" : " fp32");
+  const cudaStream_t stream = context.stream();
+  const OpGraph op = build_op_graph(c.op, w);
+  LayerGraph device_graph = op.graph;
+  device_graph.workload.dtype = bf16 ? Dtype::kBf16 : Dtype::kFp32;
+  cuda::CudaGraph gpu(std::move(device_graph));
+  cpu::CpuGraph cpu(op.graph);
+  for (test::RandomTensor& tensor : test::random_op_inputs(op, kSeed)) {
+    if (bf16)
+      for (float& value : tensor.values) value = __bfloat162float(__float2bfloat16(value));
+    std::copy(tensor.values.begin(), tensor.values.end(), cpu.at(tensor.ref).begin());
+    gpu.set_tensor(tensor.ref, tensor.values, stream);
+  }
+  const TokenBatch batch = random_token_batch(op.graph, kSeed);
+  cpu.set_batch(batch.ids, batch.targets);
+  gpu.set_batch(batch.ids, batch.targets, stream);
+  cpu.set_dropout_seed(kSeed);
+  gpu.set_dropout_seed(kSeed);
   bool ok = true;
-  for (const Pass pass : {Pass::kForward, Pass::kBackward}) {
-    if (pass == Pass::kBackward && !op_has_backward(c.op)) break;
-    run_op_cpu(c.op, w, pass, host, kSeed);
-    cuda::run_op_cuda(c.op, w, pass, device, kSeed, context);
-    for (const OpTensor& tensor : host.tensors()) {
-      if (!written_by(tensor, pass)) continue;
-      if (tensor.kind == TensorKind::kMask) {
-        const std::vector<std::uint8_t> gpu = device.host_mask(tensor.name, context.stream());
-        const std::span<std::uint8_t> cpu = host.mask(tensor.name);
-        const bool same = std::equal(gpu.begin(), gpu.end(), cpu.begin(), cpu.end());
-        std::printf("%s  %-52s %-10s masks %s\n", same ? "ok  " : "FAIL", label.c_str(), tensor.name.c_str(),
-                    same ? "identical" : "differ");
-        ok &= same;
-        continue;
-      }
-      ok &= compare(label, tensor.name, device.host_floats(tensor.name, context.stream()), host.values(tensor.name),
-                    tolerance);
+  for (const bool forward : {true, false}) {
+    if (!forward && !op.graph.layers.front().has_backward()) break;
+    if (forward) {
+      cpu.forward(0);
+      gpu.forward(0, stream);
+    } else {
+      cpu.zero_gradients();
+      gpu.zero_gradients(stream);
+      cpu.backward(0);
+      gpu.backward(0, stream);
+    }
+    for (const OpGraphTensor& tensor : written_by(op, forward))
+      ok &= compare(label, tensor.name, gpu.host_tensor(tensor.value, stream), cpu.at(tensor.value), tolerance);
+    if (!forward) continue;
+    for (const TensorRef& mask : op.masks) {
+      const std::vector<std::uint8_t> on_gpu = gpu.host_mask(mask, stream);
+      const std::span<std::uint8_t> on_cpu = cpu.mask(mask);
+      const bool same = std::equal(on_gpu.begin(), on_gpu.end(), on_cpu.begin(), on_cpu.end());
+      std::printf("%s  %-52s %-10s masks %s\n", same ? "ok  " : "FAIL", label.c_str(), "mask", same ? "identical" : "differ");
+      ok &= same;
     }
   }
   return ok;
