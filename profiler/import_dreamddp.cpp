@@ -80,6 +80,40 @@ std::string list_names(const std::vector<std::string>& names) {
   return out;
 }
 
+// Applies --tied LAYER=OWNER to the imported layers and validates the ties. `read` holds every
+// layer of the bp file (a layer --missing-comm drop removed is named as such). Throws FieldError
+// ("tied") on a malformed, unknown, dropped or doubly tied layer, or a tie validate_profile refuses.
+void apply_ties(Profile& profile, const std::vector<std::string>& ties, const std::map<std::string, double>& read,
+                const std::string& bp_path, const std::string& comm_path) {
+  for (const std::string& tie : ties) {
+    const auto equals = tie.find('=');
+    if (equals == std::string::npos || equals == 0 || equals + 1 == tie.size())
+      throw FieldError("tied", "tied: expected LAYER=OWNER, got '" + tie + "'");
+    const std::string member = tie.substr(0, equals), owner = tie.substr(equals + 1);
+    const auto index = profile.find(member);
+    if (!index) {
+      // A layer of the file that --missing-comm drop removed is named as such (the helper's
+      // re-check: "not a layer of" a file that holds it).
+      if (read.count(member))
+        throw FieldError("tied", "tied: '" + member + "' was dropped (--missing-comm drop: no all-reduce time in " +
+                                     comm_path + ")");
+      throw FieldError("tied", "tied: '" + member + "' is not a layer of " + bp_path);
+    }
+    if (profile.layers[*index].tied_to)
+      throw FieldError("tied", "tied: '" + member + "' is tied twice");
+    profile.layers[*index].tied_to = owner;
+  }
+  if (!ties.empty()) {
+    try {
+      validate_profile(profile, "tied");  // its message starts with the origin: the field
+    } catch (const FieldError&) {
+      throw;
+    } catch (const InputError& e) {
+      throw FieldError("tied", e.what());
+    }
+  }
+}
+
 }  // namespace
 
 DreamddpImport import_dreamddp_files(const std::string& bp_path, const std::string& comm_path,
@@ -119,33 +153,7 @@ DreamddpImport import_dreamddp_files(const std::string& bp_path, const std::stri
     profile.layers.push_back(std::move(layer));
   }
   validate_profile(profile, bp_path);
-  for (const std::string& tie : options.tied) {
-    const auto equals = tie.find('=');
-    if (equals == std::string::npos || equals == 0 || equals + 1 == tie.size())
-      throw FieldError("tied", "tied: expected LAYER=OWNER, got '" + tie + "'");
-    const std::string member = tie.substr(0, equals), owner = tie.substr(equals + 1);
-    const auto index = profile.find(member);
-    if (!index) {
-      // A layer of the file that --missing-comm drop removed is named as such (the helper's
-      // re-check: "not a layer of" a file that holds it).
-      if (backward_by_name.count(member))
-        throw FieldError("tied", "tied: '" + member + "' was dropped (--missing-comm drop: no all-reduce time in " +
-                                     comm_path + ")");
-      throw FieldError("tied", "tied: '" + member + "' is not a layer of " + bp_path);
-    }
-    if (profile.layers[*index].tied_to)
-      throw FieldError("tied", "tied: '" + member + "' is tied twice");
-    profile.layers[*index].tied_to = owner;
-  }
-  if (!options.tied.empty()) {
-    try {
-      validate_profile(profile, "tied");  // its message starts with the origin: the field
-    } catch (const FieldError&) {
-      throw;
-    } catch (const InputError& e) {
-      throw FieldError("tied", e.what());
-    }
-  }
+  apply_ties(profile, options.tied, backward_by_name, bp_path, comm_path);
   // Read back with the profile reader, so that an import never yields a profile the tool then
   // refuses (a time past a day: core/limits.hpp); the error names the bp file.
   profile_from_json(profile_to_json(imported.profile), bp_path + " (as imported)");
