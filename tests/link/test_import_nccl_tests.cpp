@@ -24,11 +24,22 @@ NcclTestsImport import_sample(const std::string& name, NcclTestsImportOptions op
   return import_nccl_tests(kData + "/" + name, options);
 }
 
+// This process's folder for the logs it writes, removed when the process ends (each test case is
+// a process of its own under CTest: none may leave a folder behind in the temporary directory).
+struct ScratchFolder {
+  std::filesystem::path path =
+      std::filesystem::temp_directory_path() / ("syncplan-link-test-" + std::to_string(::getpid()));
+  ScratchFolder() { std::filesystem::create_directories(path); }
+  ~ScratchFolder() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path, ignored);
+  }
+};
+
 // A log written by the test, for variations of the samples.
 std::string write_log(const std::string& name, const std::string& text) {
-  const auto folder = std::filesystem::temp_directory_path() / ("syncplan-link-test-" + std::to_string(::getpid()));
-  std::filesystem::create_directories(folder);
-  const std::string path = (folder / name).string();
+  static const ScratchFolder folder;
+  const std::string path = (folder.path / name).string();
   std::ofstream(path) << text;
   return path;
 }

@@ -15,6 +15,10 @@ if [[ $# -lt 4 ]]; then
 fi
 mode=$1 syncplan=$2 workdir=$3
 shift 3
+# torch.distributed.run makes a folder in the temporary directory, which a job whose rank was
+# killed or stopped (the faults cases) leaves behind: keep it beside the work folder, not in /tmp.
+export TMPDIR=$workdir-tmp
+mkdir -p "$TMPDIR"
 for python in "$@"; do
   # find_spec locates torch without importing it (seconds); a broken install then fails the test.
   if command -v "$python" >/dev/null 2>&1 &&

@@ -81,10 +81,21 @@ void decode_rank_file(std::string bytes, bool fix_checksum) {
   if (!same) fuzz::fail("a rank file read back differs from the one written");
 }
 
+// The fuzzer's checkpoint folder, removed when the process ends (libFuzzer exits normally at the
+// end of a run), so that no run leaves it in the temporary directory.
+struct ScratchCheckpoint {
+  std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("syncplan-fuzz-" + std::to_string(::getpid()) + "-checkpoint");
+  ~ScratchCheckpoint() {
+    std::error_code ignored;
+    std::filesystem::remove_all(dir, ignored);
+  }
+};
+
 // A manifest as DIR/step-00000000/manifest.json, found by latest_complete_checkpoint.
 void read_manifest(const std::string& text) {
-  const std::filesystem::path dir = std::filesystem::temp_directory_path() /
-                                    ("syncplan-fuzz-" + std::to_string(::getpid()) + "-checkpoint");
+  static const ScratchCheckpoint scratch;
+  const std::filesystem::path& dir = scratch.dir;
   std::filesystem::create_directories(checkpoint_step_folder(dir, 0));
   {
     std::ofstream out(checkpoint_manifest_file(dir, 0), std::ios::binary | std::ios::trunc);
