@@ -10,7 +10,7 @@
 # exit 77) over plain loopback, said in the output.
 #
 # usage: tools/torch-example.sh [OUT_DIR]   (default: out/torch-example; SYNCPLAN=path/to/syncplan,
-#        PYTHON=a python with torch, TORCH_EXAMPLE_ITERATIONS=K, default 24, TORCH_EXAMPLE_RATE)
+#        PYTHON=a python with torch, TORCH_EXAMPLE_ITERATIONS=K, default 64, TORCH_EXAMPLE_RATE)
 # Writes OUT_DIR/table.md (measured, predicted, error, speedups over ssgd, loss first -> last),
 # OUT_DIR/loss.svg (every schedule's loss against wall-clock time: syncplan report --loss) and
 # every profile, plan, log, trace and comparison beside it.
@@ -21,7 +21,7 @@ syncplan=${SYNCPLAN:-$root/build/bin/syncplan}
 out=${1:-$root/out/torch-example}
 python=${PYTHON:-/usr/bin/python3}
 text=/usr/share/common-licenses/GPL-3
-batch=4 seq=32 period=4 iterations=${TORCH_EXAMPLE_ITERATIONS:-24} skip=4
+batch=4 seq=32 period=4 iterations=${TORCH_EXAMPLE_ITERATIONS:-64} skip=4
 if [[ ! -x $syncplan ]]; then
   echo "torch-example.sh: no syncplan at $syncplan (build it: tools/build.sh, or set SYNCPLAN)" >&2
   exit 2
