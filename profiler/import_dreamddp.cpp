@@ -81,8 +81,9 @@ std::string list_names(const std::vector<std::string>& names) {
 }
 
 // Applies --tied LAYER=OWNER to the imported layers and validates the ties. `read` holds every
-// layer of the bp file (a layer --missing-comm drop removed is named as such). Throws FieldError
-// ("tied") on a malformed, unknown, dropped or doubly tied layer, or a tie validate_profile refuses.
+// layer of the bp file (a member or owner --missing-comm drop removed is named as such). Throws
+// FieldError ("tied") on a malformed, unknown, dropped or doubly tied layer, or a tie
+// validate_profile refuses.
 void apply_ties(Profile& profile, const std::vector<std::string>& ties, const std::map<std::string, double>& read,
                 const std::string& bp_path, const std::string& comm_path) {
   for (const std::string& tie : ties) {
@@ -101,6 +102,9 @@ void apply_ties(Profile& profile, const std::vector<std::string>& ties, const st
     }
     if (profile.layers[*index].tied_to)
       throw FieldError("tied", "tied: '" + member + "' is tied twice");
+    if (!profile.find(owner) && read.count(owner))  // an unknown owner is validate_profile's to name
+      throw FieldError("tied", "tied: '" + owner + "', the owner of '" + member +
+                                   "', was dropped (--missing-comm drop: no all-reduce time in " + comm_path + ")");
     profile.layers[*index].tied_to = owner;
   }
   if (!ties.empty()) {

@@ -66,7 +66,8 @@ int run_import_dreamddp(const DreamddpOptions& options) {
   for (const std::string& line : imported.zeroed) warn(line);  // held: printed only when the command succeeds
   std::cout << "imported " << imported.profile.layers.size() << " layers into " << options.output_path;
   if (!imported.without_comm.empty())
-    std::cout << "; " << imported.without_comm.size() << " layers without an all-reduce time "
+    std::cout << "; " << imported.without_comm.size()
+              << (imported.without_comm.size() == 1 ? " layer" : " layers") << " without an all-reduce time "
               << (import_options.missing_comm == MissingCommPolicy::kDrop ? "dropped (their backward time too)"
                                                                           : "kept as frozen (not synced)");
   std::cout << '\n';

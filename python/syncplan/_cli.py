@@ -16,6 +16,7 @@ from .errors import UsageError, printable
 
 MILLISECONDS_PER_SECOND = 1e3     # for printed summaries
 MAX_LOCAL_RANKS = 64
+MAX_THREADS = 1024                # torch.set_num_threads per process: beyond any machine's cores
 GROUP_TIMEOUT_S = 120             # torch.distributed's own timeout for one collective
 RANK_VARIABLES = ("RANK", "WORLD_SIZE")  # set by torchrun (and by the ranks spawn_ranks starts)
 NPROC_HELP = "ranks to spawn on this machine (default: 2); under torchrun (RANK and WORLD_SIZE set) the job's own ranks"
@@ -25,6 +26,12 @@ NPROC_HELP = "ranks to spawn on this machine (default: 2); under torchrun (RANK 
 PACKAGE_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 # The repository root when the package runs from its source tree (python/syncplan): build/bin is there.
 SOURCE_ROOT = os.path.dirname(PACKAGE_ROOT)
+
+
+def check_number_range(option, value, low, high, why=""):
+    """UsageError "OPTION: LOW to HIGH[ (WHY)], got VALUE" unless low <= value <= high (NaN fails)."""
+    if not low <= value <= high:
+        raise UsageError(f"{option}: {low} to {high}{f' ({why})' if why else ''}, got {value}")
 
 
 class Parser(argparse.ArgumentParser):

@@ -84,8 +84,8 @@ import tempfile
 import time
 
 from . import torch_link
-from ._cli import (MILLISECONDS_PER_SECOND, NPROC_HELP, RANK_VARIABLES, Parser, check_output_paths,
-                   entry_command, import_torch_or_reexec, spawn_ranks, write_outputs)
+from ._cli import (MAX_THREADS, MILLISECONDS_PER_SECOND, NPROC_HELP, RANK_VARIABLES, Parser, check_number_range,
+                   check_output_paths, entry_command, import_torch_or_reexec, spawn_ranks, write_outputs)
 from .errors import UsageError, printable
 from .layers import assign_owners, on_gradient_accumulated
 from .models import check_model_argument, load_model_class
@@ -125,8 +125,8 @@ def parse_arguments(argv):
     parser.add_argument("--optimizer", choices=["none", "sgd", "adamw"], default="none",
                         help="measure update_s with this optimizer per layer; none: update_s null "
                              "(default: none)")
-    parser.add_argument("--threads", type=int, help="torch.set_num_threads (default: torch's own)")
-    parser.add_argument("--seed", type=int, default=0, help="torch.manual_seed (default: 0)")
+    parser.add_argument("--threads", type=int, help=f"torch.set_num_threads, 1 to {MAX_THREADS} (default: torch's own)")
+    parser.add_argument("--seed", type=int, default=0, help="torch.manual_seed, 0 to 2^64-1 (default: 0)")
     parser.add_argument("--trace", help="also write a torch.profiler Chrome trace (JSON) of "
                                         "--trace-iters iterations with module annotations")
     parser.add_argument("--trace-iters", type=int, default=3, help="iterations in --trace (default: 3)")
@@ -152,6 +152,9 @@ def parse_arguments(argv):
     for dest in unused:
         if getattr(args, dest) != parser.get_default(dest):
             raise UsageError(f"--{dest.replace('_', '-')}: only with {'--link' if args.link is None else '-o'}")
+    if args.threads is not None:
+        check_number_range("--threads", args.threads, 1, MAX_THREADS)
+    check_number_range("--seed", args.seed, 0, 2**64 - 1, "torch.manual_seed's range")
     if args.link is not None:
         torch_link.check_link_arguments(args)
         return args
@@ -161,8 +164,6 @@ def parse_arguments(argv):
         if value < minimum:
             raise UsageError(f"--{name.replace('_', '-')}: at least {minimum}, got {value}")
     check_model_argument(args.model)
-    if args.threads is not None and args.threads < 1:
-        raise UsageError(f"--threads: at least 1, got {args.threads}")
     check_output_paths([("-o", args.output), ("--trace", args.trace)])
     return args
 

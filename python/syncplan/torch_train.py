@@ -28,8 +28,9 @@ import datetime
 import os
 import sys
 
-from ._cli import (MAX_LOCAL_RANKS, NPROC_HELP, RANK_VARIABLES, Parser, check_input_paths, check_output_paths,
-                   entry_command, import_torch_or_reexec, open_regular, spawn_ranks, write_outputs)
+from ._cli import (MAX_LOCAL_RANKS, MAX_THREADS, NPROC_HELP, RANK_VARIABLES, Parser, check_input_paths,
+                   check_number_range, check_output_paths, entry_command, import_torch_or_reexec, open_regular,
+                   spawn_ranks, write_outputs)
 from .errors import PlanError, UsageError, printable
 from .models import TINY_GPT, TINY_GPT_CONTEXT, check_model_argument, load_model_class
 from .schedule import strategy_schedule
@@ -37,6 +38,8 @@ from .schedule import strategy_schedule
 PROGRAM = "torch_train.py"
 MODULE = "syncplan.torch_train"
 SPAWN_TIMEOUT_S = 3600  # the whole spawned job; each wait within it has --timeout-s
+MAX_LEARNING_RATE = 10  # syncplan run's bound (runtime/trainer.cpp kMaxLearningRate)
+MAX_SEED = (2**64 - 1 - MAX_LOCAL_RANKS) // MAX_LOCAL_RANKS  # seed * MAX_LOCAL_RANKS + 1 + rank < 2^64
 
 
 def parse_arguments(argv):
@@ -50,14 +53,16 @@ def parse_arguments(argv):
     parser.add_argument("--batch", type=int, default=4, help="sequences per batch and rank (default: 4)")
     parser.add_argument("--seq", type=int, default=32, help="tokens per sequence (default: 32)")
     parser.add_argument("--data", help="text file whose bytes are the tokens (tiny-gpt); default: example_inputs")
-    parser.add_argument("--seed", type=int, default=3, help="initial parameters and batches (default: 3)")
-    parser.add_argument("--lr", type=float, default=0.003, help="AdamW's learning rate (default: 0.003)")
-    parser.add_argument("--threads", type=int, default=1, help="torch.set_num_threads per rank (default: 1)")
+    parser.add_argument("--seed", type=int, default=3,
+                        help=f"initial parameters and batches, 0 to {MAX_SEED} (default: 3)")
+    parser.add_argument("--lr", type=float, default=0.003, help="AdamW's learning rate, in (0, 10) (default: 0.003)")
+    parser.add_argument("--threads", type=int, default=1,
+                        help=f"torch.set_num_threads per rank, 1 to {MAX_THREADS} (default: 1)")
     parser.add_argument("--profile", help="the plan's profile: its param_count, tied_to and frozen are checked")
     parser.add_argument("--allow-unplanned", action="store_true",
                         help="accept modules with parameters that the plan does not name (never averaged)")
     parser.add_argument("--timeout-s", type=float, default=60.0,
-                        help="the process group's timeout: every wait for the other ranks (default: 60)")
+                        help="the process group's timeout: every wait for the other ranks, 1 to 86400 s (default: 60)")
     parser.add_argument("--backend", choices=["gloo", "nccl"], default="gloo", help="(default: gloo)")
     parser.add_argument("--nproc", type=int, help=NPROC_HELP)
     parser.add_argument("--log", help="JSON lines to write (rank 0, whole at the end)")
@@ -74,11 +79,19 @@ def parse_arguments(argv):
             strategy_schedule([], args.strategy, args.period)
         except PlanError as error:  # "period: ..." or "strategy: ...", the executor's argument names
             raise UsageError(f"--{error}") from None
-    for name, minimum in (("iterations", 1), ("batch", 1), ("seq", 2), ("threads", 1)):
+    for name, minimum in (("iterations", 1), ("batch", 1), ("seq", 2)):
         if getattr(args, name) < minimum:
             raise UsageError(f"--{name}: at least {minimum}, got {getattr(args, name)}")
-    if not args.timeout_s > 0:
-        raise UsageError(f"--timeout-s: must be > 0, got {args.timeout_s}")
+    # syncplan run's ranges (runtime/trainer.cpp): a deadline that detects a dead rank without
+    # overflowing torch's timedelta, and a learning rate AdamW can step with.
+    check_number_range("--timeout-s", args.timeout_s, 1, 86400, "seconds")
+    if not 0 < args.lr < MAX_LEARNING_RATE:
+        raise UsageError(f"--lr: must be a number > 0 and below {MAX_LEARNING_RATE} (AdamW's steps would overflow), "
+                         f"got {args.lr}")
+    check_number_range("--threads", args.threads, 1, MAX_THREADS)
+    # Each rank seeds its batches with seed * MAX_LOCAL_RANKS + 1 + rank, which torch.manual_seed
+    # takes below 2^64.
+    check_number_range("--seed", args.seed, 0, MAX_SEED)
     if args.nproc is not None and not 1 <= args.nproc <= MAX_LOCAL_RANKS:
         raise UsageError(f"--nproc: 1 to {MAX_LOCAL_RANKS} ranks, got {args.nproc}")
     check_model_argument(args.model)

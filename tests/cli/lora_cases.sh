@@ -40,7 +40,7 @@ tiny_lora() {
   for policy in frozen drop; do
     run import dreamddp --bp "$data/tiny_lora_bp.json" --comm "$data/tiny_lora_comm.json" --workers 2 \
       --missing-comm "$policy" -o "$policy.json" | tee "import-$policy.txt"
-    grep -q "1 layers without an all-reduce time" "import-$policy.txt" ||
+    grep -q "1 layer without an all-reduce time" "import-$policy.txt" ||
       { echo "FAIL: the import did not say how many layers it $policy"; exit 1; }
     run plan --profile "$policy.json" --period 2 --algorithm dp -o "plan-$policy.json" --report "report-$policy.json"
     run simulate --profile "$policy.json" --plan "plan-$policy.json" -o "result-$policy.json" \
@@ -94,13 +94,15 @@ lora_set() {
   grep -q "layers have a non-finite time: 'base_model.model.model.embed_tokens', " stderr.txt ||
     { echo "FAIL: the message does not count the non-finite layers and name the first"; exit 1; }
   [[ ! -e refused.json ]] || { echo "FAIL: a refused import wrote refused.json"; exit 1; }
-  local layers frozen
+  local layers frozen noun
   layers=$("$python" -c "import json; print(len(json.load(open('$bp'), parse_constant=float)))")
   frozen=$(( layers - $("$python" -c "import json; print(len(json.load(open('$comm'))))") ))
   for policy in drop frozen; do
     run import dreamddp --bp "$bp" --comm "$comm" --workers "$workers" --nonfinite zero --missing-comm "$policy" \
       --model "$name" -o "$policy.json" 2>/dev/null | tee "import-$policy.txt"
-    grep -q "$frozen layers without an all-reduce time" "import-$policy.txt" ||
+    noun=layers
+    [[ $frozen == 1 ]] && noun=layer
+    grep -q "$frozen $noun without an all-reduce time" "import-$policy.txt" ||
       { echo "FAIL: the import did not count $frozen layers"; exit 1; }
     run plan --profile "$policy.json" --period "$period" -o "plan-$policy.json" --report "report-$policy.json"
     run simulate --profile "$policy.json" --plan "plan-$policy.json" -o "result-$policy.json" | tee "simulate-$policy.txt"

@@ -969,6 +969,13 @@ def check_driver(workdir, checks):
         ("--period 0", ["--strategy", "ssgd", "--period", "0"], 1, ["--period: expected a whole number >= 1"], False),
         ("--model syntax", [*strategy, "--model", "tiny"], 1, ["--model tiny: expected tiny-gpt"], False),
         ("--seq past tiny-gpt", [*strategy, "--seq", "65"], 1, ["--seq: at most tiny-gpt's context 64, got 65"], False),
+        # Numbers torch would take to a traceback (exit 1) or a hang: syncplan run's ranges.
+        ("--lr nan", [*strategy, "--lr", "nan"], 1, ["--lr: must be a number > 0 and below 10", "got nan"], False),
+        ("--lr inf", [*strategy, "--lr", "inf"], 1, ["--lr: must be a number > 0 and below 10", "got inf"], False),
+        ("--lr -1", [*strategy, "--lr", "-1"], 1, ["--lr: must be a number > 0 and below 10", "got -1.0"], False),
+        ("--timeout-s inf", [*strategy, "--timeout-s", "inf"], 1, ["--timeout-s: 1 to 86400 (seconds), got inf"], False),
+        ("--threads 100000", [*strategy, "--threads", "100000"], 1, ["--threads: 1 to 1024, got 100000"], False),
+        ("--seed -1", [*strategy, "--seed", "-1"], 1, ["--seed: 0 to ", "got -1"], False),
         # In the ranks (torch started), before training: names from the plan file, escaped.
         ("newline in a layer name", ["--plan", "control.json"], 1,
          ["control.json: layers[1]: field 'name': control character U+000A at byte 15"], False),

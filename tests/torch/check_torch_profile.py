@@ -395,6 +395,19 @@ def check_outputs(checks, workdir, syncplan):
     checks.check(len(lines) == 1 and f"-o: {unwritable}: cannot create a file in folder /sys" in lines[0],
                  f"-o {unwritable}: stderr is not one line naming it: {failed.stderr!r}")
 
+    # Numbers torch would take to a traceback or to thousands of threads: refused before profiling,
+    # one line each (--threads in the link sweep too; --seed is the profile's only).
+    refused_json = os.path.join(workdir, "refused.json")
+    for mode, extra, expected in ((["-o"], ["--threads", "5000"], "--threads: 1 to 1024, got 5000"),
+                                  (["--link"], ["--threads", "5000"], "--threads: 1 to 1024, got 5000"),
+                                  (["-o"], ["--seed", "-1"],
+                                   "--seed: 0 to 18446744073709551615 (torch.manual_seed's range), got -1")):
+        refused = run([sys.executable, TORCH_PROFILE, *mode, refused_json, *extra])
+        lines = refused.stderr.splitlines()
+        checks.check(refused.returncode == 2 and len(lines) == 1 and expected in lines[0],
+                     f"{mode[0]} {' '.join(extra)}: exit {refused.returncode}, stderr {refused.stderr!r}")
+        checks.check(not os.path.exists(refused_json), f"{mode[0]} {' '.join(extra)}: wrote {refused_json}")
+
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
