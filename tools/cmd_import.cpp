@@ -64,10 +64,10 @@ int run_import_dreamddp(const DreamddpOptions& options) {
       {{"tied", "--tied"}}, [&] { return import_dreamddp_files(options.bp_path, options.comm_path, import_options); });
   write_json_file_atomic(options.output_path, profile_to_json(imported.profile), "-o,--output");
   for (const std::string& line : imported.zeroed) warn(line);  // held: printed only when the command succeeds
-  std::cout << "imported " << imported.profile.layers.size() << " layers into " << options.output_path;
+  const auto layers = [](std::size_t n) { return std::to_string(n) + (n == 1 ? " layer" : " layers"); };
+  std::cout << "imported " << layers(imported.profile.layers.size()) << " into " << options.output_path;
   if (!imported.without_comm.empty())
-    std::cout << "; " << imported.without_comm.size()
-              << (imported.without_comm.size() == 1 ? " layer" : " layers") << " without an all-reduce time "
+    std::cout << "; " << layers(imported.without_comm.size()) << " without an all-reduce time "
               << (import_options.missing_comm == MissingCommPolicy::kDrop ? "dropped (their backward time too)"
                                                                           : "kept as frozen (not synced)");
   std::cout << '\n';

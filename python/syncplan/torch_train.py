@@ -141,7 +141,9 @@ def train_rank(torch, args):
     try:
         dist.init_process_group(args.backend, rank=rank, world_size=world,
                                 timeout=datetime.timedelta(seconds=args.timeout_s))
-    except RuntimeError as error:  # a rank that did not come, or came and stopped, within the timeout
+    # A rank that did not come, or came and stopped, within the timeout: RuntimeError, or (torch
+    # 1.13's TCPStore client, when the store does not answer in time) TimeoutError, an OSError.
+    except (RuntimeError, OSError) as error:
         print(f"{PROGRAM}: rank {rank}: the process group did not form: {printable(' '.join(str(error).split()))}",
               file=sys.stderr, flush=True)
         return 1

@@ -60,6 +60,7 @@ is computed here independently of the executor: the averages by hand from every 
 import argparse
 import json
 import os
+import socket
 import subprocess
 import sys
 import time
@@ -1017,6 +1018,27 @@ def check_driver(workdir, checks):
                      f"--log FIFO read: the log read from the FIFO: {received}")
     if reader.is_alive():  # the driver never opened it: release the reader
         os.close(os.open(os.path.join(folder, "read.fifo"), os.O_WRONLY | os.O_NONBLOCK))
+
+    # As one rank of torchrun (RANK and WORLD_SIZE set) whose store never answers: a port nobody
+    # listens on. torch 1.13's TCPStore client then raises TimeoutError (an OSError, not a
+    # RuntimeError) after --timeout-s 1 s, which ended in a traceback: now one line, exit 1 (a
+    # failed job, not bad input), within the deadline.
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    command = [sys.executable, "-m", "syncplan.torch_train", *strategy, "--iterations", "1", "--timeout-s", "1"]
+    environment = dict(os.environ, PYTHONPATH=PACKAGE, RANK="1", WORLD_SIZE="2", LOCAL_RANK="1",
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+    try:
+        result = subprocess.run(command, cwd=folder, env=environment, text=True, capture_output=True,
+                                timeout=DRIVER_TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        checks.check(False, f"a store that never answers: still running after {DRIVER_TIMEOUT_S} s")
+    else:
+        ours = [line for line in result.stderr.splitlines() if line.startswith("torch_train.py: ")]
+        checks.check(result.returncode == 1 and "Traceback" not in result.stderr and len(ours) == 1 and
+                     "rank 1: the process group did not form: " in ours[0],
+                     f"a store that never answers: exit {result.returncode}, stderr {result.stderr!r}")
 
 
 # --------------------------------------------------------------------------------------------------
