@@ -55,7 +55,8 @@ def parse_arguments(argv):
     parser.add_argument("--data", help="text file whose bytes are the tokens (tiny-gpt); default: example_inputs")
     parser.add_argument("--seed", type=int, default=3,
                         help=f"initial parameters and batches, 0 to {MAX_SEED} (default: 3)")
-    parser.add_argument("--lr", type=float, default=0.003, help="AdamW's learning rate, in (0, 10) (default: 0.003)")
+    parser.add_argument("--lr", type=float, default=0.003,
+                        help=f"AdamW's learning rate, in (0, {MAX_LEARNING_RATE}) (default: 0.003)")
     parser.add_argument("--threads", type=int, default=1,
                         help=f"torch.set_num_threads per rank, 1 to {MAX_THREADS} (default: 1)")
     parser.add_argument("--profile", help="the plan's profile: its param_count, tied_to and frozen are checked")
