@@ -227,10 +227,15 @@ std::span<Element> CudaGraph::at(const TensorRef& ref) const {
   return {static_cast<Element*>(arena_data(ref.arena)) + ref.offset, static_cast<std::size_t>(ref.elements)};
 }
 
-std::span<float> CudaGraph::stat(const TensorRef& ref) const {
+const std::pair<std::int64_t, std::int64_t>* CudaGraph::find_stat(const TensorRef& ref) const {
   const auto found = std::lower_bound(stat_offsets_.begin(), stat_offsets_.end(), std::make_pair(ref.offset, std::int64_t{0}));
-  SYNCPLAN_CHECK(found != stat_offsets_.end() && found->first == ref.offset && ref.arena == Arena::kActivations &&
-                 ref.elements == graph_.workload.tokens());
+  if (ref.arena != Arena::kActivations || found == stat_offsets_.end() || found->first != ref.offset) return nullptr;
+  return &*found;
+}
+
+std::span<float> CudaGraph::stat(const TensorRef& ref) const {
+  const auto* found = find_stat(ref);
+  SYNCPLAN_CHECK(found != nullptr && ref.elements == graph_.workload.tokens());
   return {stats_ + found->second, static_cast<std::size_t>(ref.elements)};
 }
 
@@ -286,34 +291,28 @@ void CudaGraph::set_batch(std::span<const std::int64_t> ids, std::span<const std
   counted_targets_ = std::count_if(targets.begin(), targets.end(), [](std::int64_t t) { return t >= 0; });
 }
 
-bool CudaGraph::is_stat(const TensorRef& ref) const {
-  const auto found = std::lower_bound(stat_offsets_.begin(), stat_offsets_.end(), std::make_pair(ref.offset, std::int64_t{0}));
-  return ref.arena == Arena::kActivations && found != stat_offsets_.end() && found->first == ref.offset;
-}
-
-// The device bytes of a value tensor, or of a statistic's fp32.
-std::pair<void*, std::size_t> CudaGraph::device_bytes(const TensorRef& ref) const {
-  if (is_stat(ref)) {
+CudaGraph::DeviceTensor CudaGraph::device_tensor(const TensorRef& ref) const {
+  if (find_stat(ref) != nullptr) {
     const std::span<float> values = stat(ref);
-    return {values.data(), values.size_bytes()};
+    return {values.data(), values.size_bytes(), true};
   }
   SYNCPLAN_CHECK(ref.offset >= 0 && ref.elements >= 0 && ref.offset + ref.elements <= graph_.arena_elements(ref.arena));
   const std::int64_t element = dtype_size_bytes(dtype());
   return {static_cast<std::uint8_t*>(arena_data(ref.arena)) + ref.offset * element,
-          static_cast<std::size_t>(ref.elements * element)};
+          static_cast<std::size_t>(ref.elements * element), dtype() == Dtype::kFp32};
 }
 
 std::vector<float> CudaGraph::host_tensor(const TensorRef& ref, cudaStream_t stream) const {
-  const auto [device, bytes] = device_bytes(ref);
+  const DeviceTensor device = device_tensor(ref);
   const auto n = static_cast<std::size_t>(ref.elements);
   std::vector<float> result(n);
-  if (dtype() == Dtype::kFp32 || is_stat(ref)) {
-    SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(result.data(), device, bytes, cudaMemcpyDeviceToHost, stream));
+  if (device.fp32) {
+    SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(result.data(), device.data, device.bytes, cudaMemcpyDeviceToHost, stream));
     SYNCPLAN_CUDA_CHECK(cudaStreamSynchronize(stream));
     return result;
   }
   std::vector<__nv_bfloat16> raw(n);
-  SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(raw.data(), device, bytes, cudaMemcpyDeviceToHost, stream));
+  SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(raw.data(), device.data, device.bytes, cudaMemcpyDeviceToHost, stream));
   SYNCPLAN_CUDA_CHECK(cudaStreamSynchronize(stream));
   for (std::size_t e = 0; e < n; ++e) result[e] = static_cast<float>(raw[e]);
   return result;
@@ -321,14 +320,14 @@ std::vector<float> CudaGraph::host_tensor(const TensorRef& ref, cudaStream_t str
 
 void CudaGraph::set_tensor(const TensorRef& ref, std::span<const float> values, cudaStream_t stream) {
   require_elements(values.size(), ref.elements, "set_tensor");
-  const auto [device, bytes] = device_bytes(ref);
-  if (dtype() == Dtype::kFp32 || is_stat(ref)) {
-    SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(device, values.data(), bytes, cudaMemcpyHostToDevice, stream));
+  const DeviceTensor device = device_tensor(ref);
+  if (device.fp32) {
+    SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(device.data, values.data(), device.bytes, cudaMemcpyHostToDevice, stream));
     SYNCPLAN_CUDA_CHECK(cudaStreamSynchronize(stream));
     return;
   }
   const std::vector<__nv_bfloat16> rounded = to_dtype<__nv_bfloat16>(values);
-  SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(device, rounded.data(), bytes, cudaMemcpyHostToDevice, stream));
+  SYNCPLAN_CUDA_CHECK(cudaMemcpyAsync(device.data, rounded.data(), device.bytes, cudaMemcpyHostToDevice, stream));
   SYNCPLAN_CUDA_CHECK(cudaStreamSynchronize(stream));
 }
 

@@ -137,8 +137,15 @@ class CudaGraph {
   std::span<float> stat(const TensorRef& ref) const;
   std::span<std::uint8_t> mask(const TensorRef& ref) const;
   DeviceSpan span_of(Arena arena, const TensorRef& ref) const;
-  bool is_stat(const TensorRef& ref) const;
-  std::pair<void*, std::size_t> device_bytes(const TensorRef& ref) const;
+  // The saved statistic at `ref` ((activation offset, stats offset)), or nullptr for another tensor.
+  const std::pair<std::int64_t, std::int64_t>* find_stat(const TensorRef& ref) const;
+  // A tensor's device memory: a statistic's fp32 store, else its arena's elements in the dtype.
+  struct DeviceTensor {
+    void* data = nullptr;
+    std::size_t bytes = 0;
+    bool fp32 = false;  // stored as fp32 (a statistic, or an fp32 graph)
+  };
+  DeviceTensor device_tensor(const TensorRef& ref) const;
 
   LayerGraph graph_;
   cublasHandle_t blas_ = nullptr;
