@@ -29,6 +29,7 @@ MpiSession::MpiSession() {
   MPI_Comm node = MPI_COMM_NULL;
   SYNCPLAN_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
   SYNCPLAN_MPI_CHECK(MPI_Comm_rank(node, &local_rank_));
+  SYNCPLAN_MPI_CHECK(MPI_Comm_size(node, &local_size_));
   SYNCPLAN_MPI_CHECK(MPI_Comm_free(&node));
 }
 
@@ -52,6 +53,14 @@ double MpiSession::max(double value) const {
 std::int64_t MpiSession::sum(std::int64_t value) const {
   SYNCPLAN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
   return value;
+}
+
+std::vector<unsigned char> MpiSession::node_bitwise_or(std::vector<unsigned char> bits) const {
+  MPI_Comm node = MPI_COMM_NULL;
+  SYNCPLAN_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
+  SYNCPLAN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bits.data(), static_cast<int>(bits.size()), MPI_UNSIGNED_CHAR, MPI_BOR, node));
+  SYNCPLAN_MPI_CHECK(MPI_Comm_free(&node));
+  return bits;
 }
 
 void MpiSession::barrier() const { SYNCPLAN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }

@@ -32,6 +32,7 @@ const char* to_string(TimelineKind kind) {
 }
 
 double IterationComparison::error_percent() const { return error_s() / measured_s * 100; }
+double PositionComparison::error_percent() const { return error_s() / measured_s * 100; }
 
 double StatisticComparison::error_percent() const { return error_s() / measured_s * 100; }
 
@@ -549,6 +550,27 @@ void compare_statistics(PairComparison& pair) {
   pair.noise_floor.p90_over_median = pair.p90.measured_s / pair.median.measured_s;
 }
 
+// The compared iterations grouped by h = iteration mod H (docs/compare.md section 4.1).
+std::vector<PositionComparison> compare_positions(const std::vector<IterationComparison>& iterations, int period) {
+  std::vector<PositionComparison> positions(static_cast<std::size_t>(period));
+  for (int h = 0; h < period; ++h) positions[h].position = h;
+  for (const IterationComparison& row : iterations) {
+    if (row.skipped) continue;
+    PositionComparison& position = positions[static_cast<std::size_t>(row.iteration % period)];
+    ++position.iterations;
+    position.predicted_s += row.predicted_s;
+    position.measured_s += row.measured_s;
+  }
+  std::vector<PositionComparison> compared;
+  for (PositionComparison& position : positions) {
+    if (position.iterations == 0) continue;
+    position.predicted_s /= position.iterations;
+    position.measured_s /= position.iterations;
+    compared.push_back(position);
+  }
+  return compared;
+}
+
 }  // namespace
 
 Timeline parse_timeline(const std::string& text, const std::string& origin) {
@@ -658,6 +680,8 @@ PairComparison compare_timelines(const Timeline& predicted, const Timeline& meas
   pair.mean_predicted_s /= pair.compared;
   pair.mean_measured_s /= pair.compared;
   compare_statistics(pair);
+  pair.period = predicted.period.value_or(measured.period.value_or(0));
+  if (pair.period > 1) pair.positions = compare_positions(pair.iterations, pair.period);
   if (predicted.allreduces && measured.allreduces)
     pair.allreduces = match_allreduces(predicted, measured, measured.first_iteration + options.skip);
   return pair;
@@ -740,6 +764,13 @@ Json compare_to_json(const CompareReport& report) {
                                 {"measured_s", row.measured_s}, {"error_s", row.error_s()},
                                 {"error_percent", row.error_percent()}, {"skipped", row.skipped}});
     document["iterations"] = std::move(iterations);
+    document["period"] = pair.period > 0 ? Json(pair.period) : Json(nullptr);
+    Json positions = Json::array();
+    for (const PositionComparison& row : pair.positions)
+      positions.push_back(Json{{"position", row.position}, {"iterations", row.iterations},
+                               {"predicted_s", row.predicted_s}, {"measured_s", row.measured_s},
+                               {"error_s", row.error_s()}, {"error_percent", row.error_percent()}});
+    document["positions"] = std::move(positions);
     if (pair.allreduces) {
       Json matched = Json::array();
       for (const AllreduceComparison& row : pair.allreduces->matched)

@@ -141,6 +141,19 @@ inline constexpr std::uint64_t kBootstrapSeed = 1;
 /// Standard errors in a noise floor: 2, about a 95 % interval for a statistic of many iterations.
 inline constexpr double kNoiseFloorStandardErrors = 2;
 
+/// The compared iterations at one position h of the period (iteration mod H), predicted against
+/// measured (docs/compare.md section 4.1): a plan's iterations sync different layers, and the mean
+/// over all of them hides which position the model misses.
+struct PositionComparison {
+  int position = 0;          ///< h = iteration mod H, 0 <= h < H
+  int iterations = 0;        ///< compared (not skipped) iterations at this position, >= 1
+  double predicted_s = 0;    ///< their mean predicted time (s)
+  double measured_s = 0;     ///< their mean measured time (s), > 0
+  double error_s() const { return measured_s - predicted_s; }
+  /// (measured - predicted) / measured x 100, as IterationComparison's.
+  double error_percent() const;
+};
+
 /// One PREDICTED MEASURED pair.
 struct PairComparison {
   std::string predicted_path, measured_path;
@@ -157,6 +170,11 @@ struct PairComparison {
   /// The mean, median and 90th percentile (core/statistics.hpp) of the compared iterations' times.
   StatisticComparison mean, median, p90;
   NoiseFloor noise_floor;           ///< the measured run against itself
+  /// The period H that the files say (the prediction's, else the measured trace's; 0 when neither
+  /// says one), and with H > 1 the compared iterations by position in the period, h = 0..H-1 in
+  /// order (a position with no compared iteration left out); empty when H <= 1.
+  int period = 0;
+  std::vector<PositionComparison> positions;
   /// When both sides are traces and either has an all-reduce in the compared iterations (neither:
   /// nothing to time, unset).
   std::optional<AllreduceSummary> allreduces;

@@ -74,6 +74,15 @@ void print_pair(const PairComparison& pair, std::size_t index, int skip) {
             << format_short(pair.noise_floor.p90_over_median, 3) << "; the MAPE "
             << percent_text(pair.mape_percent) << (pair.mape_within_noise() ? " is within it" : " is above it")
             << "; statistics within their noise floor (2 bootstrap standard errors) marked yes\n";
+  if (!pair.positions.empty()) {
+    // A plan's positions sync different layers: which of them the model misses (docs/compare.md 4.1).
+    std::cout << "by position in the period (H = " << pair.period << "; h = iteration mod H, the compared iterations' means):\n";
+    std::vector<std::vector<std::string>> rows = {{"h", "iterations", "predicted_s", "measured_s", "error"}};
+    for (const PositionComparison& row : pair.positions)
+      rows.push_back({std::to_string(row.position), std::to_string(row.iterations), seconds_text(row.predicted_s),
+                      seconds_text(row.measured_s), percent_text(row.error_percent())});
+    print_table(std::cout, rows);
+  }
   if (!pair.allreduces) return;
   const AllreduceSummary& allreduces = *pair.allreduces;
   std::cout << "all-reduces (times from the iteration's start, s):\n";

@@ -3,6 +3,7 @@
 #include "comm/fatal_signal.hpp"
 #include "comm/mpi_communicator.hpp"
 #include "comm/mpi_session.hpp"
+#include "core/host_cpus.hpp"
 #include "comm/nccl_backend.hpp"
 #include "profiler/gpu_backend.hpp"
 #include "core/errors.hpp"
@@ -128,6 +129,15 @@ int run(const MpiSession& mpi, FatalSignalLine& line, const RunOptions& options)
                    options.timeout_s >= 1 && options.timeout_s <= 86400 ? options.timeout_s : 60.0);
   } catch (const CommTimeout& e) {
     throw RunTimeout("rank " + std::to_string(mpi.rank()) + ": before the first iteration: " + e.what());
+  }
+  // Ranks that time-slice a machine's CPUs compute more than the profile and the DES say: each
+  // machine's first rank says so, once, before the first iteration.
+  if (request.device == "cpu") {
+    const int cpus = count_cpus(mpi.node_bitwise_or(affinity_mask_bytes()));  // collective: every rank
+    if (const auto warning = oversubscription_warning(mpi.local_size(), cpus); warning && mpi.local_rank() == 0) {
+      warn(*warning);
+      flush_warnings();
+    }
   }
   const bool terminal = mpi.is_root() && isatty(STDERR_FILENO) == 1;
   TrainProgress progress;

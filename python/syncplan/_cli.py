@@ -330,3 +330,18 @@ def import_torch_or_reexec(argv, command, program):
     print(f"{program}: error: no Python with PyTorch: tried {', '.join(tried)}; install python3-torch "
           f"(tools/install-deps.sh) or set {PYTHONS_VARIABLE}", file=sys.stderr)
     sys.exit(1)
+
+
+def oversubscription_warning(ranks, threads, cpus):
+    """The warning for `ranks` ranks of `threads` compute threads each on one machine whose ranks may
+    run on `cpus` CPUs, or None when ranks x threads <= cpus: as syncplan run's (core/host_cpus.hpp,
+    docs/runtime.md section 7.1), the ranks then compute in the kernel's time slices, which neither
+    the profile's per-layer medians nor the DES (a processor per worker) see."""
+    if ranks * threads <= cpus:
+        return None
+    each = "" if threads == 1 else f" of {threads} threads each"
+    fit = max(1, cpus // threads)
+    return (f"{ranks} rank{'' if ranks == 1 else 's'}{each} on this machine share {cpus} CPU{'' if cpus == 1 else 's'}: they compute in time "
+            f"slices, so each computes more than the profile's step and more than the DES predicts (it gives every "
+            f"rank a processor of its own; docs/runtime.md section 7.1); for timings run at most {fit} "
+            f"rank{'' if fit == 1 else 's'}{each} here")

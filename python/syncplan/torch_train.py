@@ -30,7 +30,7 @@ import sys
 
 from ._cli import (MAX_LOCAL_RANKS, MAX_THREADS, NPROC_HELP, RANK_VARIABLES, Parser, check_input_paths,
                    check_number_range, check_output_paths, entry_command, import_torch_or_reexec, open_regular,
-                   spawn_ranks, write_outputs)
+                   oversubscription_warning, spawn_ranks, write_outputs)
 from .errors import PlanError, UsageError, printable
 from .models import TINY_GPT, TINY_GPT_CONTEXT, check_model_argument, load_model_class
 from .schedule import strategy_schedule
@@ -152,6 +152,12 @@ def train_rank(torch, args):
     def say(line, stream=sys.stderr):
         if rank == 0:
             print(f"{PROGRAM}: {printable(line)}", file=stream, flush=True)
+
+    if args.backend == "gloo" and int(os.environ.get("LOCAL_RANK", rank)) == 0:
+        warning = oversubscription_warning(int(os.environ.get("LOCAL_WORLD_SIZE", world)), args.threads,
+                                           len(os.sched_getaffinity(0)))
+        if warning:
+            print(f"{PROGRAM}: warning: {warning}", file=sys.stderr, flush=True)
 
     try:
         model_class, _ = load_model_class(torch, args.model)

@@ -56,13 +56,19 @@ hand_files() {
     --json two.json | tee two.txt
   grep -q "MAPE 17.78% over 3 iterations (first 1 skipped)" two.txt || { echo "FAIL: MAPE line of run 1"; exit 1; }
   grep -q "the prediction ranks the runs as measured" two.txt || { echo "FAIL: ranking line"; exit 1; }
+  # By position (H = 2, iterations 1..3): h = 1 holds iterations 1 and 3, predicted 20 ms each,
+  # measured (25 + 15) / 2 = 20 ms; the H = 1 run has no such table.
+  [[ $(grep -c "by position in the period (H = 2;" two.txt) == 1 ]] || { echo "FAIL: one position table"; exit 1; }
+  grep -Eq "^1 +2 +0\.020000 +0\.020000 +0\.00%" two.txt || { echo "FAIL: position 1's row"; exit 1; }
   check_json two.json 'd["format"] == "syncplan.compare/v1"' 'd["skip"] == 1' \
     'close(d["pairs"][0]["mape_percent"], (20 + 100 / 3) / 3)' 'close(d["pairs"][1]["mape_percent"], 100 / 3)' \
     'd["pairs"][0]["predicted_kind"] == "period-model result"' 'd["pairs"][0]["predicted_period"] == 2' \
     'd["pairs"][0]["measured_kind"] == "run log"' 'd["pairs"][0]["measured_ranks"] == 2' \
     'd["pairs"][0]["iterations"][0]["skipped"] and not d["pairs"][0]["iterations"][1]["skipped"]' \
     'close(d["pairs"][0]["iterations"][1]["error_percent"], 20)' \
-    'd["ranking"]["same"] and d["ranking"]["predicted_order"] == [1, 0]'
+    'd["ranking"]["same"] and d["ranking"]["predicted_order"] == [1, 0]' \
+    'd["pairs"][0]["period"] == 2 and [p["iterations"] for p in d["pairs"][0]["positions"]] == [1, 2]' \
+    'd["pairs"][1]["period"] == 1 and d["pairs"][1]["positions"] == []'
   run compare "$data/trace_pred.json" "$data/trace_meas.json" --skip 0 --json traces.json | tee traces.txt
   grep -q "3 matched, 0 only predicted, 1 only measured" traces.txt || { echo "FAIL: all-reduce summary"; exit 1; }
   check_json traces.json 'd["ranking"] is None' 'd["pairs"][0]["measured_kind"] == "measured trace"' \

@@ -96,6 +96,42 @@ TEST_CASE("compare: a DES result predicts each iteration of the run", "[compare]
   CHECK_FALSE(pair.predicted_period);
 }
 
+TEST_CASE("compare: the compared iterations by position in the period", "[compare]") {
+  // des_result_4_h2.json: 40, 20, 8, 20 ms with H = 2, against 50, 25, 10, 15 ms. --skip 1 compares
+  // iterations 1, 2, 3: position 0 (iteration 2) predicted 8, measured 10 ms: error 2 / 10 = 20%;
+  // position 1 (iterations 1 and 3) predicted (20 + 20) / 2 = 20, measured (25 + 15) / 2 = 20 ms: 0%.
+  PairComparison pair = compare_timelines(timeline("des_result_4_h2.json"), timeline("log_2ranks.jsonl"), skip(1));
+  CHECK(pair.period == 2);
+  CHECK_FALSE(pair.predicted_period);  // a DES result does not repeat; its H still groups the iterations
+  REQUIRE(pair.positions.size() == 2);
+  CHECK(pair.positions[0].position == 0);
+  CHECK(pair.positions[0].iterations == 1);
+  CHECK(pair.positions[0].predicted_s == Approx(0.008));
+  CHECK(pair.positions[0].measured_s == Approx(0.010));
+  CHECK(pair.positions[0].error_percent() == Approx(20));
+  CHECK(pair.positions[1].iterations == 2);
+  CHECK(pair.positions[1].predicted_s == Approx(0.020));
+  CHECK(pair.positions[1].measured_s == Approx(0.020));
+  // --skip 3 leaves iteration 3 alone: position 0 has no compared iteration and is left out.
+  pair = compare_timelines(timeline("des_result_4_h2.json"), timeline("log_2ranks.jsonl"), skip(3));
+  REQUIRE(pair.positions.size() == 1);
+  CHECK(pair.positions[0].position == 1);
+  CHECK(pair.positions[0].measured_s == Approx(0.015));
+  // The period model's result (pm_result_h2.json: 10, 20 ms repeated), --skip 0: position 0
+  // (iterations 0, 2) predicted 10, measured (50 + 10) / 2 = 30 ms: error 20 / 30 = 66.67%.
+  pair = compare_timelines(timeline("pm_result_h2.json"), timeline("log_2ranks.jsonl"), skip(0));
+  REQUIRE(pair.positions.size() == 2);
+  CHECK(pair.positions[0].measured_s == Approx(0.030));
+  CHECK(pair.positions[0].error_percent() == Approx(200.0 / 3));
+  // In the document, per position; H = 1 has no positions.
+  CompareReport report;
+  report.pairs.push_back(pair);
+  const Json document = compare_to_json(report);
+  CHECK(document.at("pairs").at(0).at("period") == 2);
+  CHECK(document.at("pairs").at(0).at("positions").at(0).at("measured_s").get<double>() == Approx(0.030));
+  CHECK(compare_timelines(timeline("des_result_4.json"), timeline("log_2ranks.jsonl"), skip(1)).positions.empty());
+}
+
 TEST_CASE("compare: a checkpoint between two iterations is neither's time, as in the log", "[compare]") {
   // trace_meas_checkpoint.json: trace_meas.json with iteration 1 moved 5,000 us later and a
   // checkpoint after iteration 0 on each rank (rank 0: 6,600 -> 11,900 us, waiting for rank 1
