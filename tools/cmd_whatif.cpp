@@ -6,6 +6,7 @@
 #include "core/json_io.hpp"
 #include "core/limits.hpp"
 #include "core/plan.hpp"
+#include "planner/strategy_table.hpp"
 #include "planner/whatif_job.hpp"
 #include "report/whatif_page.hpp"
 #include "tools/cli_common.hpp"
@@ -13,6 +14,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -45,6 +47,10 @@ struct WhatifOptions {
   long long iterations = 0;
   bool iterations_given = false;
   long long jobs = 0;  // 0: every core
+  // Flags that apply only with another (--max-overhead: a --period auto; --plot-metric: --plot or
+  // --html; the plan flags: a planned strategy), given on the command line: refused without it.
+  bool max_overhead_given = false, plot_metric_given = false;
+  std::vector<std::string> plan_flags_given;
 };
 
 // The request's fields and the flags that set them.
@@ -110,6 +116,49 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
+// Whether a strategy runs a time-limited search (search; best, one of whose members is search):
+// what --time-limit-s, --search-rounds and --seed change. An unknown name counts (the sweep's own
+// check names it).
+bool runs_search(const std::string& name) {
+  const Strategy* strategy = find_strategy(name);
+  if (strategy == nullptr || strategy->time_limited) return true;
+  return std::any_of(strategy->members.begin(), strategy->members.end(), [](const char* member) {
+    const Strategy* row = find_strategy(member);
+    return row != nullptr && row->time_limited;
+  });
+}
+
+// The names of the strategies in the table for which `applies` holds, comma-separated.
+template <class Predicate>
+std::string names_where(Predicate applies) {
+  std::string names;
+  for (const Strategy& strategy : strategies())
+    if (applies(strategy.name)) names += (names.empty() ? "" : ", ") + std::string(strategy.name);
+  return names;
+}
+
+// A flag that changes nothing in this sweep is refused rather than ignored: --max-overhead without
+// a --period auto, --plot-metric without --plot or --html, --fill-bubbles and --fuse-buckets without
+// a planned strategy, --time-limit-s, --search-rounds and --seed without one that searches.
+void check_flags_apply(const WhatifOptions& options, const WhatifRequest& request) {
+  if (options.max_overhead_given &&
+      std::none_of(request.periods.begin(), request.periods.end(), [](const auto& period) { return !period; }))
+    throw InputError("--max-overhead: applies to --period auto only, and --period " + options.periods + " has none");
+  if (options.plot_metric_given && options.plot_path.empty() && options.html_path.empty())
+    throw InputError("--plot-metric: the plotted metric, with --plot OUT.svg or --html OUT.html, and neither is given");
+  const auto planned = [](const std::string& name) {
+    const Strategy* strategy = find_strategy(name);
+    return strategy == nullptr || strategy->plannable();
+  };
+  for (const std::string& flag : options.plan_flags_given) {
+    const bool search_flag = flag != "--fill-bubbles" && flag != "--fuse-buckets";
+    const auto applies = [&](const std::string& name) { return search_flag ? runs_search(name) : planned(name); };
+    if (std::none_of(request.strategies.begin(), request.strategies.end(), applies))
+      throw InputError(flag + ": applies to " + (search_flag ? "the strategies that search (" : "planned strategies (") +
+                       names_where(applies) + "), and --strategies " + options.strategies + " has none");
+  }
+}
+
 WhatifRequest whatif_request(const WhatifOptions& options) {
   if (options.profile_path.empty() == options.model.empty())
     throw InputError("whatif: give either --profile PROFILE.json or --model NAME");
@@ -138,6 +187,7 @@ WhatifRequest whatif_request(const WhatifOptions& options) {
   for (const std::string& e : split_list(options.periods, "--period"))
     request.periods.push_back(e == "auto" ? std::nullopt : std::optional<int>(whole_element(e, "--period", options.periods, kMaxPeriod)));
   request.strategies = split_list(options.strategies, "--strategies");
+  check_flags_apply(options, request);
   if (options.jitter_given) request.jitter_sigma = options.jitter_sigma;
   if (options.straggler_given) request.straggler = options.straggler;
   request.scaling = options.scaling == "strong" ? WhatifScaling::kStrong : WhatifScaling::kWeak;
@@ -305,17 +355,18 @@ void add_whatif_command(CLI::App& app, Action& action) {
       ->check(CLI::IsMember({"weak", "strong"}));
   CLI::Option* global_batch = whatif_app->add_option("--global-batch", options->global_batch,
       "with --scaling strong: samples per step over all workers");
-  whatif_app->add_option("--max-overhead", options->max_overhead,
+  CLI::Option* max_overhead = whatif_app->add_option("--max-overhead", options->max_overhead,
       "with --period auto: the largest planned wait as a fraction of compute (default: 0.05)");
-  whatif_app->add_flag("--fill-bubbles", options->fill_bubbles, "plans: add extra syncs in idle link time (as plan)");
-  whatif_app->add_flag("--fuse-buckets", options->fuse_buckets,
+  CLI::Option* fill_bubbles =
+      whatif_app->add_flag("--fill-bubbles", options->fill_bubbles, "plans: add extra syncs in idle link time (as plan)");
+  CLI::Option* fuse_buckets = whatif_app->add_flag("--fuse-buckets", options->fuse_buckets,
       "plans: fuse each iteration's syncs into buckets with the point's all-reduce start-up time (as plan)");
-  whatif_app->add_option("--time-limit-s", options->time_limit_s,
+  CLI::Option* time_limit = whatif_app->add_option("--time-limit-s", options->time_limit_s,
       "plans: each point's search time limit in (0, 86400] s (default: 600, so that rounds, not time, end it)");
-  whatif_app->add_option("--search-rounds", options->rounds,
+  CLI::Option* rounds = whatif_app->add_option("--search-rounds", options->rounds,
                          "plans: search's cap on perturbation rounds, >= 0 (default: 1000; it stops when converged, "
                          "as plan's)");
-  whatif_app->add_option("--seed", options->seed_text, "plans: search random seed (default: 1)");
+  CLI::Option* seed = whatif_app->add_option("--seed", options->seed_text, "plans: search random seed (default: 1)");
   CLI::Option* iterations = whatif_app->add_option("--iterations", options->iterations,
       "iterations simulated per point, 1..100000, rounded up to whole periods of each point's H (default: one period)");
   whatif_app->add_option("--jobs", options->jobs, "threads per process (default: every core)")
@@ -325,10 +376,15 @@ void add_whatif_command(CLI::App& app, Action& action) {
   whatif_app->add_option("--plot", options->plot_path,
                          "write an SVG plot: --plot-metric against workers (log axis), one panel per bandwidth, one "
                          "line per strategy (docs/report.md)");
-  whatif_app->add_option("--plot-metric", options->plot_metric, "throughput (samples/s) or speedup (over ssgd) "
+  CLI::Option* plot_metric = whatif_app->add_option("--plot-metric", options->plot_metric, "throughput (samples/s) or speedup (over ssgd) "
                          "(default: throughput)");
   whatif_app->add_option("--html", options->html_path, "write a self-contained HTML page: the plot and every row");
-  whatif_app->callback([&action, options, jitter, straggler, global_batch, iterations] {
+  whatif_app->callback([&action, options, jitter, straggler, global_batch, iterations, max_overhead, plot_metric,
+                        plan_flags = std::vector<CLI::Option*>{fill_bubbles, fuse_buckets, time_limit, rounds, seed}] {
+    options->max_overhead_given = max_overhead->count() > 0;
+    options->plot_metric_given = plot_metric->count() > 0;
+    for (const CLI::Option* flag : plan_flags)
+      if (flag->count() > 0) options->plan_flags_given.push_back(flag->get_name());
     options->jitter_given = jitter->count() > 0;
     options->straggler_given = straggler->count() > 0;
     options->global_batch_given = global_batch->count() > 0;

@@ -28,7 +28,7 @@ case "$case_name" in
     # The profile records the workload it was made at (batch 8, seq 1024):
     # `whatif --profile` without --batch or --seq has the same samples/s and tokens/s as --model's
     # sweep at the same points, and its throughput plot is drawn.
-    point=(--cluster "$base" --workers 8,64 --bandwidth-Gbps 10 --period 4 --strategies ssgd,dp --search-rounds 3)
+    point=(--cluster "$base" --workers 8,64 --bandwidth-Gbps 10 --period 4 --strategies ssgd,dp)
     "$syncplan" whatif --profile gpt2.json "${point[@]}" --csv recorded.csv --plot recorded.svg >/dev/null
     "$syncplan" whatif "${model[@]}" "${point[@]}" --csv model.csv >/dev/null
     [[ -s recorded.svg ]] || { echo "FAIL: no plot from a profile with its workload"; exit 1; }
