@@ -309,6 +309,11 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
   }
   const DesOutcome outcome = with_flags(kSimulateFlags, [&] { return simulate_des(request); });
   warn_about_link(request.sync, largest_allreduce_bytes(outcome.program, outcome.layers.param_bytes));
+  // Identical workers are simulated as one (docs/des.md section 5): a trace of several holds one.
+  if (options.trace_workers_given && request.trace_workers > 1 && outcome.result.simulated_workers == 1)
+    warn("--trace-workers " + std::to_string(request.trace_workers) + ": the " + std::to_string(workers) +
+         " workers are identical (no straggler or jitter), so the simulator runs one for all and the trace holds "
+         "that one worker's timeline (docs/des.md section 5)");
   if (outcome.buckets) what += ", " + std::to_string(allreduce_count(*outcome.buckets)) + " fused all-reduces";
   print_des_summary(options, request, outcome, what);
   print_des_iterations(outcome.result);

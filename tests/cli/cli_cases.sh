@@ -27,6 +27,8 @@
 #                                     reproducible; compare's distribution and noise floor
 #   loss_curves                       report --loss: run logs' mean loss against wall-clock time, one
 #                                     line per log, a gap where the loss is null; a trace is refused
+#   trace_identical                   simulate --trace-workers on identical workers: one timeline and a
+#                                     warning; with a straggler, every traced worker and no warning
 #   exact_llama                       the 8-layer Llama at 16 x 10 Gbit/s, batch 32: the exact method proves
 #                                     search's plan optimal within the default node limit, not within 1,000
 set -euo pipefail
@@ -822,7 +824,29 @@ PY
     { echo "FAIL: negative losses"; exit 1; }
 }
 
+trace_identical() {
+  # The 8 workers of 8nodes-1gpu-10gbps.json are identical: the DES simulates one, and a trace of 4
+  # holds pid 0 alone, with a warning that says so. With worker 3 at half speed (compute_slowdown)
+  # every worker is simulated: pids 0..3, no warning.
+  local cluster="$repo_data/clusters/8nodes-1gpu-10gbps.json"
+  run simulate --profile "$data/tiny_profile.json" --cluster "$cluster" --strategy wfbp --period 2 \
+    --trace same.json --trace-workers 4 >same.txt 2>same.err
+  grep -q "^warning: --trace-workers 4: the 8 workers are identical" same.err ||
+    { echo "FAIL: no warning for identical workers"; cat same.err; exit 1; }
+  pids() { "$python" -c 'import json, sys
+print(sorted({e["pid"] for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"}))' "$1"; }
+  [[ $(pids same.json) == "[0]" ]] || { echo "FAIL: identical workers traced as $(pids same.json)"; exit 1; }
+  "$python" -c 'import json, sys; c = json.load(open(sys.argv[1])); c["compute_slowdown"] = {"3": 2.0}
+json.dump(c, open("straggler.json", "w"))' "$cluster"
+  run simulate --profile "$data/tiny_profile.json" --cluster straggler.json --strategy wfbp --period 2 \
+    --trace straggler-trace.json --trace-workers 4 >straggler.txt 2>straggler.err
+  [[ ! -s straggler.err ]] || { echo "FAIL: a warning with a straggler"; cat straggler.err; exit 1; }
+  [[ $(pids straggler-trace.json) == "[0, 1, 2, 3]" ]] ||
+    { echo "FAIL: a straggler's cluster traced as $(pids straggler-trace.json)"; exit 1; }
+  echo "ok: identical workers traced as one, with the warning; a straggler's cluster traces 4"
+}
+
 case "$case_name" in
-  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | linked_output | frozen_compare | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times | delayed_tiny | delayed_main_job | loss_curves | exact_llama | exact_large | compute_spread) "$case_name" "$@" ;;
+  tiny_pipeline | trace | nonfinite_zero | gpt2_example | fifo_output | linked_output | frozen_compare | auto_period | search_time_limit | fused_buckets | link_fit | main_job | huge_times | delayed_tiny | delayed_main_job | loss_curves | exact_llama | exact_large | compute_spread | trace_identical) "$case_name" "$@" ;;
   *) echo "cli_cases.sh: unknown case '$case_name'" >&2; exit 1 ;;
 esac
