@@ -61,10 +61,25 @@ step "link: gloo all-reduce sweep on 2 ranks (syncplan.torch_profile --link)"
   --min-bytes 8 --max-bytes 4M --iters 10 --warmup 3 --syncplan "$syncplan"
 
 step "plan: best and delayed (--max-delay 1), H = $period"
+# The link's warnings (a poor fit, sizes beyond the sweep) are the same for every command that reads
+# it: shown once, from this plan; the later commands show only warnings of their own.
+# quiet_after_plan ERR COMMAND...: COMMAND with its stderr in ERR, then the lines of ERR that the
+# first plan did not show (all of them when COMMAND fails, which then ends the script).
+quiet_after_plan() {
+  local err="$1" status=0
+  shift
+  "$@" 2>"$err" || status=$?
+  if ((status)); then cat "$err" >&2; exit "$status"; fi
+  grep -vxFf "$out/plan.err" "$err" >&2 || true
+}
+status=0
 "$syncplan" plan --profile "$out/profile.json" --link "$out/link.json" --period $period --algorithm best \
-  -o "$out/plan.json" | tee "$out/plan.txt"
-"$syncplan" plan --profile "$out/profile.json" --link "$out/link.json" --period $period --algorithm best \
-  --max-delay 1 -o "$out/delayed.json" >/dev/null
+  -o "$out/plan.json" >"$out/plan.txt" 2>"$out/plan.err" || status=$?
+cat "$out/plan.txt"
+cat "$out/plan.err" >&2
+((status == 0)) || exit "$status"
+quiet_after_plan "$out/delayed.err" "$syncplan" plan --profile "$out/profile.json" --link "$out/link.json" \
+  --period $period --algorithm best --max-delay 1 -o "$out/delayed.json" >/dev/null
 
 declare -A source=(
   [ssgd]="--strategy ssgd --period 1"
@@ -80,8 +95,8 @@ for name in "${names[@]}"; do
   "$python" -m syncplan.torch_train --nproc 2 ${source[$name]} --model tiny-gpt --data "$text" --batch $batch \
     --seq $seq --iterations $iterations --log "$out/$name.jsonl" --trace "$out/$name.trace.json"
   # shellcheck disable=SC2086
-  "$syncplan" simulate --profile "$out/profile.json" --link "$out/link.json" ${source[$name]} \
-    -o "$out/predicted-$name.json" >/dev/null
+  quiet_after_plan "$out/predicted-$name.err" "$syncplan" simulate --profile "$out/profile.json" \
+    --link "$out/link.json" ${source[$name]} -o "$out/predicted-$name.json" >/dev/null
   "$syncplan" compare "$out/predicted-$name.json" "$out/$name.jsonl" --skip $skip --json "$out/compare-$name.json" \
     >"$out/compare-$name.txt"
 done
