@@ -92,9 +92,15 @@ run_rounds() {
     for entry in "$@"; do
       local name="${entry%%=*}" schedule
       read -r -a schedule <<<"${entry#*=}"
+      # Its stderr shown once per distinct line (4 ranks on 2 cores warn in every run), all of it
+      # when the run fails.
+      local status=0
       mpi run "${schedule[@]}" "${run_options[@]}" --model tiny-gpt --data "$text" --iterations "$iterations" \
         --batch "$batch" --seq "$seq" --seed 1 --log "$name.r$round.jsonl" --trace "$name.r$round.trace.json" \
-        >"$name.r$round.run.txt"
+        >"$name.r$round.run.txt" 2>"$name.r$round.run.err" || status=$?
+      if ((status)); then cat "$name.r$round.run.err" >&2; return "$status"; fi
+      touch shown-stderr.txt
+      grep -vxFf shown-stderr.txt "$name.r$round.run.err" | tee -a shown-stderr.txt >&2 || true
     done
   done
 }
