@@ -82,6 +82,7 @@ Cluster cluster_from_json(const Json& document, const std::string& origin, Allre
                      std::to_string(cluster.nodes()) + " nodes)");
   } else {
     cluster.inter_node = cluster.intra_node;
+    cluster.inter_node_given = false;
   }
   const std::string algorithm = top.optional_string("allreduce", Null::kRejected).value_or(to_string(unnamed));
   if (const std::optional<AllreduceAlgorithm> named = allreduce_algorithm(algorithm)) cluster.allreduce = *named;

@@ -73,6 +73,9 @@ struct Cluster {
   int workers_per_node = 1;              ///< divides `workers`
   LinkSpec intra_node;                   ///< between workers of one node (NVLink, PCIe, LAN of a site)
   LinkSpec inter_node;                   ///< each node's link to the others (NIC, WAN)
+  /// False when the document had no `inter_node` (one node): inter_node is then a copy of
+  /// intra_node, which a sweep to several nodes must not take for the link between them.
+  bool inter_node_given = true;
   AllreduceAlgorithm allreduce = AllreduceAlgorithm::kRing;
   std::vector<double> compute_slowdown;  ///< empty (all 1) or `workers` factors in 1e-3..1e3 multiplying compute
   std::optional<JitterSpec> jitter;      ///< none: compute times are exact
