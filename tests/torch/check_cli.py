@@ -1,7 +1,7 @@
-"""Checks syncplan._cli.oversubscription_warning (torch_train's warning, as syncplan run's in
-core/host_cpus.hpp): python3 only, no torch.
+"""Checks syncplan._cli's helpers: oversubscription_warning (torch_train's warning, as syncplan
+run's in core/host_cpus.hpp) and Parser's reading of negative numbers: python3 only, no torch.
 
-usage: check_oversubscription.py
+usage: check_cli.py
 """
 
 import os
@@ -9,7 +9,8 @@ import sys
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
-from syncplan._cli import oversubscription_warning  # noqa: E402 (after the path is set)
+from syncplan._cli import Parser, oversubscription_warning  # noqa: E402 (after the path is set)
+from syncplan.errors import UsageError  # noqa: E402
 
 FAILURES = []
 
@@ -38,6 +39,22 @@ one = oversubscription_warning(1, 4, 2) or ""
 check(one.startswith("1 rank of 4 threads each on this machine share 2 CPUs:"), "1 x 4 on 2: %r" % one)
 check(one.endswith("at most 1 rank of 4 threads each here"), "1 x 4 on 2, the advice: %r" % one)
 
+# Parser: a negative number in any notation is a value, not an option ("--lr -1e-3" was "expected
+# one argument"); a word that is not a number still is an option.
+parser = Parser(prog="p")
+parser.add_argument("--lr", type=float)
+parser.add_argument("--name")
+for text, expected in (("-1e-3", -1e-3), ("-2", -2.0), ("-.5", -0.5), ("-1.5E+2", -150.0), ("-inf", float("-inf"))):
+    value = parser.parse_args(["--lr", text]).lr
+    check(value == expected, f"--lr {text}: {value!r}, expected {expected!r}")
+nan = parser.parse_args(["--lr", "-NaN"]).lr
+check(nan != nan, f"--lr -NaN: {nan!r}, expected nan")
+try:
+    parser.parse_args(["--name", "-x"])
+    check(False, "--name -x: accepted '-x' as a value")
+except UsageError as error:
+    check("expected one argument" in str(error), f"--name -x: {error}")
+
 if FAILURES:
     sys.exit(f"{len(FAILURES)} check(s) failed")
-print("oversubscription_warning: every case as derived")
+print("oversubscription_warning and Parser: every case as derived")
