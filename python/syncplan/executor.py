@@ -399,6 +399,15 @@ class PlanExecutor:
         if self._accumulating:
             return
         self._remaining[index] -= 1
+        if self._remaining[index] < 0:
+            # Its gradient accumulated again before the step: a second backward pass outside
+            # no_sync(), after this layer's buckets may have launched on the first pass's gradients
+            # alone. DDP refuses the same ("mark a variable ready only once").
+            raise RuntimeError(f"PlanExecutor: iteration {self.iteration}: a second backward pass before the step "
+                               f"accumulated layer {quoted(self._layers[index].name)}'s gradients again, after "
+                               "its all-reduce could have launched; run every backward pass but the step's last "
+                               "inside `with executor.no_sync():` (gradient accumulation), or add the losses and "
+                               "call backward once")
         if self._remaining[index] != 0:
             return
         self._ready.append((self._layers[index].name, self._clock()))

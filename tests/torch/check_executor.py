@@ -542,7 +542,8 @@ def rank_accumulate(workdir):
     inside no_sync(); in the last backward every bucket of h for wfbp and the plan (launched by
     the hooks over the accumulated gradients), none for ssgd. Misuse in iteration 1 (before_step,
     after_step, step inside no_sync(), and no_sync() nested): RuntimeError, one line, and nothing
-    launched or counted (the results still match the references)."""
+    launched or counted (the results still match the references); a second backward pass before the
+    step outside no_sync(): RuntimeError, one line, from inside that backward."""
     torch, dist, group = init_rank()
     from syncplan.models import tiny_gpt
     from syncplan.torch import PlanExecutor
@@ -611,6 +612,21 @@ def rank_accumulate(workdir):
         checks.check(worst[0] <= 1e-6, f"{label}: {worst[1]} is {worst[0]:.3g} of the largest parameter magnitude "
                                        "from one step over the concatenated batch")
     counter.restore()
+    # A second backward pass before the step outside no_sync() raises one line from inside the
+    # backward (the first pass launched wfbp's buckets on its gradients alone; DDP refuses the same).
+    model = tiny_gpt(seed=0)
+    executor = PlanExecutor(model, "wfbp", period=1)
+    loss_of(model, micro[0][0]).backward()
+    try:
+        loss_of(model, micro[0][1]).backward()
+        message = None
+    except RuntimeError as error:
+        message = str(error)
+    checks.check(message is not None and "a second backward pass before the step" in message and "no_sync" in message
+                 and "\n" not in message, f"a second backward outside no_sync(): expected a one-line RuntimeError, "
+                                          f"got {message!r}")
+    executor.before_step()  # the first pass's all-reduces complete on every rank
+    executor.remove()
     return checks
 
 
