@@ -399,20 +399,24 @@ class PlanExecutor:
         if self._accumulating:
             return
         self._remaining[index] -= 1
-        if self._remaining[index] < 0:
-            # Its gradient accumulated again before the step: a second backward pass outside
-            # no_sync(), after this layer's buckets may have launched on the first pass's gradients
-            # alone. DDP refuses the same ("mark a variable ready only once").
+        name = self._layers[index].name
+        if (self._remaining[index] < 0 and self.schedule.kind == schedules.GRADIENTS
+                and self._buckets_of[self.position].get(name)):
+            # Its gradient accumulated again before the step, after a bucket holding it could have
+            # launched on the first pass's gradients alone (wfbp), whose average before_step would
+            # then write over this pass's. DDP refuses the same ("mark a variable ready only once").
+            # Averaged parameters (local SGD, plans) and buckets launched after the backward (ssgd)
+            # take a later gradient as gradient accumulation does.
             raise RuntimeError(f"PlanExecutor: iteration {self.iteration}: a second backward pass before the step "
-                               f"accumulated layer {quoted(self._layers[index].name)}'s gradients again, after "
-                               "its all-reduce could have launched; run every backward pass but the step's last "
+                               f"accumulated layer {quoted(name)}'s gradients again, after its all-reduce had "
+                               "launched with the first pass's; run every backward pass but the step's last "
                                "inside `with executor.no_sync():` (gradient accumulation), or add the losses and "
                                "call backward once")
         if self._remaining[index] != 0:
             return
-        self._ready.append((self._layers[index].name, self._clock()))
+        self._ready.append((name, self._clock()))
         h = self.position
-        for b in self._buckets_of[h].get(self._layers[index].name, ()):
+        for b in self._buckets_of[h].get(name, ()):
             self._bucket_left[b] -= 1
             state = self._states[h][b]
             if self._bucket_left[b] == 0 and state.work is None:

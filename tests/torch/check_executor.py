@@ -543,7 +543,8 @@ def rank_accumulate(workdir):
     the hooks over the accumulated gradients), none for ssgd. Misuse in iteration 1 (before_step,
     after_step, step inside no_sync(), and no_sync() nested): RuntimeError, one line, and nothing
     launched or counted (the results still match the references); a second backward pass before the
-    step outside no_sync(): RuntimeError, one line, from inside that backward."""
+    step outside no_sync(): with wfbp RuntimeError, one line, from inside that backward; with ssgd and
+    a plan nothing (they take the later gradient as accumulation does)."""
     torch, dist, group = init_rank()
     from syncplan.models import tiny_gpt
     from syncplan.torch import PlanExecutor
@@ -627,6 +628,22 @@ def rank_accumulate(workdir):
                                           f"got {message!r}")
     executor.before_step()  # the first pass's all-reduces complete on every rank
     executor.remove()
+    # ssgd launches after the backward, and a plan averages parameters: a second pass there only
+    # accumulates, as inside no_sync(), and raises nothing.
+    for source in ("ssgd", hand_plan(tiny_gpt(seed=0), 3, fused=True)):
+        model = tiny_gpt(seed=0)
+        executor = PlanExecutor(model, source, period=1) if source == "ssgd" else PlanExecutor(model, source)
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        try:
+            for tokens in micro[0][:2]:
+                loss = loss_of(model, tokens)
+                loss.backward()
+            executor.step(optimizer, loss=loss)
+            message = None
+        except RuntimeError as error:
+            message = str(error)
+        checks.check(message is None, f"a second backward with {'ssgd' if source == 'ssgd' else 'a plan'}: {message}")
+        executor.remove()
     return checks
 
 
