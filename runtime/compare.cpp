@@ -611,7 +611,14 @@ Timeline parse_timeline(const std::string& text, const std::string& origin) {
       throw;  // the whole file's error: where the document breaks
     return read_log(text, origin);
   }
-  if (document.is_array()) return read_trace(document, nullptr, origin);  // Chrome's JSON array format
+  if (document.is_array()) {
+    // Chrome's JSON array format; an array of run-log lines is a log written the wrong way.
+    if (!document.empty() && document.front().is_object() && document.front().contains("iteration") &&
+        !document.front().contains("ph"))
+      throw InputError(origin + ": a JSON array of run-log lines; a run log is JSON lines, one object per line as "
+                                "`syncplan run --log` writes it (docs/formats.md \"Training log\")");
+    return read_trace(document, nullptr, origin);
+  }
   if (!document.is_object())
     throw InputError(origin + ": expected a JSON object (a simulate result or a Chrome trace), an array of trace "
                               "events or JSON lines, got " + json_type_name(document));
@@ -636,18 +643,18 @@ PairComparison compare_timelines(const Timeline& predicted, const Timeline& meas
     throw InputError(measured.path + ": a simulate result is a prediction, not a measurement (give a run trace or "
                                      "log as MEASURED)");
   const int count = static_cast<int>(measured.iteration_s.size());
-  if (predicted.repeats) {
-    const int period = static_cast<int>(predicted.iteration_s.size());
-    if (measured.period && *measured.period != period)
-      throw InputError(measured.path + ": field 'syncplan.period': the run's period H = " +
-                       std::to_string(*measured.period) + ", but " + predicted.path + " predicts a period of H = " +
-                       std::to_string(period));
-  } else if (predicted.first_iteration != measured.first_iteration ||
-             predicted.iteration_s.size() != measured.iteration_s.size()) {
+  // Both sides say their period (a result; a measured trace's syncplan.period): they must agree.
+  const std::optional<int> predicted_period =
+      predicted.repeats ? std::optional<int>(static_cast<int>(predicted.iteration_s.size())) : predicted.period;
+  if (predicted_period && measured.period && *measured.period != *predicted_period)
+    throw InputError(measured.path + ": field 'syncplan.period': the run's period H = " +
+                     std::to_string(*measured.period) + ", but " + predicted.path + " predicts a period of H = " +
+                     std::to_string(*predicted_period));
+  if (!predicted.repeats && (predicted.first_iteration != measured.first_iteration ||
+                             predicted.iteration_s.size() != measured.iteration_s.size()))
     throw InputError(predicted.path + " has " + range_text(predicted) + ", " + measured.path + " has " +
                      range_text(measured) + ": a prediction other than the period model's must cover the run's "
                      "iterations (simulate --cluster --iterations " + std::to_string(count) + ")");
-  }
   if (options.skip >= count)
     throw FieldError("skip", "skip: " + std::to_string(options.skip) + " leaves none of the " + std::to_string(count) +
                                  " iterations of " + measured.path + " to compare");

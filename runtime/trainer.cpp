@@ -187,9 +187,12 @@ Setup read_setup(const MpiSession& mpi, const TrainRequest& request) {
   return setup;
 }
 
-// The deadline of the setup's agreements: the request's, or --timeout-s's default while the
-// request is not yet checked (a bad --timeout-s is itself reported through an agreement).
-double setup_deadline_s(double timeout_s) { return timeout_s > 0 && std::isfinite(timeout_s) ? timeout_s : 60.0; }
+// The deadline of the setup's agreements: the request's when it is in range, else --timeout-s's
+// default: a bad --timeout-s is itself reported through an agreement, which a deadline of 1e-4 s
+// (below the range) ended as a timeout on every rank instead of the range's one line.
+double setup_deadline_s(double timeout_s) {
+  return timeout_s >= kShortestTimeout_s && timeout_s <= limits::kLongestTime_s ? timeout_s : 60.0;
+}
 
 // The checkpoint of this rank's state after `step` steps.
 TrainingState training_state(const TrainingDevice& device, const ByteShard& shard, std::int64_t step, int period,

@@ -6,6 +6,8 @@
 #include "runtime/compare.hpp"
 #include "tools/cli_common.hpp"
 
+#include <algorithm>
+#include <cmath>
 #include <iostream>
 #include <memory>
 
@@ -21,6 +23,14 @@ struct CompareCliOptions {
 
 // Two decimals; rounding noise (a MAPE of 6.6e-15% between two ways to the same times) reads 0.00%.
 std::string percent_text(double percent) { return format_percent(percent / 100.0); }
+
+// measured - predicted (s), with the rounding of two ways to one time (-5.2e-18 s for 0.02 - 0.02,
+// within 1e-12 of the times) read as 0.
+std::string difference_text(double measured_s, double predicted_s) {
+  const double difference = measured_s - predicted_s;
+  return seconds_text(std::fabs(difference) <= 1e-12 * std::max(std::fabs(measured_s), std::fabs(predicted_s))
+                          ? 0.0 : difference);
+}
 
 // "embed", or "embed .. head (3 layers)" as the trace names a bucket.
 std::string layers_text(const std::vector<std::string>& layers) {
@@ -53,7 +63,7 @@ void print_pair(const PairComparison& pair, std::size_t index, int skip) {
   print_rows({"iteration", "predicted_s", "measured_s", "error_s", "error"}, pair.iterations,
              [](const IterationComparison& row) {
                return std::vector<std::string>{std::to_string(row.iteration), seconds_text(row.predicted_s),
-                                               seconds_text(row.measured_s), seconds_text(row.error_s()),
+                                               seconds_text(row.measured_s), difference_text(row.measured_s, row.predicted_s),
                                                percent_text(row.error_percent()) + (row.skipped ? " (skipped)" : "")};
              });
   std::cout << "MAPE " << percent_text(pair.mape_percent) << " over " << pair.compared << " iterations (first "
@@ -91,8 +101,8 @@ void print_pair(const PairComparison& pair, std::size_t index, int skip) {
              allreduces.matched, [](const AllreduceComparison& row) {
                return std::vector<std::string>{std::to_string(row.iteration), layers_text(row.layers),
                                                seconds_text(row.predicted_start_s), seconds_text(row.measured_start_s),
-                                               seconds_text(row.start_error_s()), seconds_text(row.predicted_end_s),
-                                               seconds_text(row.measured_end_s), seconds_text(row.end_error_s())};
+                                               difference_text(row.measured_start_s, row.predicted_start_s), seconds_text(row.predicted_end_s),
+                                               seconds_text(row.measured_end_s), difference_text(row.measured_end_s, row.predicted_end_s)};
              });
   std::cout << allreduces.matched.size() << " matched, " << allreduces.predicted_only << " only predicted, "
             << allreduces.measured_only << " only measured; mean |start error| "
@@ -113,7 +123,7 @@ std::string order_text(const std::vector<int>& order, const std::vector<double>&
 int run_compare(const CompareCliOptions& options) {
   if (options.files.size() % 2 != 0)
     throw InputError("compare: give PREDICTED MEASURED pairs; got " + std::to_string(options.files.size()) +
-                     " files (the last one has no partner)");
+                     (options.files.size() == 1 ? " file (it has no partner)" : " files (the last one has no partner)"));
   std::vector<NamedPath> inputs;
   std::vector<std::pair<std::string, std::string>> pairs;
   for (std::size_t i = 0; i < options.files.size(); i += 2) {

@@ -20,6 +20,7 @@
 
 #include <cstdio>
 #include <memory>
+#include <optional>
 
 namespace syncplan::cli {
 
@@ -131,17 +132,21 @@ int run(const MpiSession& mpi, FatalSignalLine& line, const RunOptions& options)
     throw RunTimeout("rank " + std::to_string(mpi.rank()) + ": before the first iteration: " + e.what());
   }
   // Ranks that time-slice a machine's CPUs compute more than the profile and the DES say: each
-  // machine's first rank says so, once, before the first iteration.
+  // machine's first rank says so, once, when the first iteration has run (the setup's bad input
+  // stays one line).
+  std::optional<std::string> oversubscribed;
   if (request.device == "cpu") {
     const int cpus = count_cpus(mpi.node_bitwise_or(affinity_mask_bytes()));  // collective: every rank
-    if (const auto warning = oversubscription_warning(mpi.local_size(), cpus); warning && mpi.local_rank() == 0) {
-      warn(*warning);
-      flush_warnings();
-    }
+    if (mpi.local_rank() == 0) oversubscribed = oversubscription_warning(mpi.local_size(), cpus);
   }
   const bool terminal = mpi.is_root() && isatty(STDERR_FILENO) == 1;
-  TrainProgress progress;
-  if (terminal) progress = [&](const IterationRecord& record) { show_progress(record, options.iterations); };
+  const TrainProgress progress = [&](const IterationRecord& record) {
+    if (oversubscribed) {
+      warn(*std::exchange(oversubscribed, std::nullopt));
+      flush_warnings();
+    }
+    if (terminal) show_progress(record, options.iterations);
+  };
   const TrainResult result = with_flags(kRunFlags, [&] {
     const CommunicatorFactory make_comm = [&](int cuda_device) {
       if (cuda_device < 0) return make_mpi_communicator(mpi, request.timeout_s);

@@ -153,11 +153,12 @@ def train_rank(torch, args):
         if rank == 0:
             print(f"{PROGRAM}: {printable(line)}", file=stream, flush=True)
 
+    # Ranks that time-slice the machine's CPUs: said by its first rank once the first iteration has
+    # run (bad input found before it stays one line).
+    oversubscribed = None
     if args.backend == "gloo" and int(os.environ.get("LOCAL_RANK", rank)) == 0:
-        warning = oversubscription_warning(int(os.environ.get("LOCAL_WORLD_SIZE", world)), args.threads,
-                                           len(os.sched_getaffinity(0)))
-        if warning:
-            print(f"{PROGRAM}: warning: {warning}", file=sys.stderr, flush=True)
+        oversubscribed = oversubscription_warning(int(os.environ.get("LOCAL_WORLD_SIZE", world)), args.threads,
+                                                  len(os.sched_getaffinity(0)))
 
     try:
         model_class, _ = load_model_class(torch, args.model)
@@ -177,8 +178,8 @@ def train_rank(torch, args):
         return 1
     torch.manual_seed(args.seed * MAX_LOCAL_RANKS + 1 + rank)  # each rank its own batches
     optimizer = torch.optim.AdamW(model.parameters(), lr=args.lr)
-    say(f"{world} ranks agreed on {args.plan or args.strategy} (H = {executor.period}); training {args.iterations} "
-        "iterations", sys.stdout)
+    say(f"{world} rank{'' if world == 1 else 's'} agreed on {args.plan or args.strategy} (H = {executor.period}); "
+        f"training {args.iterations} iterations", sys.stdout)
     try:
         for _ in range(args.iterations):
             inputs = data.next() if data is not None else model.example_inputs(args.batch, args.seq)
@@ -187,6 +188,9 @@ def train_rank(torch, args):
             loss.backward()
             executor.step(optimizer, loss=loss)
             optimizer.zero_grad(set_to_none=True)
+            if oversubscribed:
+                print(f"{PROGRAM}: warning: {oversubscribed}", file=sys.stderr, flush=True)
+                oversubscribed = None
         executor.drain()  # delayed syncs still in flight at the end are dropped (docs/runtime.md section 11)
         # Both files from rank 0 in one write, whole or neither (gathered by every rank first).
         files = []

@@ -294,6 +294,9 @@ TEST_CASE("compare: bad inputs name the file and what is wrong", "[compare][erro
   CHECK_THAT(read_error("result_period_mismatch.json"), Contains("'iteration_s'") && Contains("'period' is 3"));
   CHECK_THAT(read_error("result_unknown_key.json"), Contains("unknown key 'iteration_time'"));
   CHECK_THAT(read_error("not_a_timeline.json"), Contains("not_a_timeline.json") && Contains("neither"));
+  // log_2ranks.jsonl's lines as one JSON array: said "traceEvents[0]: field 'ph'" (an array is Chrome's format).
+  CHECK_THAT(read_error("log_as_array.json"), Contains("log_as_array.json: a JSON array of run-log lines") &&
+                                                  Contains("JSON lines, one object per line"));
   CHECK_THAT(read_error("log_empty.jsonl"), Contains("log_empty.jsonl") && Contains("empty"));
   CHECK_THAT(read_error("log_missing_key.jsonl"), Contains("line 2") && Contains("missing field 'wait_s'"));
   CHECK_THAT(read_error("log_unknown_key.jsonl"), Contains("line 3") && Contains("unknown key 'bucket'"));
@@ -327,6 +330,11 @@ TEST_CASE("compare: bad inputs name the file and what is wrong", "[compare][erro
              Contains("des_result_3.json has iterations 0..2 (3)") && Contains("iterations 0..3 (4)"));
   CHECK_THAT(error_of([&] { compare_timelines(timeline("pm_result_h1.json"), timeline("trace_meas.json"), skip(1)); }),
              Contains("syncplan.period") && Contains("H = 2") && Contains("H = 1"));
+  // A DES result (period 1) does not repeat, but says its H: against the trace's H = 2 it is
+  // refused the same way (it was compared, grouped by the prediction's H).
+  CHECK_THAT(error_of([&] { compare_timelines(timeline("des_result_4.json"), timeline("trace_meas.json"), skip(1)); }),
+             Contains("trace_meas.json: field 'syncplan.period': the run's period H = 2, but") &&
+                 Contains("des_result_4.json predicts a period of H = 1"));
   CHECK_THAT(error_of([&] { compare_timelines(log, log, skip(1)); }), Contains("not a prediction"));
   CHECK_THAT(error_of([&] { compare_timelines(timeline("des_result_4.json"), timeline("des_result_4.json"), skip(1)); }),
              Contains("not a measurement"));

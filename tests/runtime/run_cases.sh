@@ -168,6 +168,15 @@ json.dump(plan, open("other-model.json", "w"))'
     expect_refused "give --plan PLAN.json or --strategy NAME --period H" "${common[@]}" --iterations 2
     expect_refused "--emulate-link-Gbps: must be a bandwidth" --strategy ssgd --period 1 "${common[@]}" --iterations 2 \
       --emulate-link-Gbps 0
+    # A --timeout-s below its range is reported through an agreement under the default deadline
+    # (under its own 1e-4 s it ended every rank as a timeout, exit 1).
+    expect_refused "--timeout-s: must be a number of seconds in 1..86400, got 0.0001" --strategy ssgd --period 1 \
+      "${common[@]}" --iterations 2 --timeout-s 0.0001
+    # 3 ranks on 2 cores warn that they time-slice, but only once an iteration has run: bad input
+    # stays the one line.
+    expect_job_refused "--iterations: must be in [1," -np 3 "$syncplan" run --strategy ssgd --period 1 "${common[@]}" \
+      --iterations 0 --log log.jsonl --trace trace.json
+    ! grep -q "^warning" err.txt || { cat err.txt; echo "FAIL: a warning before the bad input's line"; exit 1; }
     ;;
   mismatch)
     make_plan
