@@ -75,10 +75,12 @@ std::vector<std::string> split_list(const std::string& text, const std::string& 
   }
 }
 
-// A whole decimal number in [1, 10^9] (workers, periods), or an error quoting the element.
-int whole_element(const std::string& element, const std::string& flag, const std::string& list, std::int64_t most) {
+// A whole decimal number in [1, 10^9] (workers, periods), or an error quoting the element and
+// naming the other words the list takes (`alternatives`, e.g. " or 'auto'").
+int whole_element(const std::string& element, const std::string& flag, const std::string& list, std::int64_t most,
+                  const std::string& alternatives = "") {
   if (element.empty() || element.find_first_not_of("0123456789") != std::string::npos || element[0] == '0')
-    throw InputError(flag + ": '" + element + "' in '" + list + "' is not a whole number >= 1");
+    throw InputError(flag + ": '" + element + "' in '" + list + "' is not a whole number >= 1" + alternatives);
   // Too many digits for any integer, or past the flag's limit: said as such (it once read "not a
   // whole number" for 1000000000 workers).
   if (element.size() > 18 || std::stoll(element) > most)
@@ -195,7 +197,9 @@ WhatifRequest whatif_request(const WhatifOptions& options) {
   for (const std::string& e : split_list(latency, "--latency-us"))
     request.latency_us.push_back(number_element(e, "--latency-us", latency));
   for (const std::string& e : split_list(options.periods, "--period"))
-    request.periods.push_back(e == "auto" ? std::nullopt : std::optional<int>(whole_element(e, "--period", options.periods, kMaxPeriod)));
+    request.periods.push_back(e == "auto" ? std::nullopt
+                                          : std::optional<int>(whole_element(e, "--period", options.periods, kMaxPeriod,
+                                                                             " or 'auto'")));
   request.strategies = split_list(options.strategies, "--strategies");
   check_flags_apply(options, request);
   if (options.jitter_given) request.jitter_sigma = options.jitter_sigma;
