@@ -2,6 +2,7 @@
 #include "comm/mpi_session.hpp"
 
 #include "comm/mpi_check.hpp"
+#include "core/host_cpus.hpp"
 
 #include <cstdlib>
 #include <string>
@@ -30,6 +31,11 @@ MpiSession::MpiSession() {
   SYNCPLAN_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
   SYNCPLAN_MPI_CHECK(MPI_Comm_rank(node, &local_rank_));
   SYNCPLAN_MPI_CHECK(MPI_Comm_size(node, &local_size_));
+  // The CPUs this node's ranks may run on: the OR of their affinity masks, agreed here, where the
+  // ranks meet anyway (a collective later would be one more place for a stopped peer to hang).
+  std::vector<unsigned char> mask = affinity_mask_bytes();
+  SYNCPLAN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, mask.data(), static_cast<int>(mask.size()), MPI_UNSIGNED_CHAR, MPI_BOR, node));
+  node_cpus_ = count_cpus(mask);
   SYNCPLAN_MPI_CHECK(MPI_Comm_free(&node));
 }
 
@@ -53,14 +59,6 @@ double MpiSession::max(double value) const {
 std::int64_t MpiSession::sum(std::int64_t value) const {
   SYNCPLAN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, &value, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD));
   return value;
-}
-
-std::vector<unsigned char> MpiSession::node_bitwise_or(std::vector<unsigned char> bits) const {
-  MPI_Comm node = MPI_COMM_NULL;
-  SYNCPLAN_MPI_CHECK(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, rank_, MPI_INFO_NULL, &node));
-  SYNCPLAN_MPI_CHECK(MPI_Allreduce(MPI_IN_PLACE, bits.data(), static_cast<int>(bits.size()), MPI_UNSIGNED_CHAR, MPI_BOR, node));
-  SYNCPLAN_MPI_CHECK(MPI_Comm_free(&node));
-  return bits;
 }
 
 void MpiSession::barrier() const { SYNCPLAN_MPI_CHECK(MPI_Barrier(MPI_COMM_WORLD)); }

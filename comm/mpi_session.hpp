@@ -3,14 +3,13 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 namespace syncplan {
 
 /// MPI_Init on construction, MPI_Finalize on destruction. Under `mpirun -np N` every process is
 /// one rank; started without mpirun, Open MPI's singleton initialization gives a world of 1 rank.
 /// MPI errors are returned rather than fatal, so each call's check macro can report them.
-/// Every method except rank()/size()/local_rank()/local_size()/abort() is collective: all ranks call it.
+/// Every method except rank()/size()/local_rank()/local_size()/node_cpus()/abort() is collective: all ranks call it.
 class MpiSession {
  public:
   MpiSession();
@@ -24,6 +23,9 @@ class MpiSession {
   int local_rank() const { return local_rank_; }
   /// Ranks of this job on this node (MPI_COMM_TYPE_SHARED), >= 1.
   int local_size() const { return local_size_; }
+  /// The CPUs this node's ranks may run on together: the OR of their affinity masks (core/host_cpus.hpp;
+  /// `mpirun --bind-to core` gives each rank one CPU of its own, and their union is what they share), >= 1.
+  int node_cpus() const { return node_cpus_; }
   bool is_root() const { return rank_ == 0; }
 
   /// The lowest rank on which `ok` is false, or -1 when it is true on every rank.
@@ -33,9 +35,6 @@ class MpiSession {
   /// The sum of `value` over all ranks.
   std::int64_t sum(std::int64_t value) const;
   void barrier() const;
-  /// The bytewise OR of `bits` over the ranks of this node (every rank passes the same size), e.g.
-  /// the CPUs any of them may run on (affinity_mask_bytes, core/host_cpus.hpp).
-  std::vector<unsigned char> node_bitwise_or(std::vector<unsigned char> bits) const;
   /// Copies `bytes` bytes at `data` from rank `root` to every rank.
   void broadcast(void* data, int bytes, int root) const;
   /// Ends every rank of the job with `code` (MPI_Abort): after a failure on one rank, the others
@@ -47,6 +46,7 @@ class MpiSession {
   int size_ = 1;
   int local_rank_ = 0;
   int local_size_ = 1;
+  int node_cpus_ = 1;
 };
 
 }  // namespace syncplan

@@ -11,7 +11,7 @@ namespace syncplan {
 /// The CPUs this process may run on as a bit mask, bit c of byte c / 8 for CPU c (Linux:
 /// sched_getaffinity, which `taskset`, `mpirun --bind-to` and a container's cpuset limit), of a
 /// fixed size (CPU_SETSIZE bits); elsewhere the first std::thread::hardware_concurrency() bits.
-/// The OR of the masks of a node's ranks (MpiSession::node_bitwise_or) is what they share: Open MPI
+/// The OR of the masks of a node's ranks (MpiSession::node_cpus) is what they share: Open MPI
 /// binds each of 2 ranks to a core of its own, so one rank's mask alone says 1 CPU.
 std::vector<unsigned char> affinity_mask_bytes();
 

@@ -135,10 +135,8 @@ int run(const MpiSession& mpi, FatalSignalLine& line, const RunOptions& options)
   // machine's first rank says so, once, when the first iteration has run (the setup's bad input
   // stays one line).
   std::optional<std::string> oversubscribed;
-  if (request.device == "cpu") {
-    const int cpus = count_cpus(mpi.node_bitwise_or(affinity_mask_bytes()));  // collective: every rank
-    if (mpi.local_rank() == 0) oversubscribed = oversubscription_warning(mpi.local_size(), cpus);
-  }
+  if (request.device == "cpu" && mpi.local_rank() == 0)
+    oversubscribed = oversubscription_warning(mpi.local_size(), mpi.node_cpus());
   const bool terminal = mpi.is_root() && isatty(STDERR_FILENO) == 1;
   const TrainProgress progress = [&](const IterationRecord& record) {
     if (oversubscribed) {
