@@ -161,6 +161,19 @@ void check_flags_apply(const WhatifOptions& options, const WhatifRequest& reques
   }
 }
 
+// A one-node base has no link between nodes (its inter_node copies intra_node): a point of
+// several nodes needs the sweep to name one (it borrowed the intra-node link).
+void require_inter_node_link(const WhatifOptions& options, const WhatifRequest& request) {
+  if (request.base.inter_node_given || (!options.bandwidth.empty() && !options.latency.empty())) return;
+  const int per_node = request.base.workers_per_node;
+  for (const int workers : request.workers)
+    if (workers % per_node == 0 && workers / per_node > 1)
+      throw InputError("--workers " + std::to_string(workers) + ": " + std::to_string(workers / per_node) +
+                       " nodes of " + std::to_string(per_node) + " workers, but " + options.cluster_path +
+                       " is one node with no 'inter_node' link: give --bandwidth-Gbps and --latency-us (the link "
+                       "between nodes), or an inter_node in the file");
+}
+
 WhatifRequest whatif_request(const WhatifOptions& options) {
   if (options.profile_path.empty() == options.model.empty())
     throw InputError("whatif: give either --profile PROFILE.json or --model NAME");
@@ -180,16 +193,7 @@ WhatifRequest whatif_request(const WhatifOptions& options) {
   if (!options.allreduce.empty()) request.base.allreduce = *allreduce_algorithm(options.allreduce);
   for (const std::string& e : split_list(options.workers.empty() ? std::to_string(request.base.workers) : options.workers, "--workers"))
     request.workers.push_back(whole_element(e, "--workers", options.workers, limits::kMaxWorkers));
-  // A one-node base has no link between nodes (its inter_node copies intra_node): a point of
-  // several nodes needs the sweep to name one.
-  if (!request.base.inter_node_given && (options.bandwidth.empty() || options.latency.empty()))
-    for (const int workers : request.workers)
-      if (workers % request.base.workers_per_node == 0 && workers / request.base.workers_per_node > 1)
-        throw InputError("--workers " + std::to_string(workers) + ": " +
-                         std::to_string(workers / request.base.workers_per_node) + " nodes of " +
-                         std::to_string(request.base.workers_per_node) + " workers, but " + options.cluster_path +
-                         " is one node with no 'inter_node' link: give --bandwidth-Gbps and --latency-us (the link "
-                         "between nodes), or an inter_node in the file");
+  require_inter_node_link(options, request);
   const std::string bandwidth = options.bandwidth.empty() ? format_exact(request.base.inter_node.bandwidth_Gbps) : options.bandwidth;
   for (const std::string& e : split_list(bandwidth, "--bandwidth-Gbps"))
     request.bandwidth_Gbps.push_back(number_element(e, "--bandwidth-Gbps", bandwidth));
