@@ -158,23 +158,28 @@ int trace_integer(const Json& event, const char* key, const std::string& where) 
 }
 
 // A measured trace's "syncplan" object (written by `run`, docs/runtime.md): "source" "measured"
-// makes it a measured trace, and its "period", when a whole number >= 1, is the run's H. Its other
-// keys describe the run and are not compared.
+// makes it a measured trace, and its "period" (absent or null: unknown) is the run's H, a whole
+// number 1..kMaxPeriod. Its other keys describe the run and are not compared.
 void read_run_description(const Json& about, const std::string& origin, Timeline& timeline) {
   if (!about.is_object()) throw InputError(origin + ": field 'syncplan': expected an object, got " + json_type_name(about));
   const auto source = about.find("source");
   if (source != about.end() && source->is_string() && source->get<std::string>() == "measured")
     timeline.kind = TimelineKind::kMeasuredTrace;
-  if (const auto period = about.find("period"); period != about.end() && integer_value(*period) && *integer_value(*period) >= 1) {
-    // Bounded as a plan's period is (it was clamped to INT_MAX, a number the file never held).
-    if (*integer_value(*period) > limits::kMaxPeriod)
-      throw InputError(origin + ": field 'syncplan.period': at most " + std::to_string(limits::kMaxPeriod) + ", got " +
-                       std::to_string(*integer_value(*period)) + " (limits: docs/formats.md)");
-    timeline.period = static_cast<int>(*integer_value(*period));
-  } else if (period != about.end() && period->is_number_unsigned()) {  // past int64
+  const auto period = about.find("period");
+  if (period == about.end() || period->is_null()) return;
+  const std::optional<std::int64_t> whole = integer_value(*period);
+  // Bounded as a plan's period is (it was clamped to INT_MAX, a number the file never held); a
+  // period of another type or below 1 was ignored, and the run's H went unchecked.
+  if (period->is_number_unsigned() && !whole)  // past int64
     throw InputError(origin + ": field 'syncplan.period': at most " + std::to_string(limits::kMaxPeriod) + ", got " +
                      period->dump() + " (limits: docs/formats.md)");
-  }
+  if (!whole || *whole < 1)
+    throw InputError(origin + ": field 'syncplan.period': expected the run's period H, a whole number >= 1, got " +
+                     (period->is_number() ? period->dump() : json_type_name(*period)));
+  if (*whole > limits::kMaxPeriod)
+    throw InputError(origin + ": field 'syncplan.period': at most " + std::to_string(limits::kMaxPeriod) + ", got " +
+                     std::to_string(*whole) + " (limits: docs/formats.md)");
+  timeline.period = static_cast<int>(*whole);
 }
 
 // The microseconds of [from, to) covered by `pauses` (sorted by start, not overlapping).

@@ -160,12 +160,12 @@ int run(const MpiSession& mpi, FatalSignalLine& line, const RunOptions& options)
   // A resumed run did the iterations from its checkpoint's step to --iterations.
   const long long first = result.records.front().iteration;
   const std::string resumed = first > 0 ? " (resumed at iteration " + std::to_string(first) + ")" : "";
-  std::printf("run: %s (%s, H = %d) on %d rank%s%s, %zu iterations%s: rank 0's loss %.4f -> %.4f, %.6f s per iteration\n",
+  std::printf("run: %s (%s, H = %d) on %d rank%s%s, %zu iteration%s%s: rank 0's loss %.4f -> %.4f, %.6f s per iteration\n",
               strategy == "plan" ? ("plan " + options.plan_path).c_str() : strategy.c_str(),
               result.trace["syncplan"]["sync"].get_ref<const std::string&>().c_str(),
               result.trace["syncplan"]["period"].get<int>(), mpi.size(), mpi.size() == 1 ? "" : "s",
               request.device == "cuda" ? (mpi.size() == 1 ? " (cuda: one GPU)" : " (cuda: one GPU each)") : "",
-              result.records.size(),
+              result.records.size(), result.records.size() == 1 ? "" : "s",
               resumed.c_str(), result.first_loss, result.last_loss, total_s / static_cast<double>(result.records.size()));
   if (request.link)
     std::printf("emulated link: %g Gbit/s, %g us latency (each all-reduce ends no earlier than the ring model's time)\n",

@@ -408,7 +408,7 @@ class PlanExecutor:
             # Averaged parameters (local SGD, plans) and buckets launched after the backward (ssgd)
             # take a later gradient as gradient accumulation does.
             raise RuntimeError(f"PlanExecutor: iteration {self.iteration}: a second backward pass before the step "
-                               f"accumulated layer {quoted(name)}'s gradients again, after its all-reduce had "
+                               f"accumulated the gradients of layer {quoted(name)} again, after its all-reduce had "
                                "launched with the first pass's; run every backward pass but the step's last "
                                "inside `with executor.no_sync():` (gradient accumulation), or add the losses and "
                                "call backward once")

@@ -294,6 +294,17 @@ TEST_CASE("compare: bad inputs name the file and what is wrong", "[compare][erro
   CHECK_THAT(read_error("result_period_mismatch.json"), Contains("'iteration_s'") && Contains("'period' is 3"));
   CHECK_THAT(read_error("result_unknown_key.json"), Contains("unknown key 'iteration_time'"));
   CHECK_THAT(read_error("not_a_timeline.json"), Contains("not_a_timeline.json") && Contains("neither"));
+  // A measured trace's syncplan.period must be a whole number >= 1 when present (absent or null:
+  // unknown); 2.5, "5", true, 0 and -1 were ignored, and the run's H went unchecked.
+  const auto run_trace = [](const std::string& period) {
+    return R"({"traceEvents": [{"name": "update", "ph": "X", "pid": 0, "ts": 0, "dur": 1000, "args": {"iteration": 0}}],)"
+           R"( "syncplan": {"source": "measured", "period": )" + period + "}}";
+  };
+  for (const char* bad : {"0", "-1", "2.5", "1e3", "\"5\"", "true"})
+    CHECK_THAT(error_of([&] { parse_timeline(run_trace(bad), "<run>"); }),
+               Contains("<run>: field 'syncplan.period': expected the run's period H, a whole number >= 1, got"));
+  CHECK_FALSE(parse_timeline(run_trace("null"), "<run>").period);
+  CHECK(parse_timeline(run_trace("3"), "<run>").period == 3);
   // log_2ranks.jsonl's lines as one JSON array: said "traceEvents[0]: field 'ph'" (an array is Chrome's format).
   CHECK_THAT(read_error("log_as_array.json"), Contains("log_as_array.json: a JSON array of run-log lines") &&
                                                   Contains("JSON lines, one object per line"));
