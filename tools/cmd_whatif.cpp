@@ -161,17 +161,28 @@ void check_flags_apply(const WhatifOptions& options, const WhatifRequest& reques
   }
 }
 
-// A one-node base has no link between nodes (its inter_node copies intra_node): a point of
-// several nodes needs the sweep to name one (it borrowed the intra-node link).
-void require_inter_node_link(const WhatifOptions& options, const WhatifRequest& request) {
-  if (request.base.inter_node_given || (!options.bandwidth.empty() && !options.latency.empty())) return;
+// The link between nodes against the points' node counts: a one-node base has none (its
+// inter_node copies intra_node), so a point of several nodes needs the sweep to name one (it
+// borrowed the intra-node link); and where every point is one node, --bandwidth-Gbps and
+// --latency-us would change nothing (identical rows under different link columns).
+void check_node_links(const WhatifOptions& options, const WhatifRequest& request) {
   const int per_node = request.base.workers_per_node;
-  for (const int workers : request.workers)
-    if (workers % per_node == 0 && workers / per_node > 1)
-      throw InputError("--workers " + std::to_string(workers) + ": " + std::to_string(workers / per_node) +
-                       " nodes of " + std::to_string(per_node) + " workers, but " + options.cluster_path +
-                       " is one node with no 'inter_node' link: give --bandwidth-Gbps and --latency-us (the link "
-                       "between nodes), or an inter_node in the file");
+  const auto several_nodes = [&](int workers) { return workers % per_node == 0 && workers / per_node > 1; };
+  const auto multi = std::find_if(request.workers.begin(), request.workers.end(), several_nodes);
+  if (multi == request.workers.end()) {
+    for (const auto& [flag, given] : {std::pair<const char*, bool>{"--bandwidth-Gbps", !options.bandwidth.empty()},
+                                      {"--latency-us", !options.latency.empty()}})
+      if (given)
+        throw InputError(std::string(flag) + ": sets the link between nodes, and every point is one node (" +
+                         std::to_string(per_node) + " workers a node in " + options.cluster_path +
+                         "): it would change nothing");
+    return;
+  }
+  if (request.base.inter_node_given || (!options.bandwidth.empty() && !options.latency.empty())) return;
+  throw InputError("--workers " + std::to_string(*multi) + ": " + std::to_string(*multi / per_node) + " nodes of " +
+                   std::to_string(per_node) + " workers, but " + options.cluster_path +
+                   " is one node with no 'inter_node' link: give --bandwidth-Gbps and --latency-us (the link "
+                   "between nodes), or an inter_node in the file");
 }
 
 WhatifRequest whatif_request(const WhatifOptions& options) {
@@ -193,13 +204,13 @@ WhatifRequest whatif_request(const WhatifOptions& options) {
   if (!options.allreduce.empty()) request.base.allreduce = *allreduce_algorithm(options.allreduce);
   for (const std::string& e : split_list(options.workers.empty() ? std::to_string(request.base.workers) : options.workers, "--workers"))
     request.workers.push_back(whole_element(e, "--workers", options.workers, limits::kMaxWorkers));
-  require_inter_node_link(options, request);
   const std::string bandwidth = options.bandwidth.empty() ? format_exact(request.base.inter_node.bandwidth_Gbps) : options.bandwidth;
   for (const std::string& e : split_list(bandwidth, "--bandwidth-Gbps"))
     request.bandwidth_Gbps.push_back(number_element(e, "--bandwidth-Gbps", bandwidth));
   const std::string latency = options.latency.empty() ? format_exact(request.base.inter_node.latency_us) : options.latency;
   for (const std::string& e : split_list(latency, "--latency-us"))
     request.latency_us.push_back(number_element(e, "--latency-us", latency));
+  check_node_links(options, request);
   for (const std::string& e : split_list(options.periods, "--period"))
     request.periods.push_back(e == "auto" ? std::nullopt
                                           : std::optional<int>(whole_element(e, "--period", options.periods, kMaxPeriod,

@@ -355,7 +355,7 @@ def oversubscription_warning(ranks, threads, cpus):
     fit = cpus // threads
     advice = (f"run at most {fit} rank{'' if fit == 1 else 's'}{each} here" if fit >= 1
               else f"run 1 rank of at most {cpus} thread{'' if cpus == 1 else 's'} here")
-    return (f"{ranks} rank{'' if ranks == 1 else 's'}{each} on this machine share {cpus} "
+    return (f"{ranks} rank{'' if ranks == 1 else 's'}{each} on this machine share{'s' if ranks == 1 else ''} {cpus} "
             f"CPU{'' if cpus == 1 else 's'}: they compute in time slices, so each computes more than the profile's "
             f"step and more than the DES predicts (it gives every rank a processor of its own; docs/runtime.md "
             f"section 7.1); for timings {advice}")

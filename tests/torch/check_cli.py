@@ -37,7 +37,7 @@ check(three.endswith("run at most 2 ranks of 4 threads each here"), "3 x 4 on 8,
 check((oversubscription_warning(2, 1, 1) or "").startswith("2 ranks on this machine share 1 CPU:"), "2 on 1 CPU")
 # 1 rank of 4 threads on 2 CPUs: no whole rank of 4 threads fits; the advice is fewer threads.
 one = oversubscription_warning(1, 4, 2) or ""
-check(one.startswith("1 rank of 4 threads each on this machine share 2 CPUs:"), "1 x 4 on 2: %r" % one)
+check(one.startswith("1 rank of 4 threads each on this machine shares 2 CPUs:"), "1 x 4 on 2: %r" % one)
 check(one.endswith("for timings run 1 rank of at most 2 threads here"), "1 x 4 on 2, the advice: %r" % one)
 
 # Parser: a negative number in any notation is a value, not an option ("--lr -1e-3" was "expected
