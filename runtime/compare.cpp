@@ -157,29 +157,35 @@ int trace_integer(const Json& event, const char* key, const std::string& where) 
   return static_cast<int>(*value);
 }
 
+// A trace's statement of its period H (`field`: a measured trace's syncplan.period, a DES trace's
+// otherData.period): absent or null is unknown; else a whole number 1..kMaxPeriod, bounded as a
+// plan's period is (it was clamped to INT_MAX, a number the file never held). A period of another
+// type or below 1 was ignored, and the run's H went unchecked.
+std::optional<int> stated_period(const Json& holder, const std::string& origin, const std::string& field) {
+  const auto period = holder.find("period");
+  if (period == holder.end() || period->is_null()) return std::nullopt;
+  const std::optional<std::int64_t> whole = integer_value(*period);
+  if (period->is_number_unsigned() && !whole)  // past int64
+    throw InputError(origin + ": field '" + field + "': at most " + std::to_string(limits::kMaxPeriod) + ", got " +
+                     period->dump() + " (limits: docs/formats.md)");
+  if (!whole || *whole < 1)
+    throw InputError(origin + ": field '" + field + "': expected the run's period H, a whole number >= 1, got " +
+                     (period->is_number() ? period->dump() : json_type_name(*period)));
+  if (*whole > limits::kMaxPeriod)
+    throw InputError(origin + ": field '" + field + "': at most " + std::to_string(limits::kMaxPeriod) + ", got " +
+                     std::to_string(*whole) + " (limits: docs/formats.md)");
+  return static_cast<int>(*whole);
+}
+
 // A measured trace's "syncplan" object (written by `run`, docs/runtime.md): "source" "measured"
-// makes it a measured trace, and its "period" (absent or null: unknown) is the run's H, a whole
-// number 1..kMaxPeriod. Its other keys describe the run and are not compared.
+// makes it a measured trace, and its "period" is the run's H (stated_period). Its other keys
+// describe the run and are not compared.
 void read_run_description(const Json& about, const std::string& origin, Timeline& timeline) {
   if (!about.is_object()) throw InputError(origin + ": field 'syncplan': expected an object, got " + json_type_name(about));
   const auto source = about.find("source");
   if (source != about.end() && source->is_string() && source->get<std::string>() == "measured")
     timeline.kind = TimelineKind::kMeasuredTrace;
-  const auto period = about.find("period");
-  if (period == about.end() || period->is_null()) return;
-  const std::optional<std::int64_t> whole = integer_value(*period);
-  // Bounded as a plan's period is (it was clamped to INT_MAX, a number the file never held); a
-  // period of another type or below 1 was ignored, and the run's H went unchecked.
-  if (period->is_number_unsigned() && !whole)  // past int64
-    throw InputError(origin + ": field 'syncplan.period': at most " + std::to_string(limits::kMaxPeriod) + ", got " +
-                     period->dump() + " (limits: docs/formats.md)");
-  if (!whole || *whole < 1)
-    throw InputError(origin + ": field 'syncplan.period': expected the run's period H, a whole number >= 1, got " +
-                     (period->is_number() ? period->dump() : json_type_name(*period)));
-  if (*whole > limits::kMaxPeriod)
-    throw InputError(origin + ": field 'syncplan.period': at most " + std::to_string(limits::kMaxPeriod) + ", got " +
-                     std::to_string(*whole) + " (limits: docs/formats.md)");
-  timeline.period = static_cast<int>(*whole);
+  timeline.period = stated_period(about, origin, "syncplan.period");
 }
 
 // The microseconds of [from, to) covered by `pauses` (sorted by start, not overlapping).
@@ -629,7 +635,14 @@ Timeline parse_timeline(const std::string& text, const std::string& origin) {
                               "events or JSON lines, got " + json_type_name(document));
   if (document.contains("traceEvents")) {
     const auto syncplan_object = document.find("syncplan");
-    return read_trace(document.at("traceEvents"), syncplan_object == document.end() ? nullptr : &*syncplan_object, origin);
+    Timeline timeline =
+        read_trace(document.at("traceEvents"), syncplan_object == document.end() ? nullptr : &*syncplan_object, origin);
+    // A DES trace (`simulate --cluster --trace`) states its period in Chrome's metadata object.
+    const auto other = document.find("otherData");
+    if (timeline.kind == TimelineKind::kSimulatedTrace && !timeline.period && other != document.end() &&
+        other->is_object())
+      timeline.period = stated_period(*other, origin, "otherData.period");
+    return timeline;
   }
   if (document.contains("format")) return read_result(document, origin);
   if (document.contains("iteration")) return read_log(text, origin);

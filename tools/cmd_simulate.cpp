@@ -320,7 +320,12 @@ int run_simulate_des(const SimulateOptions& options, SimulateRequest request) {
 
   OutputFiles outputs;
   if (!options.output_path.empty()) outputs.add_json(options.output_path, result_to_json(outcome.document), "-o,--output");
-  if (!options.trace_path.empty()) outputs.add_json(options.trace_path, des_trace_json(outcome.result, outcome.layers), "--trace");
+  if (!options.trace_path.empty()) {
+    // The period in Chrome's metadata object, so that compare can group and check by it (docs/compare.md 4.1).
+    Json trace = des_trace_json(outcome.result, outcome.layers);
+    trace["otherData"] = Json{{"period", outcome.program.period()}};
+    outputs.add_json(options.trace_path, trace, "--trace");
+  }
   commit_and_report(outputs, options);
   return 0;
 }

@@ -836,6 +836,9 @@ trace_identical() {
   pids() { "$python" -c 'import json, sys
 print(sorted({e["pid"] for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"}))' "$1"; }
   [[ $(pids same.json) == "[0]" ]] || { echo "FAIL: identical workers traced as $(pids same.json)"; exit 1; }
+  # The trace states its period (H = 2) for compare: otherData.period.
+  "$python" -c 'import json, sys; sys.exit(json.load(open(sys.argv[1]))["otherData"] != {"period": 2})' same.json ||
+    { echo "FAIL: the DES trace does not say its period"; exit 1; }
   "$python" -c 'import json, sys; c = json.load(open(sys.argv[1])); c["compute_slowdown"] = {"3": 2.0}
 json.dump(c, open("straggler.json", "w"))' "$cluster"
   run simulate --profile "$data/tiny_profile.json" --cluster straggler.json --strategy wfbp --period 2 \

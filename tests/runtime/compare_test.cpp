@@ -305,6 +305,16 @@ TEST_CASE("compare: bad inputs name the file and what is wrong", "[compare][erro
                Contains("<run>: field 'syncplan.period': expected the run's period H, a whole number >= 1, got"));
   CHECK_FALSE(parse_timeline(run_trace("null"), "<run>").period);
   CHECK(parse_timeline(run_trace("3"), "<run>").period == 3);
+  // A DES trace states its period in otherData (simulate --cluster --trace), checked the same way.
+  const auto des_trace = [](const std::string& period) {
+    return R"({"traceEvents": [{"name": "update", "ph": "X", "pid": 0, "ts": 0, "dur": 1000, "args": {"iteration": 0}}],)"
+           R"( "otherData": {"period": )" + period + "}}";
+  };
+  const Timeline des = parse_timeline(des_trace("4"), "<des>");
+  CHECK(des.kind == TimelineKind::kSimulatedTrace);
+  CHECK(des.period == 4);
+  CHECK_THAT(error_of([&] { parse_timeline(des_trace("0.5"), "<des>"); }),
+             Contains("<des>: field 'otherData.period': expected the run's period H"));
   // log_2ranks.jsonl's lines as one JSON array: said "traceEvents[0]: field 'ph'" (an array is Chrome's format).
   CHECK_THAT(read_error("log_as_array.json"), Contains("log_as_array.json: a JSON array of run-log lines") &&
                                                   Contains("JSON lines, one object per line"));
