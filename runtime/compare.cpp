@@ -164,7 +164,13 @@ int trace_integer(const Json& event, const char* key, const std::string& where) 
 std::optional<int> stated_period(const Json& holder, const std::string& origin, const std::string& field) {
   const auto period = holder.find("period");
   if (period == holder.end() || period->is_null()) return std::nullopt;
-  const std::optional<std::int64_t> whole = integer_value(*period);
+  std::optional<std::int64_t> whole = integer_value(*period);
+  // 4.0 is the whole number 4 (as a result's "period" reads it).
+  if (!whole && period->is_number_float()) {
+    const double value = period->get<double>();
+    if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) <= 1e15)
+      whole = static_cast<std::int64_t>(value);
+  }
   if (period->is_number_unsigned() && !whole)  // past int64
     throw InputError(origin + ": field '" + field + "': at most " + std::to_string(limits::kMaxPeriod) + ", got " +
                      period->dump() + " (limits: docs/formats.md)");
@@ -639,9 +645,11 @@ Timeline parse_timeline(const std::string& text, const std::string& origin) {
         read_trace(document.at("traceEvents"), syncplan_object == document.end() ? nullptr : &*syncplan_object, origin);
     // A DES trace (`simulate --cluster --trace`) states its period in Chrome's metadata object.
     const auto other = document.find("otherData");
-    if (timeline.kind == TimelineKind::kSimulatedTrace && !timeline.period && other != document.end() &&
-        other->is_object())
+    if (timeline.kind == TimelineKind::kSimulatedTrace && !timeline.period && other != document.end()) {
+      if (!other->is_object())  // Chrome's format: a dictionary of metadata
+        throw InputError(origin + ": field 'otherData': expected an object, got " + json_type_name(*other));
       timeline.period = stated_period(*other, origin, "otherData.period");
+    }
     return timeline;
   }
   if (document.contains("format")) return read_result(document, origin);
@@ -665,7 +673,9 @@ PairComparison compare_timelines(const Timeline& predicted, const Timeline& meas
   const std::optional<int> predicted_period =
       predicted.repeats ? std::optional<int>(static_cast<int>(predicted.iteration_s.size())) : predicted.period;
   if (predicted_period && measured.period && *measured.period != *predicted_period)
-    throw InputError(measured.path + ": field 'syncplan.period': the run's period H = " +
+    throw InputError(measured.path + ": field '" +
+                     (measured.kind == TimelineKind::kSimulatedTrace ? "otherData.period" : "syncplan.period") +
+                     "': the run's period H = " +
                      std::to_string(*measured.period) + ", but " + predicted.path + " predicts a period of H = " +
                      std::to_string(*predicted_period));
   if (!predicted.repeats && (predicted.first_iteration != measured.first_iteration ||

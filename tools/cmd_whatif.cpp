@@ -174,7 +174,8 @@ void check_node_links(const WhatifOptions& options, const WhatifRequest& request
                                       {"--latency-us", !options.latency.empty()}})
       if (given)
         throw InputError(std::string(flag) + ": sets the link between nodes, and every point is one node (" +
-                         std::to_string(per_node) + " workers a node in " + options.cluster_path +
+                         std::to_string(per_node) + (per_node == 1 ? " worker" : " workers") + " a node in " +
+                         options.cluster_path +
                          "): it would change nothing");
     return;
   }
@@ -210,13 +211,11 @@ WhatifRequest whatif_request(const WhatifOptions& options) {
   const std::string latency = options.latency.empty() ? format_exact(request.base.inter_node.latency_us) : options.latency;
   for (const std::string& e : split_list(latency, "--latency-us"))
     request.latency_us.push_back(number_element(e, "--latency-us", latency));
-  check_node_links(options, request);
   for (const std::string& e : split_list(options.periods, "--period"))
     request.periods.push_back(e == "auto" ? std::nullopt
                                           : std::optional<int>(whole_element(e, "--period", options.periods, kMaxPeriod,
                                                                              " or 'auto'")));
   request.strategies = split_list(options.strategies, "--strategies");
-  check_flags_apply(options, request);
   if (options.jitter_given) request.jitter_sigma = options.jitter_sigma;
   if (options.straggler_given) request.straggler = options.straggler;
   request.scaling = options.scaling == "strong" ? WhatifScaling::kStrong : WhatifScaling::kWeak;
@@ -288,6 +287,9 @@ int whatif(const MpiSession& mpi, const WhatifOptions& options) {
   const WhatifRequest request = whatif_request(options);
   const report::WhatifMetric metric = with_flags(kWhatifFlags, [&] { return report::whatif_metric(options.plot_metric); });
   const int points = with_flags(kWhatifFlags, [&] { return validate_whatif_request(request); });
+  // After every value is checked (a bad one is said as such, not as a flag that changes nothing).
+  check_flags_apply(options, request);
+  check_node_links(options, request);
   // A throughput plot needs samples/s, which needs the batch: known with --model, --batch, a
   // profile's `workload` or strong scaling. Said before the sweep, not "every point failed" after
   // it.

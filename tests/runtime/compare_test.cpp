@@ -295,12 +295,13 @@ TEST_CASE("compare: bad inputs name the file and what is wrong", "[compare][erro
   CHECK_THAT(read_error("result_unknown_key.json"), Contains("unknown key 'iteration_time'"));
   CHECK_THAT(read_error("not_a_timeline.json"), Contains("not_a_timeline.json") && Contains("neither"));
   // A measured trace's syncplan.period must be a whole number >= 1 when present (absent or null:
-  // unknown); 2.5, "5", true, 0 and -1 were ignored, and the run's H went unchecked.
+  // unknown); 2.5, "5", true, 0 and -1 were ignored, and the run's H went unchecked. (1e3 is the
+  // whole number 1000, as 4.0 is 4, below.)
   const auto run_trace = [](const std::string& period) {
     return R"({"traceEvents": [{"name": "update", "ph": "X", "pid": 0, "ts": 0, "dur": 1000, "args": {"iteration": 0}}],)"
            R"( "syncplan": {"source": "measured", "period": )" + period + "}}";
   };
-  for (const char* bad : {"0", "-1", "2.5", "1e3", "\"5\"", "true"})
+  for (const char* bad : {"0", "-1", "2.5", "1e-3", "\"5\"", "true"})
     CHECK_THAT(error_of([&] { parse_timeline(run_trace(bad), "<run>"); }),
                Contains("<run>: field 'syncplan.period': expected the run's period H, a whole number >= 1, got"));
   CHECK_FALSE(parse_timeline(run_trace("null"), "<run>").period);
@@ -315,6 +316,15 @@ TEST_CASE("compare: bad inputs name the file and what is wrong", "[compare][erro
   CHECK(des.period == 4);
   CHECK_THAT(error_of([&] { parse_timeline(des_trace("0.5"), "<des>"); }),
              Contains("<des>: field 'otherData.period': expected the run's period H"));
+  CHECK(parse_timeline(des_trace("4.0"), "<des>").period == 4);  // the whole number 4, as a result reads it
+  std::string other_array = des_trace("4");
+  other_array.replace(other_array.find(R"({"period": 4})"), 13, "[4]");
+  CHECK_THAT(error_of([&] { parse_timeline(other_array, "<des>"); }),
+             Contains("<des>: field 'otherData': expected an object, got array"));
+  // A DES trace as MEASURED (a prediction against another): the mismatch names its own field.
+  Timeline four = parse_timeline(des_trace("4"), "four"), two = parse_timeline(des_trace("2"), "two");
+  CHECK_THAT(error_of([&] { compare_timelines(four, two, skip(0)); }),
+             Contains("two: field 'otherData.period': the run's period H = 2, but four predicts a period of H = 4"));
   // log_2ranks.jsonl's lines as one JSON array: said "traceEvents[0]: field 'ph'" (an array is Chrome's format).
   CHECK_THAT(read_error("log_as_array.json"), Contains("log_as_array.json: a JSON array of run-log lines") &&
                                                   Contains("JSON lines, one object per line"));
