@@ -164,13 +164,7 @@ int trace_integer(const Json& event, const char* key, const std::string& where) 
 std::optional<int> stated_period(const Json& holder, const std::string& origin, const std::string& field) {
   const auto period = holder.find("period");
   if (period == holder.end() || period->is_null()) return std::nullopt;
-  std::optional<std::int64_t> whole = integer_value(*period);
-  // 4.0 is the whole number 4 (as a result's "period" reads it).
-  if (!whole && period->is_number_float()) {
-    const double value = period->get<double>();
-    if (std::isfinite(value) && value == std::floor(value) && std::fabs(value) <= 1e15)
-      whole = static_cast<std::int64_t>(value);
-  }
+  const std::optional<std::int64_t> whole = whole_number_value(*period);  // 4.0 is 4, as a result's period
   if (period->is_number_unsigned() && !whole)  // past int64
     throw InputError(origin + ": field '" + field + "': at most " + std::to_string(limits::kMaxPeriod) + ", got " +
                      period->dump() + " (limits: docs/formats.md)");

@@ -118,16 +118,13 @@ class ProgressBar {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-// Whether a strategy runs a time-limited search (search; best, one of whose members is search):
-// what --time-limit-s, --search-rounds and --seed change. An unknown name counts (the sweep's own
-// check names it).
+// Whether a strategy (a name validate_whatif_request accepted) runs a time-limited search (search;
+// best, one of whose members is search): what --time-limit-s, --search-rounds and --seed change.
 bool runs_search(const std::string& name) {
-  const Strategy* strategy = find_strategy(name);
-  if (strategy == nullptr || strategy->time_limited) return true;
-  return std::any_of(strategy->members.begin(), strategy->members.end(), [](const char* member) {
-    const Strategy* row = find_strategy(member);
-    return row != nullptr && row->time_limited;
-  });
+  const Strategy& strategy = strategy_for(name, StrategyUse::kDes);
+  return strategy.time_limited || std::any_of(strategy.members.begin(), strategy.members.end(), [](const char* member) {
+           return find_plan_algorithm(member).time_limited;
+         });
 }
 
 // The names of the strategies in the table for which `applies` holds, comma-separated.
@@ -141,17 +138,15 @@ std::string names_where(Predicate applies) {
 
 // A flag that changes nothing in this sweep is refused rather than ignored: --max-overhead without
 // a --period auto, --plot-metric without --plot or --html, --fill-bubbles and --fuse-buckets without
-// a planned strategy, --time-limit-s, --search-rounds and --seed without one that searches.
+// a planned strategy, --time-limit-s, --search-rounds and --seed without one that searches. Called
+// after validate_whatif_request: every value and strategy name is known good.
 void check_flags_apply(const WhatifOptions& options, const WhatifRequest& request) {
   if (options.max_overhead_given &&
       std::none_of(request.periods.begin(), request.periods.end(), [](const auto& period) { return !period; }))
     throw InputError("--max-overhead: applies to --period auto only, and --period " + options.periods + " has none");
   if (options.plot_metric_given && options.plot_path.empty() && options.html_path.empty())
     throw InputError("--plot-metric: the plotted metric, with --plot OUT.svg or --html OUT.html, and neither is given");
-  const auto planned = [](const std::string& name) {
-    const Strategy* strategy = find_strategy(name);
-    return strategy == nullptr || strategy->plannable();
-  };
+  const auto planned = [](const std::string& name) { return strategy_for(name, StrategyUse::kDes).plannable(); };
   for (const std::string& flag : options.plan_flags_given) {
     const bool search_flag = flag != "--fill-bubbles" && flag != "--fuse-buckets";
     const auto applies = [&](const std::string& name) { return search_flag ? runs_search(name) : planned(name); };
@@ -164,11 +159,12 @@ void check_flags_apply(const WhatifOptions& options, const WhatifRequest& reques
 // The link between nodes against the points' node counts: a one-node base has none (its
 // inter_node copies intra_node), so a point of several nodes needs the sweep to name one (it
 // borrowed the intra-node link); and where every point is one node, --bandwidth-Gbps and
-// --latency-us would change nothing (identical rows under different link columns).
+// --latency-us would change nothing (identical rows under different link columns). Called after
+// validate_whatif_request (every worker count a multiple of the node's).
 void check_node_links(const WhatifOptions& options, const WhatifRequest& request) {
   const int per_node = request.base.workers_per_node;
-  const auto several_nodes = [&](int workers) { return workers % per_node == 0 && workers / per_node > 1; };
-  const auto multi = std::find_if(request.workers.begin(), request.workers.end(), several_nodes);
+  const auto multi = std::find_if(request.workers.begin(), request.workers.end(),
+                                  [&](int workers) { return workers / per_node > 1; });  // multiples, validated
   if (multi == request.workers.end()) {
     for (const auto& [flag, given] : {std::pair<const char*, bool>{"--bandwidth-Gbps", !options.bandwidth.empty()},
                                       {"--latency-us", !options.latency.empty()}})
